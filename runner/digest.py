@@ -1,0 +1,44 @@
+"""Content digests: the identity of everything that defines a cell."""
+
+import hashlib
+import json
+from pathlib import Path
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def canonical_json(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sha256_json(obj) -> str:
+    return sha256_bytes(canonical_json(obj))
+
+
+def tree_files(root: Path) -> list[Path]:
+    """Regular files under root, sorted by relative path; caches and links are refused."""
+    files = []
+    for p in sorted(root.rglob("*")):
+        if "__pycache__" in p.parts or p.suffix == ".pyc":
+            continue
+        if p.is_symlink():
+            raise ValueError(f"{p}: symbolic links are not allowed in a task or arm tree; replace it with a copy of the file")
+        if p.is_file():
+            files.append(p)
+    return files
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over (relative path, file sha256) pairs: renames and edits both change it."""
+    entries = [[p.relative_to(root).as_posix(), sha256_file(p)] for p in tree_files(root)]
+    return sha256_json(entries)

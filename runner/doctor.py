@@ -1,0 +1,51 @@
+"""`memgrid doctor`: what this machine lacks for a run, each with the exact fix."""
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker.errors
+
+from .engine import connect
+from .errors import EngineError
+from .images import DERIVED, base_tag, derived_tag, find_image
+from .sandbox import RUN_LABEL
+
+MIN_FREE_GB = 5
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def run_checks(runs_dir: Path) -> list[Check]:
+    checks = []
+    try:
+        client = connect(timeout=15)
+    except EngineError as e:
+        return [Check("engine", False, str(e).split(": fix:")[0], "sudo scripts/ensure-engine.sh")]
+    version = client.version()
+    checks.append(Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})"))
+    base = find_image(client, base_tag())
+    checks.append(Check("image base", base is not None, base_tag(), "" if base else "memgrid images build"))
+    for role in DERIVED:
+        tag = derived_tag(role, base.id) if base else f"memgrid-{role}"
+        present = base is not None and find_image(client, tag) is not None
+        checks.append(Check(f"image {role}", present, tag, "" if present else "memgrid images build"))
+    probe = runs_dir if runs_dir.exists() else Path.cwd()
+    free_gb = shutil.disk_usage(probe).free / 2**30
+    checks.append(Check("disk", free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {probe}",
+                        "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB (old runs/ folders, 'docker image prune')"))
+    try:
+        leftovers = client.containers.list(all=True, filters={"label": RUN_LABEL})
+    except docker.errors.APIError:
+        leftovers = []
+    runs = sorted({c.labels.get(RUN_LABEL) for c in leftovers})
+    checks.append(Check("leftover containers", not leftovers,
+                        f"{len(leftovers)} from runs {', '.join(runs)}" if leftovers else "none",
+                        "; ".join(f"docker rm -f $(docker ps -aq --filter label={RUN_LABEL}={r})" for r in runs)))
+    return checks

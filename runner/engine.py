@@ -1,0 +1,17 @@
+"""The one way the controller reaches the Docker engine."""
+
+import docker
+import docker.errors
+
+from .errors import EngineError
+
+ENGINE_FIX = "start one with 'sudo scripts/ensure-engine.sh' (Debian, as root) or install Docker Engine"
+
+
+def connect(timeout: int = 120) -> docker.DockerClient:
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except docker.errors.DockerException as e:
+        raise EngineError(f"no Docker engine answers ({str(e).splitlines()[0][:160]}): fix: {ENGINE_FIX}") from None
+    return client

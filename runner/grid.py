@@ -1,0 +1,76 @@
+"""Expand a grid spec into cells with stable ids, in run order.
+
+Order: for each seed, task and condition, all arms of one agent run together, in an arm order
+permuted per seed (recorded in run.json), so drift over a long run spreads across arms.
+"""
+
+import random
+from dataclasses import asdict, dataclass
+
+from .digest import sha256_json
+from .errors import SpecError
+from .spec import ArmSpec, GridSpec, TaskSpec
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    task: str
+    arm: str
+    seed: int
+    condition: str
+    agent: str
+    cell_id: str
+    order_index: int
+
+
+@dataclass(frozen=True)
+class GridInputs:
+    """The digests of everything that defines a cell besides its coordinates."""
+    tasks: dict[str, str]
+    arms: dict[str, str]
+    images: dict[str, str]
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: GridInputs) -> str:
+    identity = {
+        "task": task, "arm": arm, "seed": seed, "condition": condition, "agent": agent,
+        "task_digest": inputs.tasks[task], "arm_digest": inputs.arms[arm], "images": inputs.images,
+    }
+    return sha256_json(identity)[:16]
+
+
+def arm_order(arms: tuple[str, ...], seed: int) -> list[str]:
+    order = list(arms)
+    random.Random(f"memgrid-arm-order-{seed}").shuffle(order)
+    return order
+
+
+def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], grid_path) -> tuple[list[str], list[str]]:
+    task_ids = sorted(tasks) if grid.tasks == "all" else list(grid.tasks)
+    for t in task_ids:
+        if t not in tasks:
+            raise SpecError(grid_path, "tasks", f"names unknown task '{t}'", f"use one of: {', '.join(sorted(tasks))}")
+    for a in grid.arms:
+        if a not in arms:
+            raise SpecError(grid_path, "arms", f"names unknown arm '{a}'", f"use one of: {', '.join(sorted(arms))}")
+    if not task_ids:
+        raise SpecError(grid_path, "tasks", "selects no task", "add a task under tasks/ or list existing ones")
+    return task_ids, list(grid.arms)
+
+
+def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs) -> list[CellSpec]:
+    cells = []
+    for seed in range(grid.seeds):
+        order = arm_order(grid.arms, seed)
+        for task in task_ids:
+            for condition in grid.conditions:
+                if condition not in tasks[task].conditions:
+                    continue
+                for agent in grid.agents:
+                    for arm in order:
+                        cells.append(CellSpec(task, arm, seed, condition, agent,
+                                              cell_id(task, arm, seed, condition, agent, inputs), len(cells)))
+    return cells

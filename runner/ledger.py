@@ -1,0 +1,117 @@
+"""The ledger: one row per cell attempt, durable before the next cell starts.
+
+Rows are appended to ledger.jsonl (one JSON object per line, flushed and fsynced), a plain
+file a person can open. A kill -9 can leave at most a torn last line, which `open` cuts off:
+that cell was in flight and reruns. `compact` writes ledger.parquet atomically from the journal.
+"""
+
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+@dataclass
+class LedgerRow:
+    run_id: str
+    cell_id: str
+    attempt: int
+    final: bool  # False: a harness failure; resume reruns the cell
+    task: str
+    arm: str
+    seed: int
+    condition: str
+    agent: str
+    order_index: int
+    model: str | None
+    sandbox_image: str
+    checker_image: str
+    bundle_digest: str | None
+    store_digest: str | None
+    started_at: str
+    ended_at: str
+    wall_seconds: float
+    admitted: bool
+    discard_reason: str | None
+    gate_proofs: str  # JSON list of {name, passed, detail}
+    checker_passed: bool | None  # None: not graded (discarded, or the artifact was refused)
+    checker_exit_code: int | None
+    checker_detail: str | None
+    checker_seconds: float | None
+    outcome: str | None  # solved | neutral_failure; None when not scored
+    tokens_fresh_input: int | None
+    tokens_cache_read: int | None
+    tokens_cache_creation: int | None
+    tokens_output: int | None
+    cost_usd: float | None
+    error_class: str | None
+    error_detail: str | None
+
+
+_ARROW_TYPES = {
+    str: pa.string(), str | None: pa.string(), int: pa.int64(), int | None: pa.int64(),
+    bool: pa.bool_(), bool | None: pa.bool_(), float: pa.float64(), float | None: pa.float64(),
+}
+SCHEMA = pa.schema([pa.field(f.name, _ARROW_TYPES[f.type]) for f in fields(LedgerRow)])
+COLUMNS = [f.name for f in fields(LedgerRow)]
+
+
+class Ledger:
+    def __init__(self, run_dir: Path):
+        self.journal = run_dir / "ledger.jsonl"
+        self.parquet = run_dir / "ledger.parquet"
+
+    def open(self) -> int:
+        """Create the journal or cut a torn last line; returns the bytes cut."""
+        if not self.journal.exists():
+            self.journal.touch()
+            return 0
+        data = self.journal.read_bytes()
+        if not data or data.endswith(b"\n"):
+            return 0
+        keep = data.rfind(b"\n") + 1
+        with open(self.journal, "r+b") as f:
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+        return len(data) - keep
+
+    def append(self, row: LedgerRow) -> None:
+        line = json.dumps(asdict(row), sort_keys=True) + "\n"
+        with open(self.journal, "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def rows(self) -> list[dict]:
+        if not self.journal.exists():
+            return []
+        out = []
+        with open(self.journal, encoding="utf-8") as f:
+            for line in f:
+                if line.endswith("\n"):  # a torn last line is a cell still in flight
+                    out.append(json.loads(line))
+        return out
+
+    def compact(self) -> Path:
+        rows = self.rows()
+        table = pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA)
+        tmp = self.parquet.with_suffix(".parquet.tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, self.parquet)
+        return self.parquet
+
+
+def finished_cells(rows: list[dict]) -> set[str]:
+    return {r["cell_id"] for r in rows if r["final"]}
+
+
+def latest_attempts(rows: list[dict]) -> dict[str, dict]:
+    latest: dict[str, dict] = {}
+    for r in rows:
+        if r["cell_id"] not in latest or r["attempt"] >= latest[r["cell_id"]]["attempt"]:
+            latest[r["cell_id"]] = r
+    return latest

@@ -1,0 +1,182 @@
+"""A run (Harbor's job): resolve inputs, lock them in run.json, expand, schedule, ledger, resume.
+
+Resuming an existing run id skips every cell with a final ledger row and reruns the rest;
+changed inputs are refused with a message naming each change.
+"""
+
+import json
+import os
+import platform
+import subprocess
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from . import __version__
+from .digest import tree_digest
+from .errors import UserError
+from .grid import CellSpec, GridInputs, arm_order, expand, select
+from .images import ImageSet
+from .ledger import Ledger, LedgerRow, finished_cells, latest_attempts
+from .sandbox import remove_run_containers
+from .spec import ArmSpec, GridSpec, TaskSpec
+from .trial import Cancelled, TrialContext, run_cell, write_json
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    run_dir: Path
+    grid: GridSpec
+    task_ids: list[str]
+    inputs: GridInputs
+    cells: list[CellSpec]
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    run_dir: Path
+    total: int
+    skipped: int
+    recorded: int
+    interrupted: bool
+
+
+def default_run_id(grid: GridSpec) -> str:
+    return f"{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{grid.name}"
+
+
+def git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
+             runs_dir: Path, run_id: str | None) -> RunPlan:
+    task_ids, arm_names = select(grid, tasks, arms, grid_path)
+    inputs = GridInputs(tasks={t: tree_digest(tasks[t].root) for t in task_ids},
+                        arms={a: tree_digest(arms[a].root) for a in arm_names},
+                        images=images.ids())
+    run_id = run_id or default_run_id(grid)
+    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs))
+
+
+def lock_document(plan: RunPlan, images: ImageSet, client, root: Path) -> dict:
+    version = client.version()
+    return {
+        "run_id": plan.run_id,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "grid": {**plan.grid.as_dict(), "tasks": plan.task_ids},
+        "inputs": plan.inputs.as_dict(),
+        "image_tags": images.tags(),
+        "arm_order": {str(s): arm_order(plan.grid.arms, s) for s in range(plan.grid.seeds)},
+        "cells": len(plan.cells),
+        "versions": {"memgrid": __version__, "python": platform.python_version(),
+                     "docker_engine": version.get("Version"), "docker_api": version.get("ApiVersion")},
+        "git_commit": git_commit(root),
+        "prices": None,
+    }
+
+
+def lock_differences(old: dict, new: dict) -> list[str]:
+    """What changed between a run's lock and the inputs now, by name."""
+    changes = []
+    for key in sorted(set(old["grid"]) | set(new["grid"])):
+        if old["grid"].get(key) != new["grid"].get(key):
+            changes.append(f"grid.{key}: {old['grid'].get(key)!r} -> {new['grid'].get(key)!r}")
+    for kind in ("tasks", "arms", "images"):
+        before, after = old["inputs"].get(kind, {}), new["inputs"].get(kind, {})
+        for name in sorted(set(before) | set(after)):
+            if before.get(name) != after.get(name):
+                b, a = (before.get(name) or "absent")[:19], (after.get(name) or "absent")[:19]
+                changes.append(f"{kind[:-1]} '{name}' digest {b} -> {a}")
+    return changes
+
+
+def open_run(plan: RunPlan, lock: dict) -> Ledger:
+    """Create the run folder and lock, or check an existing lock still matches (resume)."""
+    lock_path = plan.run_dir / "run.json"
+    if lock_path.exists():
+        old = json.loads(lock_path.read_text())
+        changes = lock_differences(old, lock)
+        if changes:
+            raise UserError(f"run {plan.run_id} was started with other inputs ({'; '.join(changes)}): "
+                            f"fix: start a new run (omit --run-id) or restore the inputs")
+    else:
+        plan.run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = lock_path.with_suffix(".json.tmp")
+        write_json(tmp, lock)
+        os.replace(tmp, lock_path)
+    ledger = Ledger(plan.run_dir)
+    ledger.open()
+    return ledger
+
+
+def _progress(show: bool) -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("admitted {task.fields[admitted]} · passed {task.fields[passed]} · errors {task.fields[errors]}"),
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not show)
+
+
+def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True) -> RunSummary:
+    rows = ledger.rows()
+    done = finished_cells(rows)
+    attempts = {}
+    for r in rows:
+        attempts[r["cell_id"]] = max(attempts.get(r["cell_id"], 0), r["attempt"])
+    pending = [c for c in cells if c.cell_id not in done]
+    # A previous controller that died leaves its containers behind; they belong to no live cell.
+    remove_run_containers(ctx.client, ctx.run_id)
+
+    counts = {"admitted": 0, "passed": 0, "errors": 0}
+    for r in latest_attempts(rows).values():
+        if r["final"]:
+            counts["admitted"] += r["admitted"]
+            counts["passed"] += bool(r["checker_passed"])
+    recorded, interrupted = 0, False
+    with _progress(show_progress) as progress, ThreadPoolExecutor(max_workers=concurrency) as pool:
+        bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), **counts)
+        queue = iter(pending)
+        in_flight = {}
+        try:
+            while True:
+                while len(in_flight) < concurrency and not ctx.cancel.is_set():
+                    cell = next(queue, None)
+                    if cell is None:
+                        break
+                    in_flight[pool.submit(run_cell, ctx, cell, attempts.get(cell.cell_id, 0) + 1)] = cell
+                if not in_flight:
+                    break
+                finished, _ = wait(in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    in_flight.pop(future)
+                    row: LedgerRow = future.result()
+                    ledger.append(row)  # durable before the next cell is scheduled
+                    recorded += 1
+                    counts["admitted"] += row.admitted
+                    counts["passed"] += bool(row.checker_passed)
+                    counts["errors"] += not row.final
+                    progress.update(bar, advance=1 if row.final else 0, **counts)
+        except KeyboardInterrupt:
+            interrupted = True
+            ctx.cancel.set()
+            progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
+            remove_run_containers(ctx.client, ctx.run_id)
+            for future in in_flight:
+                try:
+                    row = future.result(timeout=120)
+                except (Cancelled, Exception):
+                    continue
+                if row.final:  # a cell that really finished before the stop is kept
+                    ledger.append(row)
+                    recorded += 1
+            remove_run_containers(ctx.client, ctx.run_id)
+    ledger.compact()
+    return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), recorded, interrupted)

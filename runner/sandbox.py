@@ -1,0 +1,110 @@
+"""One container per cell (Harbor's environment): start, exec, put, get, stop.
+
+Hardened by default: non-root user, every capability dropped, no-new-privileges, pids / memory /
+CPU limits, network 'none', no host mounts. Every container carries the run and cell labels so a
+crashed run can be cleaned up by label, never by name.
+"""
+
+import time
+from dataclasses import dataclass
+
+import docker
+import docker.errors
+
+RUN_LABEL = "memgrid.run"
+CELL_LABEL = "memgrid.cell"
+ROLE_LABEL = "memgrid.role"
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory: str = "1g"
+    cpus: float = 1.0
+    pids: int = 256
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.exit_code in (124, 137)  # coreutils timeout: TERM -> 124, KILL -> 137
+
+
+def hardened(image: str, *, user: str, labels: dict, network: str, limits: Limits, **kwargs) -> dict:
+    """Container-create arguments shared by the sandbox and the checker."""
+    if network != "none":
+        raise ValueError(f"network policy {network!r} is not available in this version; use 'none'")
+    return dict(
+        image=image, user=user, labels=labels, network_mode="none",
+        cap_drop=["ALL"], security_opt=["no-new-privileges"],
+        pids_limit=limits.pids, mem_limit=limits.memory, memswap_limit=limits.memory,
+        nano_cpus=int(limits.cpus * 1e9), detach=True, **kwargs,
+    )
+
+
+def remove_quietly(container) -> None:
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+
+
+def remove_run_containers(client: docker.DockerClient, run_id: str) -> int:
+    """Remove every container of one run, found by its run label (a crashed controller's leftovers)."""
+    containers = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    for c in containers:
+        remove_quietly(c)
+    return len(containers)
+
+
+class Sandbox:
+    """The agent's container. Lives at most `lifetime` seconds even if the controller dies."""
+
+    def __init__(self, client, image: str, run_id: str, cell_id: str, *, lifetime: int,
+                 network: str = "none", limits: Limits = Limits(), user: str = "1000:1000"):
+        self.client = client
+        self.labels = {RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "sandbox"}
+        self.create_args = hardened(image, user=user, labels=self.labels, network=network, limits=limits,
+                                    command=["sleep", str(lifetime)], working_dir="/sandbox")
+        self.container = None
+
+    def start(self) -> None:
+        self.container = self.client.containers.create(**self.create_args)
+        try:
+            self.container.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def put(self, path: str, tar_bytes: bytes) -> None:
+        if not self.container.put_archive(path, tar_bytes):
+            raise RuntimeError(f"put_archive to {path} was refused")
+
+    def exec(self, cmd: list[str], *, timeout: int, workdir: str = "/sandbox/workspace", env: dict | None = None) -> ExecResult:
+        # coreutils timeout bounds the exec inside the container; exec_run has no timeout of its own.
+        started = time.monotonic()
+        code, (out, err) = self.container.exec_run(
+            ["timeout", "--kill-after=5", str(timeout), *cmd], workdir=workdir, environment=env or {}, demux=True)
+        return ExecResult(code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace"),
+                          time.monotonic() - started)
+
+    def get(self, path: str) -> bytes:
+        stream, _ = self.container.get_archive(path)
+        return b"".join(stream)
+
+    def stop(self) -> None:
+        if self.container is not None:
+            remove_quietly(self.container)
+            self.container = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,231 @@
+"""Load and validate the YAML specs (task.yaml, arm.yaml, grid spec) into typed records.
+
+Every failure is a SpecError naming the file, the field and the fix, so a researcher who does
+not read Python can mend the YAML from one line.
+"""
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .errors import SpecError
+
+CONDITIONS = ("absent", "superseded", "contradictory", "adjacent", "present")
+
+
+@dataclass(frozen=True)
+class CheckerSpec:
+    command: tuple[str, ...]
+    timeout_seconds: int = 60
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    id: str
+    title: str
+    prompt: str
+    fact_summary: str
+    fact_terms: tuple[str, ...]
+    conditions: tuple[str, ...]
+    checker: CheckerSpec
+    agent_seconds: int
+    root: Path = field(compare=False)
+
+    @property
+    def fixture(self) -> Path:
+        return self.root / "fixture"
+
+    @property
+    def oracle(self) -> Path:
+        return self.root / "oracle"
+
+    def reference(self, name: str) -> Path:
+        return self.root / "references" / name
+
+
+@dataclass(frozen=True)
+class ArmFile:
+    source: str
+    dest: str
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    name: str
+    kind: str
+    description: str
+    instructions: str
+    files: tuple[ArmFile, ...]
+    root: Path = field(compare=False)
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    name: str
+    tasks: tuple[str, ...] | str  # "all" or task ids
+    arms: tuple[str, ...]
+    agents: tuple[str, ...]
+    seeds: int
+    conditions: tuple[str, ...]
+    network: str = "none"
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "tasks": self.tasks if isinstance(self.tasks, str) else list(self.tasks),
+            "arms": list(self.arms),
+            "agents": list(self.agents),
+            "seeds": self.seeds,
+            "conditions": list(self.conditions),
+            "network": self.network,
+        }
+
+
+@cache
+def _schema(name: str) -> dict:
+    return json.loads(resources.files("runner").joinpath(f"schemas/{name}.schema.json").read_text())
+
+
+def read_yaml(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(path, "(file)", "does not exist", "create it or check the path") from None
+    except UnicodeDecodeError:
+        raise SpecError(path, "(file)", "is not UTF-8 text", "save it as UTF-8") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "(syntax)"
+        problem = getattr(e, "problem", None) or "is not valid YAML"
+        raise SpecError(path, where, f"YAML syntax error: {problem}", "fix the YAML syntax at that line") from None
+    if not isinstance(data, dict):
+        raise SpecError(path, "(top level)", "is not a mapping of fields", "write 'field: value' lines")
+    return data
+
+
+def _field_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path]
+    return ".".join(parts).replace(".[", "[") or "(top level)"
+
+
+def _fix_for(error: jsonschema.ValidationError) -> str:
+    hint = error.schema.get("x-fix") if isinstance(error.schema, dict) else None
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "the field"
+        sub = error.schema.get("properties", {}).get(missing, {})
+        extra = f" ({sub['x-fix']})" if "x-fix" in sub else ""
+        return f"add the field '{missing}'{extra}"
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        return f"remove it or correct its spelling; allowed fields: {allowed}"
+    if hint:
+        return hint
+    parent = error.parent
+    if parent is not None and isinstance(parent.schema, dict) and "x-fix" in parent.schema:
+        return parent.schema["x-fix"]
+    return "see the schema in runner/schemas/"
+
+
+def validate(data: dict, schema_name: str, path: Path) -> None:
+    validator = jsonschema.Draft202012Validator(_schema(schema_name))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is None:
+        return
+    field_path = _field_path(error)
+    if error.validator == "additionalProperties":
+        extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
+        prefix = f"{field_path}." if field_path != "(top level)" else ""
+        field_path = prefix + (extra[0] if extra else "?")
+        problem = "is not a known field"
+    elif error.validator == "required":
+        problem = "is missing a required field"
+    else:
+        problem = error.message if len(error.message) < 160 else error.message[:157] + "..."
+    raise SpecError(path, field_path, problem, _fix_for(error))
+
+
+def load_task(task_dir: Path) -> TaskSpec:
+    path = task_dir / "task.yaml"
+    data = read_yaml(path)
+    validate(data, "task", path)
+    if data["id"] != task_dir.name:
+        raise SpecError(path, "id", f"is '{data['id']}' but the folder is '{task_dir.name}'",
+                        "make the id equal the folder name")
+    for sub in ("fixture", "oracle", "references/naive", "references/informed"):
+        if not (task_dir / sub).is_dir():
+            raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
+    checker = data["checker"]
+    return TaskSpec(
+        id=data["id"],
+        title=data["title"],
+        prompt=data["prompt"],
+        fact_summary=data["fact"]["summary"],
+        fact_terms=tuple(data["fact"]["terms"]),
+        conditions=tuple(data["conditions"]),
+        checker=CheckerSpec(tuple(checker["command"]), checker.get("timeout_seconds", 60)),
+        agent_seconds=data.get("limits", {}).get("agent_seconds", 600),
+        root=task_dir,
+    )
+
+
+def load_arm(arm_dir: Path) -> ArmSpec:
+    path = arm_dir / "arm.yaml"
+    data = read_yaml(path)
+    validate(data, "arm", path)
+    if data["name"] != arm_dir.name:
+        raise SpecError(path, "name", f"is '{data['name']}' but the folder is '{arm_dir.name}'",
+                        "make the name equal the folder name")
+    return ArmSpec(
+        name=data["name"],
+        kind=data["kind"],
+        description=data["description"],
+        instructions=data.get("instructions", ""),
+        files=tuple(ArmFile(f["source"], f["dest"]) for f in data.get("files", [])),
+        root=arm_dir,
+    )
+
+
+def load_grid(path: Path) -> GridSpec:
+    data = read_yaml(path)
+    validate(data, "grid", path)
+    tasks = data["tasks"]
+    return GridSpec(
+        name=data["name"],
+        tasks=tasks if tasks == "all" else tuple(tasks),
+        arms=tuple(data["arms"]),
+        agents=tuple(data["agents"]),
+        seeds=data["seeds"],
+        conditions=tuple(data["conditions"]),
+        network=data.get("network", "none"),
+    )
+
+
+def default_grid_path() -> Path:
+    return Path(str(resources.files("runner").joinpath("defaults/grid.yaml")))
+
+
+def _subdirs_with(root: Path, filename: str) -> list[Path]:
+    return sorted(p.parent for p in root.glob(f"*/{filename}"))
+
+
+def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
+    tasks_dir = root / "tasks"
+    if not tasks_dir.is_dir():
+        raise SpecError(tasks_dir, "(folder)", "does not exist",
+                        "run memgrid from the project checkout, or set MEMGRID_ROOT to it")
+    return {t.id: t for t in map(load_task, _subdirs_with(tasks_dir, "task.yaml"))}
+
+
+def load_all_arms(root: Path) -> dict[str, ArmSpec]:
+    arms_dir = root / "arms"
+    if not arms_dir.is_dir():
+        raise SpecError(arms_dir, "(folder)", "does not exist",
+                        "run memgrid from the project checkout, or set MEMGRID_ROOT to it")
+    return {a.name: a for a in map(load_arm, _subdirs_with(arms_dir, "arm.yaml"))}

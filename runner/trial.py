@@ -1,0 +1,145 @@
+"""One cell, end to end (Harbor's trial): bundle -> sandbox -> agent -> gate -> checker -> ledger row.
+
+Files land in runs/<run_id>/cells/<cell_id>/: bundle.manifest, transcript.jsonl, proof.json,
+artifact.tar, checker.log. A harness failure (engine error, interruption) yields a non-final row,
+so resume reruns the cell; everything the agent or checker did is final.
+"""
+
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import gate
+from .agent import Transcript, make_agent
+from .archive import UnsafeArchive, pack, safe_entries
+from .bundle import Bundle, build_bundle
+from .checker import run_checker
+from .grid import CellSpec
+from .images import ImageSet
+from .ledger import LedgerRow
+from .sandbox import Limits, Sandbox
+from .spec import ArmSpec, TaskSpec
+
+VERIFY_SECONDS = 60
+
+
+class Cancelled(Exception):
+    """The run is stopping (Ctrl-C): abandon this cell without recording it."""
+
+
+@dataclass
+class TrialContext:
+    client: object
+    run_id: str
+    run_dir: Path
+    images: ImageSet
+    tasks: dict[str, TaskSpec]
+    arms: dict[str, ArmSpec]
+    limits: Limits = Limits()
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise Cancelled()
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def agent_config(cell: CellSpec) -> dict:
+    return {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "seed": cell.seed, "condition": cell.condition}
+
+
+def verify_in_sandbox(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
+    result = sandbox.exec(["memgrid-verify-bundle", "/sandbox"], timeout=VERIFY_SECONDS, workdir="/sandbox")
+    try:
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        report = {"error": f"verifier printed no report (exit {result.exit_code}): {result.stderr.strip()[:200]}"}
+    return gate.bundle_proof(report, bundle.digest)
+
+
+def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
+    """Run one cell attempt. `bundle` lets a test hand in a tampered bundle."""
+    task, arm = ctx.tasks[cell.task], ctx.arms[cell.arm]
+    cell_dir = ctx.run_dir / "cells" / cell.cell_id
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    started_at, t0 = now(), time.monotonic()
+    row = dict(run_id=ctx.run_id, cell_id=cell.cell_id, attempt=attempt, final=True, task=cell.task, arm=cell.arm,
+               seed=cell.seed, condition=cell.condition, agent=cell.agent, order_index=cell.order_index, model=None,
+               sandbox_image=ctx.images.sandbox.id, checker_image=ctx.images.checker.id, bundle_digest=None,
+               store_digest=None, admitted=False, discard_reason=None, gate_proofs="[]", checker_passed=None,
+               checker_exit_code=None, checker_detail=None, checker_seconds=None, outcome=None,
+               tokens_fresh_input=None, tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None,
+               cost_usd=None, error_class=None, error_detail=None)
+
+    def finish(**updates) -> LedgerRow:
+        row.update(updates)
+        return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3))
+
+    try:
+        bundle = bundle or build_bundle(task, arm, agent_config(cell))
+        row["bundle_digest"] = bundle.digest
+        (cell_dir / "bundle.manifest").write_text(bundle.manifest)
+        agent = make_agent(cell.agent, task)
+        agent.prepare(ctx.images.sandbox.tag)
+        ctx.check_cancel()
+        with Sandbox(ctx.client, ctx.images.sandbox.tag, ctx.run_id, cell.cell_id,
+                     lifetime=task.agent_seconds + 2 * VERIFY_SECONDS + 60, limits=ctx.limits) as sandbox:
+            sandbox.put("/sandbox", bundle.tar)
+            proofs = [verify_in_sandbox(sandbox, bundle)]
+            ctx.check_cancel()
+            if proofs[0].passed:  # the agent starts only on a verified bundle
+                transcript = agent.run(sandbox, task.prompt)
+            else:
+                transcript = Transcript(agent=cell.agent, model=None)
+                transcript.add("skipped", reason="bundle not verified; the agent was not started")
+            _save_transcript(cell_dir, transcript)
+            if proofs[0].passed:
+                proofs.append(gate.agent_proof(transcript))
+            decision = gate.decide(proofs)
+            write_json(cell_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
+                                                 "bundle_digest": bundle.digest, "proofs": decision.as_json()})
+            row.update(admitted=decision.admitted, discard_reason=decision.discard_reason,
+                       gate_proofs=json.dumps(decision.as_json()), model=transcript.model,
+                       tokens_fresh_input=transcript.usage.fresh_input, tokens_cache_read=transcript.usage.cache_read,
+                       tokens_cache_creation=transcript.usage.cache_creation, tokens_output=transcript.usage.output)
+            if not decision.admitted:
+                return finish()  # discarded, not scored
+            exported = sandbox.get("/sandbox/workspace")
+        ctx.check_cancel()
+        try:
+            artifact = safe_entries(exported, strip="workspace")
+        except UnsafeArchive as e:
+            # The agent's own output is unsafe: a scored failure, the checker never sees it.
+            return finish(checker_passed=False, checker_detail=f"artifact refused: {e}", outcome="neutral_failure",
+                          error_class="unsafe_artifact", error_detail=str(e))
+        (cell_dir / "artifact.tar").write_bytes(pack(artifact))
+        verdict, log = run_checker(ctx.client, ctx.images.checker.tag, task, artifact,
+                                   run_id=ctx.run_id, cell_id=cell.cell_id, limits=ctx.limits)
+        (cell_dir / "checker.log").write_text(log)
+        write_json(cell_dir / "verdict.json", asdict(verdict))
+        return finish(checker_passed=verdict.passed, checker_exit_code=verdict.exit_code, checker_detail=verdict.detail,
+                      checker_seconds=verdict.seconds, outcome="solved" if verdict.passed else "neutral_failure",
+                      error_class="checker_timeout" if verdict.timed_out else None)
+    except Cancelled:
+        raise
+    except Exception as e:
+        if ctx.cancel.is_set():
+            raise Cancelled() from e
+        return finish(final=False, admitted=False, discard_reason=gate.HARNESS_ERROR, error_class=type(e).__name__,
+                      error_detail=str(e)[:500])
+
+
+def _save_transcript(cell_dir: Path, transcript: Transcript) -> None:
+    with open(cell_dir / "transcript.jsonl", "w", encoding="utf-8") as f:
+        for event in transcript.events:
+            f.write(json.dumps(event, sort_keys=True) + "\n")
