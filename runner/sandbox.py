@@ -52,14 +52,21 @@ def remove_quietly(container) -> None:
         container.remove(force=True)
     except docker.errors.NotFound:
         pass
+    except docker.errors.APIError as e:
+        if e.status_code != 409:  # 409: another thread's removal is already in progress
+            raise
 
 
-def remove_run_containers(client: docker.DockerClient, run_id: str) -> int:
-    """Remove every container of one run, found by its run label (a crashed controller's leftovers)."""
-    containers = client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
-    for c in containers:
-        remove_quietly(c)
-    return len(containers)
+def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds: float = 30) -> None:
+    """Remove every container of one run, found by its run label; waits (bounded) until none is left."""
+    label = {"label": f"{RUN_LABEL}={run_id}"}
+    deadline = time.monotonic() + wait_seconds
+    while containers := client.containers.list(all=True, filters=label):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(containers)} containers of run {run_id} could not be removed")
+        for c in containers:
+            remove_quietly(c)
+        time.sleep(0.1)
 
 
 class Sandbox:

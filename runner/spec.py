@@ -115,8 +115,17 @@ def _field_path(error: jsonschema.ValidationError) -> str:
     return ".".join(parts).replace(".[", "[") or "(top level)"
 
 
-def _fix_for(error: jsonschema.ValidationError) -> str:
-    hint = error.schema.get("x-fix") if isinstance(error.schema, dict) else None
+def _nearest_hint(error: jsonschema.ValidationError, schema: dict) -> str | None:
+    """The x-fix of the deepest schema node on the failing path (an item's hint sits on its array)."""
+    node, hint = schema, schema.get("x-fix")
+    for key in list(error.absolute_schema_path)[:-1]:
+        node = node[key]
+        if isinstance(node, dict) and "x-fix" in node:
+            hint = node["x-fix"]
+    return hint
+
+
+def _fix_for(error: jsonschema.ValidationError, schema: dict) -> str:
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else "the field"
         sub = error.schema.get("properties", {}).get(missing, {})
@@ -125,16 +134,17 @@ def _fix_for(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties":
         allowed = ", ".join(sorted(error.schema.get("properties", {})))
         return f"remove it or correct its spelling; allowed fields: {allowed}"
+    hint = _nearest_hint(error, schema)
     if hint:
         return hint
-    parent = error.parent
-    if parent is not None and isinstance(parent.schema, dict) and "x-fix" in parent.schema:
-        return parent.schema["x-fix"]
+    if error.validator == "enum":
+        return f"use one of: {', '.join(map(str, error.validator_value))}"
     return "see the schema in runner/schemas/"
 
 
 def validate(data: dict, schema_name: str, path: Path) -> None:
-    validator = jsonschema.Draft202012Validator(_schema(schema_name))
+    schema = _schema(schema_name)
+    validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is None:
         return
@@ -148,7 +158,7 @@ def validate(data: dict, schema_name: str, path: Path) -> None:
         problem = "is missing a required field"
     else:
         problem = error.message if len(error.message) < 160 else error.message[:157] + "..."
-    raise SpecError(path, field_path, problem, _fix_for(error))
+    raise SpecError(path, field_path, problem, _fix_for(error, schema))
 
 
 def load_task(task_dir: Path) -> TaskSpec:

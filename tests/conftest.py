@@ -1,0 +1,91 @@
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from runner.engine import connect
+from runner.errors import EngineError
+from runner.sandbox import RUN_LABEL
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_RUN_PREFIX = "pytest-"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.docker)
+
+
+@pytest.fixture(scope="session")
+def engine():
+    try:
+        client = connect(timeout=120)
+    except EngineError as e:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but no Docker engine answers: {e}")
+        pytest.skip(f"no Docker engine: {e}")
+    yield client
+    leftovers = [c for c in client.containers.list(all=True, filters={"label": RUN_LABEL})
+                 if c.labels.get(RUN_LABEL, "").startswith(TEST_RUN_PREFIX)]
+    for c in leftovers:
+        c.remove(force=True)
+    assert not leftovers, f"containers survived the suite: {[c.labels for c in leftovers]}"
+
+
+@pytest.fixture(scope="session")
+def images(engine):
+    from runner.images import ensure_images
+
+    return ensure_images(engine, log=lambda m: None)
+
+
+@pytest.fixture
+def run_id():
+    return f"{TEST_RUN_PREFIX}{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A private copy of the shipped tasks and arms that a test may change."""
+    root = tmp_path / "project"
+    for sub in ("tasks", "arms"):
+        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+@pytest.fixture
+def no_leftovers(engine, run_id):
+    """Fails the test if any container of its run survives it (cleaning them up either way)."""
+    yield
+    left = engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    for c in left:
+        c.remove(force=True)
+    assert not left, f"{len(left)} containers of run {run_id} survived the test"
+
+
+def write_grid(path: Path, *, tasks="all", arms=("bare",), agents=("floor", "ceiling"), seeds=1,
+               conditions=("present",)) -> Path:
+    import yaml
+
+    spec = {"name": "test", "tasks": tasks if tasks == "all" else list(tasks), "arms": list(arms),
+            "agents": list(agents), "seeds": seeds, "conditions": list(conditions)}
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def run_grid_in_process(engine, images, project: Path, runs_dir: Path, run_id: str, grid_path: Path, concurrency=2):
+    """The same path `memgrid grid` takes, minus the CLI: returns (summary, ledger rows)."""
+    from runner.ledger import Ledger
+    from runner.run import execute, lock_document, open_run, plan_run
+    from runner.spec import load_all_arms, load_all_tasks, load_grid
+    from runner.trial import TrialContext
+
+    tasks, arms = load_all_tasks(project), load_all_arms(project)
+    plan = plan_run(load_grid(grid_path), grid_path, tasks, arms, images, runs_dir, run_id)
+    ledger = open_run(plan, lock_document(plan, images, engine, project))
+    summary = execute(TrialContext(engine, run_id, plan.run_dir, images, tasks, arms), ledger, plan.cells,
+                      concurrency, show_progress=False)
+    return summary, Ledger(plan.run_dir).rows()

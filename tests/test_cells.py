@@ -1,0 +1,163 @@
+"""Cells in real containers: hardening, reference agents, tampering, unsafe artifacts, the checker."""
+
+import io
+import json
+import tarfile
+
+import pytest
+
+from runner import agent as agent_module
+from runner.agent import Transcript
+from runner.archive import Entry, pack
+from runner.bundle import AGENT_UID, MANIFEST, Bundle, build_bundle
+from runner.digest import sha256_bytes
+from runner.grid import CellSpec
+from runner.sandbox import Sandbox
+from runner.spec import load_all_arms, load_all_tasks
+from runner.trial import TrialContext, agent_config, run_cell
+
+from conftest import run_grid_in_process, write_grid
+
+
+def test_sandbox_is_hardened_and_removed(engine, images, run_id, no_leftovers):
+    with Sandbox(engine, images.sandbox.tag, run_id, "cell0", lifetime=60) as sandbox:
+        attrs = engine.api.inspect_container(sandbox.container.id)
+        host = attrs["HostConfig"]
+        assert attrs["Config"]["User"] == "1000:1000"
+        assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
+        assert host["NetworkMode"] == "none" and not attrs["Mounts"]
+        assert host["PidsLimit"] > 0 and host["Memory"] > 0 and host["NanoCpus"] > 0
+        assert attrs["Config"]["Labels"]["memgrid.run"] == run_id
+        assert sandbox.exec(["id", "-u"], timeout=10, workdir="/").stdout.strip() == "1000"
+        interfaces = sandbox.exec(["cat", "/proc/net/dev"], timeout=10, workdir="/").stdout
+        assert [l.split(":")[0].strip() for l in interfaces.splitlines()[2:]] == ["lo"]
+        assert sandbox.exec(["sleep", "5"], timeout=1, workdir="/").timed_out
+        container_id = sandbox.container.id
+    assert not engine.containers.list(all=True, filters={"id": container_id})
+
+
+def test_floor_fails_and_ceiling_passes_on_every_task(engine, images, project, tmp_path, run_id, no_leftovers):
+    grid = write_grid(tmp_path / "grid.yaml", arms=("bare", "claude_md"))
+    summary, rows = run_grid_in_process(engine, images, project, tmp_path / "runs", run_id, grid)
+    tasks = set(load_all_tasks(project))
+    assert len(rows) == summary.total == len(tasks) * 2 * 2
+    assert all(r["admitted"] and r["final"] for r in rows), [r["error_detail"] for r in rows]
+    for r in rows:
+        assert r["checker_passed"] is (r["agent"] == "ceiling"), (r["task"], r["agent"], r["checker_detail"])
+    assert {r["task"] for r in rows} == tasks
+    cell_dir = tmp_path / "runs" / run_id / "cells" / rows[0]["cell_id"]
+    proofs = json.loads((cell_dir / "proof.json").read_text())["proofs"]
+    assert [p["name"] for p in proofs] == ["bundle_verified", "agent_ok"] and all(p["passed"] for p in proofs)
+    assert (tmp_path / "runs" / run_id / "ledger.parquet").stat().st_size > 0
+
+
+@pytest.fixture
+def ctx(engine, images, project, tmp_path, run_id):
+    return TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project))
+
+
+def one_cell(agent="ceiling", task="slug_ids", arm="claude_md") -> CellSpec:
+    return CellSpec(task, arm, 0, "present", agent, f"{agent}-{task}", 0)
+
+
+def rebuilt(bundle: Bundle, edit, fix_manifest: bool) -> Bundle:
+    """The same bundle with one file changed; optionally with a manifest re-written to match."""
+    with tarfile.open(fileobj=io.BytesIO(bundle.tar)) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    name = next(p for p in sorted(files) if p.startswith("workspace/") and p.endswith(".py"))
+    files[name] = edit(files[name])
+    if fix_manifest:
+        files[MANIFEST] = "".join(f"{sha256_bytes(d)}  {p}\n" for p, d in sorted(files.items()) if p != MANIFEST).encode()
+    tar_bytes = pack([Entry(p, d) for p, d in files.items()], uid=AGENT_UID, gid=AGENT_UID)
+    return Bundle(tar_bytes, bundle.digest, bundle.manifest, bundle.files)
+
+
+@pytest.mark.parametrize("fix_manifest", [False, True], ids=["file-edited", "file-and-manifest-edited"])
+def test_tampered_bundle_is_discarded(ctx, fix_manifest, no_leftovers):
+    cell = one_cell()
+    honest = build_bundle(ctx.tasks[cell.task], ctx.arms[cell.arm], agent_config(cell))
+    tampered = rebuilt(honest, lambda b: b + b"\n# planted\n", fix_manifest)
+    row = run_cell(ctx, cell, 1, bundle=tampered)
+    assert not row.admitted and row.discard_reason == "bundle_digest_mismatch"
+    assert row.checker_passed is None, "a discarded cell must not be scored"
+    proof = json.loads(row.gate_proofs)[0]
+    assert proof["name"] == "bundle_verified" and not proof["passed"]
+    assert ("manifest sha256" in proof["detail"]) is fix_manifest
+    events = (ctx.run_dir / "cells" / cell.cell_id / "transcript.jsonl").read_text()
+    assert "the agent was not started" in events
+    honest_row = run_cell(ctx, cell, 2, bundle=honest)  # the same path admits the untouched bundle
+    assert honest_row.admitted and honest_row.checker_passed
+
+
+class ProbeAgent:
+    """A test agent that runs shell commands in the sandbox and records what they print."""
+
+    name = "probe"
+    commands: list[list[str]] = []
+
+    def __init__(self, task):
+        self.task = task
+
+    def prepare(self, image):
+        pass
+
+    def run(self, sandbox, prompt):
+        transcript = Transcript(agent="probe", model=None)
+        for cmd in self.commands:
+            result = sandbox.exec(cmd, timeout=20)
+            transcript.add("exec", cmd=cmd, exit_code=result.exit_code, stdout=result.stdout)
+        return transcript
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    monkeypatch.setitem(agent_module.AGENTS, "probe", ProbeAgent)
+    return ProbeAgent
+
+
+def test_symlink_in_the_artifact_is_refused(ctx, probe, no_leftovers, monkeypatch):
+    monkeypatch.setattr(probe, "commands", [["ln", "-s", "/etc/passwd", "/sandbox/workspace/leak"]])
+    row = run_cell(ctx, one_cell("probe"), 1)
+    assert row.admitted and row.checker_passed is False and row.error_class == "unsafe_artifact"
+    assert "symbolic link" in row.checker_detail and "leak" in row.checker_detail
+    assert not (ctx.run_dir / "cells" / "probe-slug_ids" / "checker.log").exists(), "the checker must not see it"
+
+
+def test_oracle_never_enters_the_sandbox(ctx, probe, no_leftovers, monkeypatch):
+    oracle_file = next(p for p in ctx.tasks["slug_ids"].oracle.rglob("*") if p.is_file() and p.suffix == ".json")
+    needle = max(oracle_file.read_text().splitlines(), key=len).strip()  # a whole line: oracle-only
+    search = ["grep", "-rlF", "--", needle, "/sandbox", "/home", "/tmp"]
+    control = ["sh", "-c", 'printf "%s" "$1" > /tmp/control', "sh", needle]  # proves the search can find it
+    monkeypatch.setattr(probe, "commands", [search, control, search])
+    row = run_cell(ctx, one_cell("probe"), 1)
+    events = [json.loads(l) for l in (ctx.run_dir / "cells" / "probe-slug_ids" / "transcript.jsonl").open()]
+    first, _, again = [e for e in events if e["type"] == "exec"]
+    assert first["exit_code"] == 1 and first["stdout"] == "", "oracle content found in the sandbox"
+    assert again["exit_code"] == 0 and again["stdout"].strip() == "/tmp/control"
+    assert row.admitted
+
+
+def test_checker_cannot_write_artifact_or_oracle(ctx, project, no_leftovers):
+    from dataclasses import replace
+
+    from runner.spec import CheckerSpec
+
+    script = ("for d in /artifact /oracle; do touch $d/written 2>/dev/null && { echo wrote $d; exit 1; }; "
+              "touch $d/records/x 2>/dev/null && { echo wrote in $d; exit 1; }; done; "
+              "test -f /artifact/records/__init__.py && test -f /oracle/check.py && echo read-only")
+    task = ctx.tasks["slug_ids"]
+    ctx.tasks["slug_ids"] = replace(task, checker=CheckerSpec(("sh", "-c", script), 30))
+    row = run_cell(ctx, one_cell("floor"), 1)
+    assert row.checker_passed, row.checker_detail
+    assert "read-only" in (ctx.run_dir / "cells" / "floor-slug_ids" / "checker.log").read_text()
+
+
+def test_checker_timeout_is_a_recorded_failure(ctx, no_leftovers):
+    from dataclasses import replace
+
+    from runner.spec import CheckerSpec
+
+    ctx.tasks["slug_ids"] = replace(ctx.tasks["slug_ids"], checker=CheckerSpec(("sleep", "60"), 1))
+    row = run_cell(ctx, one_cell("ceiling"), 1)
+    assert row.checker_passed is False and row.error_class == "checker_timeout"
+    assert "timed out after 1s" in row.checker_detail and row.checker_seconds < 30

@@ -1,0 +1,106 @@
+"""The controller as a user runs it: kill -9 and resume, Ctrl-C, changed inputs refused."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from runner.ledger import Ledger
+from runner.sandbox import RUN_LABEL
+
+from conftest import write_grid
+
+
+def memgrid(project: Path, *args: str) -> list[str]:
+    return [sys.executable, "-c", "from runner.cli import main; main()", *args]
+
+
+def start(project: Path, args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "MEMGRID_ROOT": str(project)}
+    return subprocess.Popen(memgrid(project, *args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_rows(journal: Path, n: int, proc: subprocess.Popen, seconds: float = 180) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if journal.exists() and journal.read_text().count("\n") >= n:
+            return
+        assert proc.poll() is None, f"memgrid ended early: {proc.communicate()}"
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"{n} ledger rows did not appear within {seconds}s")
+
+
+@pytest.fixture
+def grid_args(project, tmp_path, run_id):
+    grid = write_grid(tmp_path / "grid.yaml", arms=("bare", "claude_md"), seeds=2)
+    return ["grid", "--spec", str(grid), "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"),
+            "--concurrency", "2", "--no-progress"]
+
+
+def final_rows(run_dir: Path) -> list[dict]:
+    return [r for r in Ledger(run_dir).rows() if r["final"]]
+
+
+def test_kill9_then_resume_loses_and_duplicates_nothing(engine, images, project, tmp_path, run_id, grid_args, no_leftovers):
+    run_dir = tmp_path / "runs" / run_id
+    proc = start(project, grid_args)
+    wait_for_rows(run_dir / "ledger.jsonl", 3, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    before = Counter(r["cell_id"] for r in final_rows(run_dir))
+    assert 3 <= sum(before.values()) < 24, "the kill landed after the run finished; the test proves nothing"
+    orphans = engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+
+    resumed = subprocess.run(memgrid(project, *grid_args), env={**os.environ, "MEMGRID_ROOT": str(project)},
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{sum(before.values())} cells already finished were skipped" in resumed.stdout
+    after = Counter(r["cell_id"] for r in final_rows(run_dir))
+    assert len(after) == 24 and set(after.values()) == {1}, "a cell was lost or recorded twice"
+    assert all(before[c] == after[c] for c in before), "a finished cell was rerun"
+    table = pq.read_table(run_dir / "ledger.parquet")
+    assert table.num_rows == len(Ledger(run_dir).rows()) == 24
+    assert not engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}), \
+        f"resume did not remove the {len(orphans)} containers the killed controller left"
+
+
+def test_ctrl_c_stops_cleans_up_and_resumes(engine, images, project, tmp_path, run_id, grid_args, no_leftovers):
+    run_dir = tmp_path / "runs" / run_id
+    proc = start(project, grid_args)
+    wait_for_rows(run_dir / "ledger.jsonl", 2, proc)
+    proc.send_signal(signal.SIGINT)
+    out, errs = proc.communicate(timeout=120)
+    assert proc.returncode == 130, errs
+    assert "resume with: memgrid grid --run-id" in errs
+    assert not engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    rows = Ledger(run_dir).rows()
+    assert 2 <= len(rows) < 24 and all(r["final"] for r in rows)
+    assert pq.read_table(run_dir / "ledger.parquet").num_rows == len(rows)
+    resumed = subprocess.run(memgrid(project, *grid_args), env={**os.environ, "MEMGRID_ROOT": str(project)},
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert Counter(r["cell_id"] for r in final_rows(run_dir)).most_common(1)[0][1] == 1
+    assert len(final_rows(run_dir)) == 24
+
+
+def test_resume_with_changed_inputs_is_refused(engine, images, project, tmp_path, run_id, no_leftovers):
+    grid = write_grid(tmp_path / "grid.yaml", tasks=["slug_ids"], agents=("floor",))
+    args = ["grid", "--spec", str(grid), "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"), "--no-progress"]
+    env = {**os.environ, "MEMGRID_ROOT": str(project)}
+    first = subprocess.run(memgrid(project, *args), env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    ledger_before = (tmp_path / "runs" / run_id / "ledger.jsonl").read_bytes()
+    readme = project / "tasks" / "slug_ids" / "fixture" / "README.md"
+    readme.write_text(readme.read_text() + "\nedited\n")
+    again = subprocess.run(memgrid(project, *args), env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2
+    assert "task 'slug_ids' digest" in again.stderr and "Traceback" not in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "runs" / run_id / "ledger.jsonl").read_bytes() == ledger_before, "a refused resume changed the ledger"
