@@ -87,6 +87,13 @@ def time_bare_runs(client, tag: str, run_id: str, n: int) -> list[float]:
     return times
 
 
+def cleanup(client, run_id: str) -> int:
+    """Remove this run's containers by its run label; returns how many were left over."""
+    left = len(client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}))
+    remove_run_containers(client, run_id)
+    return left
+
+
 def foreign_containers(client, run_id: str) -> int:
     """memgrid containers of other runs (a test suite, another grid) sharing the engine: they skew the timings."""
     return sum(c.labels.get(RUN_LABEL) != run_id for c in client.containers.list(filters={"label": RUN_LABEL}))
@@ -136,7 +143,7 @@ def main() -> int:
         splits = [s for s in (stage_split(plan.run_dir, r) for r in rows if r["final"]) if s]
         bare = time_bare_runs(client, images.base.tag, run_id, 2 * n)
     finally:
-        leftovers = remove_run_containers(client, run_id)
+        leftovers = cleanup(client, run_id)
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
 

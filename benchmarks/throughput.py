@@ -37,6 +37,13 @@ def make_grid(task_ids: list[str], target: int) -> GridSpec:
                     seeds=math.ceil(target / per_seed), conditions=CONDITIONS)
 
 
+def cleanup(client, run_id: str) -> int:
+    """Remove this run's containers by its run label; returns how many were left over."""
+    left = len(client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}))
+    remove_run_containers(client, run_id)
+    return left
+
+
 def foreign_containers(client, run_id: str) -> int:
     """memgrid containers of other runs (a test suite, another grid) sharing the engine: they skew the timings."""
     return sum(c.labels.get(RUN_LABEL) != run_id for c in client.containers.list(filters={"label": RUN_LABEL}))
@@ -58,7 +65,7 @@ def run_once(client, images, root: Path, grid: GridSpec, target: int, concurrenc
         elapsed = time.monotonic() - t0
         rows = ledger.rows()
     finally:
-        leftovers = remove_run_containers(client, run_id)
+        leftovers = cleanup(client, run_id)
         shutil.rmtree(runs_dir, ignore_errors=True)
     final = [r for r in rows if r["final"]]
     return {"run_id": run_id, "concurrency": concurrency, "cells": len(cells), "elapsed": elapsed,

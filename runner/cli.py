@@ -95,7 +95,7 @@ def grid(
     from .spec import validate
     validate({**grid_spec.as_dict()}, "grid", Path("(command line)") if overrides else grid_path)
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
-    client = connect()
+    client = connect(concurrency=concurrency)
     images = ensure_images(client, log=lambda m: err.print(f"[dim]{m}"))
     plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id)
     ledger = open_run(plan, lock_document(plan, images, client, root))

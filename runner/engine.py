@@ -8,9 +8,10 @@ from .errors import EngineError
 ENGINE_FIX = "start one with 'sudo scripts/ensure-engine.sh' (Debian, as root) or install Docker Engine"
 
 
-def connect(timeout: int = 120) -> docker.DockerClient:
+def connect(timeout: int = 120, concurrency: int = 2) -> docker.DockerClient:
     try:
-        client = docker.from_env(timeout=timeout)
+        # Each cell in flight holds a connection or two (a log stream, a wait); the default pool is 10.
+        client = docker.from_env(timeout=timeout, max_pool_size=max(10, 3 * concurrency))
         client.ping()
     except docker.errors.DockerException as e:
         raise EngineError(f"no Docker engine answers ({str(e).splitlines()[0][:160]}): fix: {ENGINE_FIX}") from None

@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 
 @dataclass
@@ -97,6 +96,8 @@ class Ledger:
         return out
 
     def compact(self) -> Path:
+        import pyarrow.parquet as pq  # only here: the controller need not carry the parquet writer
+
         rows = self.rows()
         table = pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA)
         tmp = self.parquet.with_suffix(".parquet.tmp")

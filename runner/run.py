@@ -23,7 +23,7 @@ from .images import ImageSet
 from .ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from .sandbox import remove_run_containers
 from .spec import ArmSpec, GridSpec, TaskSpec
-from .trial import Cancelled, TrialContext, run_cell, write_json
+from .trial import TrialContext, run_cell, write_json
 
 
 @dataclass
@@ -125,10 +125,50 @@ def _progress(show: bool) -> Progress:
                     TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not show)
 
 
+class Scheduler:
+    """Keeps at most `concurrency` cells in flight and records each finished one before scheduling
+    the next, so a kill loses only the cells in flight."""
+
+    def __init__(self, ctx: TrialContext, ledger: Ledger, pool: ThreadPoolExecutor, concurrency: int, on_row):
+        self.ctx, self.ledger, self.pool, self.concurrency, self.on_row = ctx, ledger, pool, concurrency, on_row
+        self.in_flight = {}
+        self.recorded = 0
+
+    def record(self, row: LedgerRow) -> None:
+        self.ledger.append(row)
+        self.recorded += 1
+        self.on_row(row)
+
+    def run(self, pending: list[CellSpec], attempts: dict[str, int]) -> None:
+        queue = iter(pending)
+        while True:
+            while len(self.in_flight) < self.concurrency and (cell := next(queue, None)) is not None:
+                self.in_flight[self.pool.submit(run_cell, self.ctx, cell, attempts.get(cell.cell_id, 0) + 1)] = cell
+            if not self.in_flight:
+                return
+            finished, _ = wait(self.in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in finished:
+                self.in_flight.pop(future)
+                self.record(future.result())
+
+    def stop(self) -> None:
+        """Ctrl-C: schedule nothing more, remove the run's containers, keep only cells that really finished."""
+        self.ctx.cancel.set()
+        remove_run_containers(self.ctx.client, self.ctx.run_id)
+        for future in self.in_flight:
+            try:
+                row = future.result(timeout=120)
+            except Exception:  # Cancelled, or the removal broke the cell: it reruns on resume
+                continue
+            if row.final:
+                self.record(row)
+        remove_run_containers(self.ctx.client, self.ctx.run_id)
+
+
 def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True) -> RunSummary:
     rows = ledger.rows()
     done = finished_cells(rows)
-    attempts = {}
+    attempts: dict[str, int] = {}
     for r in rows:
         attempts[r["cell_id"]] = max(attempts.get(r["cell_id"], 0), r["attempt"])
     pending = [c for c in cells if c.cell_id not in done]
@@ -140,43 +180,24 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
         if r["final"]:
             counts["admitted"] += r["admitted"]
             counts["passed"] += bool(r["checker_passed"])
-    recorded, interrupted = 0, False
-    with _progress(show_progress) as progress, ThreadPoolExecutor(max_workers=concurrency) as pool:
-        bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), **counts)
-        queue = iter(pending)
-        in_flight = {}
-        try:
-            while True:
-                while len(in_flight) < concurrency and not ctx.cancel.is_set():
-                    cell = next(queue, None)
-                    if cell is None:
-                        break
-                    in_flight[pool.submit(run_cell, ctx, cell, attempts.get(cell.cell_id, 0) + 1)] = cell
-                if not in_flight:
-                    break
-                finished, _ = wait(in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    in_flight.pop(future)
-                    row: LedgerRow = future.result()
-                    ledger.append(row)  # durable before the next cell is scheduled
-                    recorded += 1
-                    counts["admitted"] += row.admitted
-                    counts["passed"] += bool(row.checker_passed)
-                    counts["errors"] += not row.final
-                    progress.update(bar, advance=1 if row.final else 0, **counts)
-        except KeyboardInterrupt:
-            interrupted = True
-            ctx.cancel.set()
-            progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
-            remove_run_containers(ctx.client, ctx.run_id)
-            for future in in_flight:
-                try:
-                    row = future.result(timeout=120)
-                except (Cancelled, Exception):
-                    continue
-                if row.final:  # a cell that really finished before the stop is kept
-                    ledger.append(row)
-                    recorded += 1
-            remove_run_containers(ctx.client, ctx.run_id)
-    ledger.compact()
-    return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), recorded, interrupted)
+    interrupted = False
+    try:
+        with _progress(show_progress) as progress, ThreadPoolExecutor(max_workers=concurrency) as pool:
+            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), **counts)
+
+            def on_row(row: LedgerRow) -> None:
+                counts["admitted"] += row.admitted
+                counts["passed"] += bool(row.checker_passed)
+                counts["errors"] += not row.final
+                progress.update(bar, advance=1 if row.final else 0, **counts)
+
+            scheduler = Scheduler(ctx, ledger, pool, concurrency, on_row)
+            try:
+                scheduler.run(pending, attempts)
+            except KeyboardInterrupt:
+                interrupted = True
+                progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
+                scheduler.stop()
+    finally:
+        ledger.compact()  # whatever escaped, the parquet matches the journal
+    return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), scheduler.recorded, interrupted)

@@ -70,23 +70,41 @@ def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds
 
 
 class Sandbox:
-    """The agent's container. Lives at most `lifetime` seconds even if the controller dies."""
+    """The agent's container. Lives at most `lifetime` seconds even if the controller dies.
 
-    def __init__(self, client, image: str, run_id: str, cell_id: str, *, lifetime: int,
+    The bundle is placed before the container starts, and the container's first command is the
+    bundle verifier, so the verification happens before anything else runs in it; its one-line
+    report is read from the container's output.
+    """
+
+    def __init__(self, client, image: str, run_id: str, cell_id: str, *, bundle_tar: bytes, lifetime: int,
                  network: str = "none", limits: Limits = Limits(), user: str = "1000:1000"):
         self.client = client
+        self.bundle_tar = bundle_tar
         self.labels = {RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "sandbox"}
         self.create_args = hardened(image, user=user, labels=self.labels, network=network, limits=limits,
-                                    command=["sleep", str(lifetime)], working_dir="/sandbox")
+                                    command=["sh", "-c", f"memgrid-verify-bundle /sandbox; exec sleep {lifetime}"],
+                                    working_dir="/sandbox")
         self.container = None
 
     def start(self) -> None:
         self.container = self.client.containers.create(**self.create_args)
         try:
+            self.put("/sandbox", self.bundle_tar)
             self.container.start()
         except BaseException:
             self.stop()
             raise
+
+    def verification_report(self, timeout: float) -> str:
+        """The verifier's line of output; bounded polling of the container's log."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            out = self.container.logs(stdout=True, stderr=False)
+            if out.endswith(b"\n"):
+                return out.decode(errors="replace").strip()
+            time.sleep(0.005)
+        return ""
 
     def put(self, path: str, tar_bytes: bytes) -> None:
         if not self.container.put_archive(path, tar_bytes):
@@ -105,9 +123,9 @@ class Sandbox:
         return b"".join(stream)
 
     def stop(self) -> None:
-        if self.container is not None:
-            remove_quietly(self.container)
-            self.container = None
+        container, self.container = self.container, None
+        if container is not None:
+            remove_quietly(container)
 
     def __enter__(self):
         self.start()

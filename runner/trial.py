@@ -58,12 +58,12 @@ def agent_config(cell: CellSpec) -> dict:
     return {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "seed": cell.seed, "condition": cell.condition}
 
 
-def verify_in_sandbox(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
-    result = sandbox.exec(["memgrid-verify-bundle", "/sandbox"], timeout=VERIFY_SECONDS, workdir="/sandbox")
+def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
+    line = sandbox.verification_report(timeout=VERIFY_SECONDS)
     try:
-        report = json.loads(result.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        report = {"error": f"verifier printed no report (exit {result.exit_code}): {result.stderr.strip()[:200]}"}
+        report = json.loads(line)
+    except json.JSONDecodeError:
+        report = {"error": f"the verifier printed no report within {VERIFY_SECONDS}s: {line[:200]!r}"}
     return gate.bundle_proof(report, bundle.digest)
 
 
@@ -89,42 +89,28 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
         bundle = bundle or build_bundle(task, arm, agent_config(cell))
         row["bundle_digest"] = bundle.digest
         (cell_dir / "bundle.manifest").write_text(bundle.manifest)
-        agent = make_agent(cell.agent, task)
-        agent.prepare(ctx.images.sandbox.tag)
         ctx.check_cancel()
-        with Sandbox(ctx.client, ctx.images.sandbox.tag, ctx.run_id, cell.cell_id,
-                     lifetime=task.agent_seconds + 2 * VERIFY_SECONDS + 60, limits=ctx.limits) as sandbox:
-            sandbox.put("/sandbox", bundle.tar)
-            proofs = [verify_in_sandbox(sandbox, bundle)]
-            ctx.check_cancel()
-            if proofs[0].passed:  # the agent starts only on a verified bundle
-                transcript = agent.run(sandbox, task.prompt)
-            else:
-                transcript = Transcript(agent=cell.agent, model=None)
-                transcript.add("skipped", reason="bundle not verified; the agent was not started")
-            _save_transcript(cell_dir, transcript)
-            if proofs[0].passed:
-                proofs.append(gate.agent_proof(transcript))
-            decision = gate.decide(proofs)
-            write_json(cell_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
-                                                 "bundle_digest": bundle.digest, "proofs": decision.as_json()})
+        session = run_session(ctx, cell, bundle, cell_dir)
+        try:
+            decision, transcript = session.decision, session.transcript
             row.update(admitted=decision.admitted, discard_reason=decision.discard_reason,
                        gate_proofs=json.dumps(decision.as_json()), model=transcript.model,
                        tokens_fresh_input=transcript.usage.fresh_input, tokens_cache_read=transcript.usage.cache_read,
                        tokens_cache_creation=transcript.usage.cache_creation, tokens_output=transcript.usage.output)
             if not decision.admitted:
                 return finish()  # discarded, not scored
-            exported = sandbox.get("/sandbox/workspace")
-        ctx.check_cancel()
-        try:
-            artifact = safe_entries(exported, strip="workspace")
-        except UnsafeArchive as e:
-            # The agent's own output is unsafe: a scored failure, the checker never sees it.
-            return finish(checker_passed=False, checker_detail=f"artifact refused: {e}", outcome="neutral_failure",
-                          error_class="unsafe_artifact", error_detail=str(e))
-        (cell_dir / "artifact.tar").write_bytes(pack(artifact))
-        verdict, log = run_checker(ctx.client, ctx.images.checker.tag, task, artifact,
-                                   run_id=ctx.run_id, cell_id=cell.cell_id, limits=ctx.limits)
+            ctx.check_cancel()
+            try:
+                artifact = safe_entries(session.exported, strip="workspace")
+            except UnsafeArchive as e:
+                # The agent's own output is unsafe: a scored failure, the checker never sees it.
+                return finish(checker_passed=False, checker_detail=f"artifact refused: {e}", outcome="neutral_failure",
+                              error_class="unsafe_artifact", error_detail=str(e))
+            (cell_dir / "artifact.tar").write_bytes(pack(artifact))
+            verdict, log = run_checker(ctx.client, ctx.images.checker.tag, task, artifact,
+                                       run_id=ctx.run_id, cell_id=cell.cell_id, limits=ctx.limits)
+        finally:
+            session.remover.join(timeout=60)
         (cell_dir / "checker.log").write_text(log)
         write_json(cell_dir / "verdict.json", asdict(verdict))
         return finish(checker_passed=verdict.passed, checker_exit_code=verdict.exit_code, checker_detail=verdict.detail,
@@ -137,6 +123,47 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
             raise Cancelled() from e
         return finish(final=False, admitted=False, discard_reason=gate.HARNESS_ERROR, error_class=type(e).__name__,
                       error_detail=str(e)[:500])
+
+
+@dataclass
+class Session:
+    decision: gate.GateDecision
+    transcript: Transcript
+    exported: bytes | None  # the workspace as the agent left it; None when discarded
+    remover: threading.Thread  # removes the sandbox; join it before the cell ends
+
+
+def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Path) -> Session:
+    """Sandbox, agent and gate. Once the workspace is exported the sandbox is removed in the
+    background, so its removal overlaps the checker's start instead of delaying it."""
+    task = ctx.tasks[cell.task]
+    agent = make_agent(cell.agent, task)
+    agent.prepare(ctx.images.sandbox.tag)
+    sandbox = Sandbox(ctx.client, ctx.images.sandbox.tag, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
+                      lifetime=task.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits)
+    sandbox.start()
+    handed_off = False
+    try:
+        proofs = [bundle_verification(sandbox, bundle)]
+        ctx.check_cancel()
+        if proofs[0].passed:  # the agent starts only on a verified bundle
+            transcript = agent.run(sandbox, task.prompt)
+            proofs.append(gate.agent_proof(transcript))
+        else:
+            transcript = Transcript(agent=cell.agent, model=None)
+            transcript.add("skipped", reason="bundle not verified; the agent was not started")
+        _save_transcript(cell_dir, transcript)
+        decision = gate.decide(proofs)
+        write_json(cell_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
+                                             "bundle_digest": bundle.digest, "proofs": decision.as_json()})
+        exported = sandbox.get("/sandbox/workspace") if decision.admitted else None
+        remover = threading.Thread(target=sandbox.stop, daemon=True)
+        remover.start()
+        handed_off = True
+        return Session(decision, transcript, exported, remover)
+    finally:
+        if not handed_off:
+            sandbox.stop()
 
 
 def _save_transcript(cell_dir: Path, transcript: Transcript) -> None:

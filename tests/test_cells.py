@@ -16,11 +16,13 @@ from runner.sandbox import Sandbox
 from runner.spec import load_all_arms, load_all_tasks
 from runner.trial import TrialContext, agent_config, run_cell
 
-from conftest import run_grid_in_process, write_grid
+from conftest import REPO, run_grid_in_process, write_grid
 
 
 def test_sandbox_is_hardened_and_removed(engine, images, run_id, no_leftovers):
-    with Sandbox(engine, images.sandbox.tag, run_id, "cell0", lifetime=60) as sandbox:
+    bundle = build_bundle(load_all_tasks(REPO)["slug_ids"], load_all_arms(REPO)["bare"], {})
+    with Sandbox(engine, images.sandbox.tag, run_id, "cell0", bundle_tar=bundle.tar, lifetime=60) as sandbox:
+        assert json.loads(sandbox.verification_report(timeout=30))["manifest_sha256"] == bundle.digest
         attrs = engine.api.inspect_container(sandbox.container.id)
         host = attrs["HostConfig"]
         assert attrs["Config"]["User"] == "1000:1000"
