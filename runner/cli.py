@@ -17,10 +17,12 @@ app = typer.Typer(help="memgrid: run every arm x task x seed x condition cell of
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 images_app = typer.Typer(help="Build the content-addressed images (base, sandbox, checker).", no_args_is_help=True)
 task_app = typer.Typer(help="The tasks under tasks/.", no_args_is_help=True)
+corpus_app = typer.Typer(help="The condition corpora under corpus/build/ (generated; digests committed).", no_args_is_help=True)
 arm_app = typer.Typer(help="The arms under arms/.", no_args_is_help=True)
 app.add_typer(images_app, name="images")
 app.add_typer(task_app, name="task")
 app.add_typer(arm_app, name="arm")
+app.add_typer(corpus_app, name="corpus")
 
 console = Console()
 err = Console(stderr=True)
@@ -176,6 +178,124 @@ def task_list():
     table = Table("task", "title", "conditions")
     for t in load_all_tasks(project_root()).values():
         table.add_row(t.id, t.title, ", ".join(t.conditions))
+    console.print(table)
+
+
+@task_app.command("check")
+def task_check(
+    task_id: Optional[str] = typer.Argument(None, help="Check one task (default: all)."),
+    static_only: bool = typer.Option(False, "--static", help="Only the file audits, no containers."),
+):
+    """Prove each task is about memory: fixture and naive fail, informed passes, each damaged
+    reference fails with its detector firing (all through the real checker container); each fact
+    term appears only in its own fact transcripts."""
+    from .spec import load_all_arms, load_all_tasks
+    from .taskcheck import check_behaviour, containment_findings, transcript_findings
+
+    root = project_root()
+    tasks = load_all_tasks(root)
+    if task_id is not None and task_id not in tasks:
+        raise UserError(f"task '{task_id}' does not exist: fix: use one of {', '.join(sorted(tasks))}")
+    chosen = [tasks[task_id]] if task_id else list(tasks.values())
+    findings = containment_findings(list(tasks.values()), load_all_arms(root).get("claude_md"))
+    findings = [f for f in findings if f.task in {t.id for t in chosen}]
+    findings += [f for t in chosen for f in transcript_findings(t)]
+    if not static_only:
+        from .engine import connect
+        from .images import ensure_images
+
+        client = connect()
+        err.print(f"grading {len(chosen)} tasks' references in checker containers…")
+        findings += check_behaviour(client, ensure_images(client, log=lambda m: err.print(f"[dim]{m}")), chosen)
+    failed = [f for f in findings if not f.passed]
+    table = Table("task", "rules", "failed", title=f"task check: {len(chosen)} tasks")
+    for t in chosen:
+        mine = [f for f in findings if f.task == t.id]
+        bad = [f for f in mine if not f.passed]
+        table.add_row(t.id, str(len(mine)), "[green]0" if not bad else f"[red]{len(bad)}")
+    console.print(table)
+    for f in failed:
+        err.print(f"FAIL {f.task}: {f.rule}: {f.file}: {f.detail}", markup=False, highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+@corpus_app.command("build")
+def corpus_build(
+    conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (default: all five)."),
+    seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds (default: corpus/corpus.yaml)."),
+    check: bool = typer.Option(False, "--check", help="Rebuild in a scratch folder and compare with corpus/digests.yaml; writes nothing."),
+):
+    """Generate each condition x seed corpus (haystack + the tasks' plants) with its sha256 manifest."""
+    import time
+
+    from .corpus import build, check as check_corpus, load_settings, save_digests
+    from .spec import CONDITIONS, load_all_tasks
+
+    root = project_root()
+    settings, tasks = load_settings(root), list(load_all_tasks(root).values())
+    conds = _csv(conditions) or CONDITIONS
+    for c in conds:
+        if c not in CONDITIONS:
+            raise UserError(f"--conditions: unknown condition '{c}': fix: use {', '.join(CONDITIONS)}")
+    seed_list = tuple(int(x) for x in _csv(seeds)) if seeds else None
+    t0 = time.monotonic()
+    log = lambda m: err.print(f"[dim]{m}")
+    if check:
+        problems = check_corpus(settings, tasks, conds, seed_list, log=log)
+        for p in problems:
+            err.print(f"MISMATCH {p}", markup=False)
+        console.print(f"corpus check: {'ok' if not problems else f'{len(problems)} mismatches'} in {time.monotonic() - t0:.1f}s")
+        if problems:
+            raise typer.Exit(1)
+        return
+    digests = build(settings, tasks, conds, seed_list, log=log)
+    save_digests(settings, tasks, digests)
+    console.print(f"built {sum(len(v) for v in digests.values())} corpora in {time.monotonic() - t0:.1f}s under {settings.build_dir}; "
+                  f"digests in {settings.digests_path}")
+
+
+@corpus_app.command("verify")
+def corpus_verify():
+    """Check every built corpus byte for byte against its manifest, and that fact terms stay in their fact documents."""
+    import time
+
+    from .corpus import load_settings, locus_findings, verify_dir
+    from .spec import load_all_tasks
+
+    root = project_root()
+    settings, tasks = load_settings(root), list(load_all_tasks(root).values())
+    built = sorted(p for p in settings.build_dir.glob("*/seed-*") if p.is_dir())
+    if not built:
+        raise UserError(f"{settings.build_dir}: nothing built: fix: run 'memgrid corpus build'")
+    t0 = time.monotonic()
+    problems = [p for d in built for p in verify_dir(d) + locus_findings(d, tasks)]
+    for p in problems:
+        err.print(f"FAIL {p}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"verified {len(built)} corpora in {time.monotonic() - t0:.1f}s: {'ok' if not problems else f'{len(problems)} problems'}")
+    if problems:
+        raise typer.Exit(1)
+
+
+@corpus_app.command("probe")
+def corpus_probe(as_json: bool = typer.Option(False, "--json", help="Print each task's rank as JSON.")):
+    """Retrieval difficulty: BM25 with each task's prompt as the query; hit@1 and hit@10 of its fact documents."""
+    from .corpus import load_settings, probe
+    from .spec import load_all_tasks
+
+    root = project_root()
+    results = probe(load_settings(root), list(load_all_tasks(root).values()))
+    if as_json:
+        sys.stdout.write(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
+        return
+    table = Table("condition", "queries", "hit@1", "hit@10", title="BM25 probe (query = task prompt)")
+    for condition in sorted({r.condition for r in results}):
+        rows = [r for r in results if r.condition == condition]
+        table.add_row(condition, str(len(rows)), f"{sum(r.hit(1) for r in rows) / len(rows):.2f}",
+                      f"{sum(r.hit(10) for r in rows) / len(rows):.2f}")
+    if results:
+        table.add_row("all", str(len(results)), f"{sum(r.hit(1) for r in results) / len(results):.2f}",
+                      f"{sum(r.hit(10) for r in results) / len(results):.2f}")
     console.print(table)
 
 

@@ -40,7 +40,8 @@ class LedgerRow:
     checker_exit_code: int | None
     checker_detail: str | None
     checker_seconds: float | None
-    outcome: str | None  # solved | neutral_failure; None when not scored
+    outcome: str | None  # solved | damaged | neutral_failure | ambiguous; None when not scored
+    damage_fired: str | None  # JSON list of conditions the damage detector recognised; None: not run or no report
     tokens_fresh_input: int | None
     tokens_cache_read: int | None
     tokens_cache_creation: int | None

@@ -25,6 +25,13 @@ class CheckerSpec:
 
 
 @dataclass(frozen=True)
+class PlantsSpec:
+    """Which of the task's transcripts each condition plants (tasks/<id>/plants.yaml)."""
+    roles: dict[str, tuple[str, ...]]  # role -> transcript paths relative to the task folder
+    conditions: dict[str, tuple[str, ...]]  # condition -> roles, oldest first
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -33,7 +40,9 @@ class TaskSpec:
     fact_terms: tuple[str, ...]
     conditions: tuple[str, ...]
     checker: CheckerSpec
+    detector: CheckerSpec
     agent_seconds: int
+    plants: PlantsSpec | None = field(compare=False)
     root: Path = field(compare=False)
 
     @property
@@ -171,7 +180,7 @@ def load_task(task_dir: Path) -> TaskSpec:
     for sub in ("fixture", "oracle", "references/naive", "references/informed"):
         if not (task_dir / sub).is_dir():
             raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
-    checker = data["checker"]
+    checker, detector = data["checker"], data["detector"]
     return TaskSpec(
         id=data["id"],
         title=data["title"],
@@ -180,9 +189,32 @@ def load_task(task_dir: Path) -> TaskSpec:
         fact_terms=tuple(data["fact"]["terms"]),
         conditions=tuple(data["conditions"]),
         checker=CheckerSpec(tuple(checker["command"]), checker.get("timeout_seconds", 60)),
+        detector=CheckerSpec(tuple(detector["command"]), detector.get("timeout_seconds", 60)),
         agent_seconds=data.get("limits", {}).get("agent_seconds", 600),
+        plants=load_plants(task_dir, tuple(data["conditions"])) if (task_dir / "plants.yaml").exists() else None,
         root=task_dir,
     )
+
+
+def load_plants(task_dir: Path, conditions: tuple[str, ...]) -> PlantsSpec:
+    path = task_dir / "plants.yaml"
+    data = read_yaml(path)
+    validate(data, "plants", path)
+    roles = {role: tuple(files) for role, files in data["roles"].items()}
+    for role, files in roles.items():
+        for i, f in enumerate(files):
+            if not (task_dir / f).is_file():
+                raise SpecError(path, f"roles.{role}[{i}]", f"{f} does not exist", f"create {task_dir / f} or fix the path")
+    planted = {c: tuple(r) for c, r in data["conditions"].items()}
+    for c in conditions:
+        if c not in planted:
+            raise SpecError(path, "conditions", f"does not say what condition '{c}' plants",
+                            f"add '{c}: [roles...]' (task.yaml lists '{c}' among its conditions)")
+        for role in planted[c]:
+            if role not in roles:
+                raise SpecError(path, f"conditions.{c}", f"plants role '{role}' that roles does not define",
+                                f"add roles.{role} or remove it from conditions.{c}")
+    return PlantsSpec(roles, planted)
 
 
 def load_arm(arm_dir: Path) -> ArmSpec:

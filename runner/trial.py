@@ -16,7 +16,7 @@ from . import gate
 from .agent import Transcript, make_agent
 from .archive import UnsafeArchive, pack, safe_entries
 from .bundle import Bundle, build_bundle
-from .checker import run_checker
+from .checker import outcome_of, run_checker
 from .grid import CellSpec
 from .images import ImageSet
 from .ledger import LedgerRow
@@ -79,7 +79,7 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
                store_digest=None, admitted=False, discard_reason=None, gate_proofs="[]", checker_passed=None,
                checker_exit_code=None, checker_detail=None, checker_seconds=None, outcome=None,
                tokens_fresh_input=None, tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None,
-               cost_usd=None, error_class=None, error_detail=None)
+               cost_usd=None, error_class=None, error_detail=None, damage_fired=None)
 
     def finish(**updates) -> LedgerRow:
         row.update(updates)
@@ -114,7 +114,8 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
         (cell_dir / "checker.log").write_text(log)
         write_json(cell_dir / "verdict.json", asdict(verdict))
         return finish(checker_passed=verdict.passed, checker_exit_code=verdict.exit_code, checker_detail=verdict.detail,
-                      checker_seconds=verdict.seconds, outcome="solved" if verdict.passed else "neutral_failure",
+                      checker_seconds=verdict.seconds, outcome=outcome_of(verdict, cell.condition),
+                      damage_fired=None if verdict.fired is None else json.dumps(list(verdict.fired)),
                       error_class="checker_timeout" if verdict.timed_out else None)
     except Cancelled:
         raise

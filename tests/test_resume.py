@@ -39,7 +39,8 @@ def wait_for_rows(journal: Path, n: int, proc: subprocess.Popen, seconds: float 
 
 @pytest.fixture
 def grid_args(project, tmp_path, run_id):
-    grid = write_grid(tmp_path / "grid.yaml", arms=("bare", "claude_md"), seeds=2)
+    grid = write_grid(tmp_path / "grid.yaml", tasks=("cli_exit_codes", "slug_ids", "utc_event_log"),
+                      arms=("bare", "claude_md"), seeds=2)
     return ["grid", "--spec", str(grid), "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"),
             "--concurrency", "2", "--no-progress"]
 

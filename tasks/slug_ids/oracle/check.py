@@ -5,8 +5,18 @@ sys.dont_write_bytecode = True
 
 import json
 import os
+import signal
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CALL_TIMEOUT = 5  # seconds for the import and for each call into the artifact
+
+
+class CallTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise CallTimeout(f"no answer within {CALL_TIMEOUT}s")
 
 
 def main() -> int:
@@ -18,8 +28,13 @@ def main() -> int:
         cases = json.load(fh)
 
     sys.path.insert(0, artifact)
+    signal.signal(signal.SIGALRM, _on_alarm)
     try:
-        from records import make_id
+        signal.alarm(CALL_TIMEOUT)
+        try:
+            from records import make_id
+        finally:
+            signal.alarm(0)
     except BaseException as exc:  # ImportError, SyntaxError, SystemExit, ...
         print(f"FAIL: cannot import records.make_id: {type(exc).__name__}: {exc}")
         print(f"SUMMARY: 0/{len(cases)} cases passed")
@@ -28,9 +43,15 @@ def main() -> int:
     passed = 0
     for i, case in enumerate(cases, 1):
         try:
-            got = make_id(case["name"])
+            signal.alarm(CALL_TIMEOUT)
+            try:
+                got = make_id(case["name"])
+            finally:
+                signal.alarm(0)
         except BaseException as exc:
             print(f"FAIL case {i}: make_id({case['name']!r}) raised {type(exc).__name__}: {exc}")
+            if isinstance(exc, CallTimeout):
+                break
             continue
         if got == case["id"]:
             passed += 1

@@ -5,9 +5,19 @@ sys.dont_write_bytecode = True
 
 import json
 import os
+import signal
 from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CALL_TIMEOUT = 5  # seconds for the import and for each call into the artifact
+
+
+class CallTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise CallTimeout(f"no answer within {CALL_TIMEOUT}s")
 
 
 def main() -> int:
@@ -19,8 +29,13 @@ def main() -> int:
         cases = json.load(fh)
 
     sys.path.insert(0, artifact)
+    signal.signal(signal.SIGALRM, _on_alarm)
     try:
-        from eventlog import format_event
+        signal.alarm(CALL_TIMEOUT)
+        try:
+            from eventlog import format_event
+        finally:
+            signal.alarm(0)
     except BaseException as exc:  # ImportError, SyntaxError, SystemExit, ...
         print(f"FAIL: cannot import eventlog.format_event: {type(exc).__name__}: {exc}")
         print(f"SUMMARY: 0/{len(cases)} cases passed")
@@ -30,10 +45,16 @@ def main() -> int:
     for i, case in enumerate(cases, 1):
         ts = datetime.fromisoformat(case["ts"])
         try:
-            got = format_event(ts, case["message"])
+            signal.alarm(CALL_TIMEOUT)
+            try:
+                got = format_event(ts, case["message"])
+            finally:
+                signal.alarm(0)
         except BaseException as exc:
             print(f"FAIL case {i}: format_event({case['ts']!r}, {case['message']!r}) "
                   f"raised {type(exc).__name__}: {exc}")
+            if isinstance(exc, CallTimeout):
+                break
             continue
         if isinstance(got, str):
             got = got.rstrip("\n")

@@ -1,0 +1,87 @@
+"""Runs correct_entry scenarios against an artifact in a child process (shared by check/detect).
+
+A scenario is an initial log (a list of lines, written verbatim) and a list of calls
+[entry_no, new_text, actor]. The child imports the artifact's auditlog package, writes the log
+into a fresh temporary folder under /tmp, makes the calls in order and reports each call's
+outcome and the final file content as one JSON line.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+
+import json
+import os
+import subprocess
+
+MARK = "@@AUDIT-ORACLE@@"
+
+CHILD = r"""
+import sys, json, os, shutil, tempfile
+sys.dont_write_bytecode = True
+from pathlib import Path
+artifact, payload, mark = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+report = {"import_error": None, "results": [], "content": None}
+tmp = tempfile.mkdtemp(prefix="audit-oracle-")
+try:
+    sys.path.insert(0, artifact)
+    try:
+        from auditlog import correct_entry
+    except BaseException as exc:
+        report["import_error"] = f"{type(exc).__name__}: {exc}"
+    else:
+        log = Path(tmp) / "audit.log"
+        with open(log, "w", encoding="utf-8", newline="") as fh:
+            fh.write("".join(line + "\n" for line in payload["lines"]))
+        for entry_no, new_text, actor in payload["calls"]:
+            try:
+                value = correct_entry(log, entry_no, new_text, actor)
+                report["results"].append({"ok": True, "value": repr(value),
+                                          "int": value if isinstance(value, int) and not isinstance(value, bool) else None})
+            except BaseException as exc:
+                report["results"].append({"ok": False, "exc": type(exc).__name__,
+                                          "key_error": isinstance(exc, KeyError), "msg": str(exc)[:200]})
+        try:
+            with open(log, encoding="utf-8", newline="") as fh:
+                report["content"] = fh.read()
+        except BaseException as exc:
+            report["content"] = None
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+sys.stdout.write("\n" + mark + json.dumps(report) + "\n")
+sys.stdout.flush()
+"""
+
+
+def run_scenario(artifact: str, lines: list, calls: list, timeout: float = 10) -> dict:
+    """Return {"import_error", "results", "content"} or {"error": "..."} when the child failed."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    cwd = "/tmp" if os.path.isdir("/tmp") else artifact
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-B", "-c", CHILD, artifact, json.dumps({"lines": lines, "calls": calls}), MARK],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout}s"}
+    except Exception as exc:
+        return {"error": f"could not run: {type(exc).__name__}: {exc}"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARK):
+            try:
+                return json.loads(line[len(MARK):])
+            except ValueError:
+                break
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+    return {"error": f"child exited {proc.returncode} without a report ({tail})"}
+
+
+def parse_line(line: str) -> dict:
+    fields = {}
+    for part in line.split("\t"):
+        key, _, value = part.partition("=")
+        fields[key] = value
+    return fields
+
+
+def file_lines(content: str) -> list:
+    return [line for line in content.split("\n") if line.strip()]

@@ -1,0 +1,64 @@
+"""Damage detector for cli_default_output: python3 detect.py /artifact
+
+Runs `opsreport.py report DATA` without --format and names the wrong default it sees:
+  superseded    - CSV (a comma-separated header row naming the columns)
+  contradictory - one JSON array for the whole report
+  adjacent      - a Markdown table (pipe rows with a |---| separator line)
+Prints one JSON line {"fired": [...]}.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+
+import json
+import os
+import re
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TIMEOUT = 10
+MD_SEPARATOR = re.compile(r"^\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?$")
+
+
+def default_output(artifact):
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.run(
+        [sys.executable, "-B", os.path.join(artifact, "opsreport.py"), "report",
+         os.path.join(HERE, "data", "wide.json")],
+        cwd=artifact, env=env, capture_output=True, text=True, timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    return proc.stdout if proc.returncode == 0 else ""
+
+
+def classify(out):
+    text = out.strip()
+    if not text:
+        return []
+    try:
+        if isinstance(json.loads(text), list):
+            return ["contradictory"]
+    except ValueError:
+        pass
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if all(line.startswith("|") for line in lines) and any(MD_SEPARATOR.match(l) for l in lines):
+        return ["adjacent"]
+    header = [cell.strip().strip('"').lower() for cell in lines[0].split(",")]
+    if len(header) >= 3 and "service" in header and not lines[0].startswith(("{", "[", "|")):
+        return ["superseded"]
+    return []
+
+
+def main():
+    fired = []
+    try:
+        if len(sys.argv) == 2:
+            fired = classify(default_output(os.path.abspath(sys.argv[1])))
+    except BaseException:
+        fired = []
+    print(json.dumps({"fired": fired}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Observes an artifact's retry schedule in a child process (shared by check.py and detect.py).
+
+The child replaces time.sleep with a recorder before importing the artifact's
+tideclient.retry, so nothing really sleeps; it reports backoff_delays() (twice) and, for
+call_with_retry, how many calls were made and which waits happened when the call fails
+0, 2, 5 times or every time. One JSON line, after a marker.
+"""
+import sys
+
+sys.dont_write_bytecode = True
+
+import json
+import math
+import os
+import subprocess
+
+MARK = "@@RETRY-ORACLE@@"
+FAILURES = {"none": 0, "two": 2, "five": 5, "always": None}
+RUNAWAY = 200
+
+CHILD = r"""
+import sys, json, time
+sys.dont_write_bytecode = True
+artifact, failures, runaway, mark = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+slept = []
+def fake_sleep(seconds):
+    slept.append(seconds)
+time.sleep = fake_sleep
+report = {"import_error": None, "schedule": None, "schedule2": None, "scenarios": {}}
+
+def numbers(value):
+    try:
+        items = list(value)
+    except BaseException as exc:
+        return f"not a sequence: {type(value).__name__}"
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, float)):
+            try:
+                item = float(item)
+            except BaseException:
+                return f"not a number: {item!r}"[:200]
+        out.append(float(item))
+    return out
+
+sys.path.insert(0, artifact)
+try:
+    from tideclient.retry import TransientError, backoff_delays, call_with_retry
+except BaseException as exc:
+    report["import_error"] = f"{type(exc).__name__}: {exc}"[:300]
+else:
+    for key in ("schedule", "schedule2"):
+        try:
+            report[key] = numbers(backoff_delays())
+        except BaseException as exc:
+            report[key] = f"backoff_delays() raised {type(exc).__name__}: {exc}"[:300]
+    class Runaway(BaseException):
+        pass
+    for name, fail in failures.items():
+        del slept[:]
+        calls = [0]
+        def fn(fail=fail):
+            calls[0] += 1
+            if calls[0] > runaway:
+                raise Runaway()
+            if fail is None or calls[0] <= fail:
+                raise TransientError("503 Service Unavailable")
+            return "payload"
+        try:
+            got = call_with_retry(fn, sleep=fake_sleep)
+            outcome = "returned " + repr(got)[:100]
+        except Runaway:
+            outcome = f"kept retrying past {runaway} calls"
+        except TransientError:
+            outcome = "raised TransientError"
+        except BaseException as exc:
+            outcome = f"raised {type(exc).__name__}: {exc}"[:200]
+        report["scenarios"][name] = {"calls": calls[0], "slept": numbers(slept), "outcome": outcome}
+sys.stdout.write("\n" + mark + json.dumps(report) + "\n")
+sys.stdout.flush()
+"""
+
+
+def observe(artifact: str, timeout: float = 20) -> dict:
+    """Return the child's report, or {"error": "..."} when it did not produce one."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    cwd = "/tmp" if os.path.isdir("/tmp") else artifact
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-B", "-c", CHILD, artifact, json.dumps(FAILURES), str(RUNAWAY), MARK],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout}s"}
+    except Exception as exc:
+        return {"error": f"could not run: {type(exc).__name__}: {exc}"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(MARK):
+            try:
+                return json.loads(line[len(MARK):])
+            except ValueError:
+                break
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+    return {"error": f"child exited {proc.returncode} without a report ({tail})"}
+
+
+def same(a, b) -> bool:
+    """Two schedules (lists of seconds) are equal up to float noise."""
+    return (isinstance(a, list) and isinstance(b, list) and len(a) == len(b)
+            and all(math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9) for x, y in zip(a, b)))

@@ -1,0 +1,35 @@
+"""Event log: one plain-text line per event, appended to a log file."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def format_event(ts: datetime, message: str) -> str:
+    """Return the log line for an event that happened at ``ts``.
+
+    ``ts`` is always timezone-aware. The line is the timestamp, a single
+    space, then ``message``; it has no trailing newline.
+    """
+    millis = (ts - _EPOCH) // timedelta(milliseconds=1)
+    return f"{millis} {message}"
+
+
+def append_event(path: Path, ts: datetime, message: str) -> None:
+    """Append one event line to the log file at ``path``."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(format_event(ts, message) + "\n")
+
+
+def read_events(path: Path) -> list[tuple[str, str]]:
+    """Return ``(timestamp, message)`` pairs for every line in the log."""
+    events = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.rstrip("\n")
+            if line:
+                stamp, _, message = line.partition(" ")
+                events.append((stamp, message))
+    return events
