@@ -1,0 +1,40 @@
+"""Wall time of the task validity check over the whole suite, and how many containers it ran.
+
+    .venv/bin/python benchmarks/task_check.py [--concurrency 2]
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+from runner.engine import connect
+from runner.images import ensure_images
+from runner.spec import load_all_arms, load_all_tasks
+from runner.taskcheck import artifact_variants, check_behaviour, containment_findings, transcript_findings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+    tasks = list(load_all_tasks(ROOT).values())
+    client = connect()
+    images = ensure_images(client, log=print)
+    t0 = time.monotonic()
+    static = containment_findings(tasks, load_all_arms(ROOT)["claude_md"]) + [f for t in tasks for f in transcript_findings(t)]
+    static_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    behaviour = check_behaviour(client, images, tasks, args.concurrency)
+    behaviour_s = time.monotonic() - t0
+    graded = sum(len(artifact_variants(t)) for t in tasks)
+    failed = [f for f in static + behaviour if not f.passed]
+    print(f"static audits: {len(static)} rules in {static_s:.2f} s")
+    print(f"behaviour: {graded} artifacts graded in checker containers (concurrency {args.concurrency}) in {behaviour_s:.1f} s "
+          f"({behaviour_s / graded:.2f} s each)")
+    print(f"task check of {len(tasks)} tasks: {static_s + behaviour_s:.1f} s wall, {len(failed)} failed rules")
+
+
+if __name__ == "__main__":
+    main()
