@@ -21,9 +21,11 @@ from pathlib import Path
 from runner.engine import connect
 from runner.images import ensure_images
 from runner.run import execute, lock_document, open_run, plan_run
-from runner.sandbox import RUN_LABEL, remove_run_containers
+from runner.sandbox import RUN_LABEL
 from runner.spec import GridSpec, load_all_arms, load_all_tasks
 from runner.trial import TrialContext
+
+from _engine import cleanup, foreign_containers
 
 TASK_YAML = """\
 id: noop
@@ -35,6 +37,9 @@ fact:
 conditions: [present]
 checker:
   command: ["true"]
+  timeout_seconds: 30
+detector:
+  command: ["echo", '{"fired": []}']
   timeout_seconds: 30
 limits:
   agent_seconds: 30
@@ -85,18 +90,6 @@ def time_bare_runs(client, tag: str, run_id: str, n: int) -> list[float]:
         client.containers.run(tag, ["true"], network_mode="none", remove=True, labels={RUN_LABEL: run_id})
         times.append(time.monotonic() - t0)
     return times
-
-
-def cleanup(client, run_id: str) -> int:
-    """Remove this run's containers by its run label; returns how many were left over."""
-    left = len(client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}))
-    remove_run_containers(client, run_id)
-    return left
-
-
-def foreign_containers(client, run_id: str) -> int:
-    """memgrid containers of other runs (a test suite, another grid) sharing the engine: they skew the timings."""
-    return sum(c.labels.get(RUN_LABEL) != run_id for c in client.containers.list(filters={"label": RUN_LABEL}))
 
 
 def epoch(iso: str) -> float:

@@ -21,9 +21,10 @@ from pathlib import Path
 from runner.engine import connect
 from runner.images import ensure_images
 from runner.run import execute, lock_document, open_run, plan_run
-from runner.sandbox import RUN_LABEL, remove_run_containers
 from runner.spec import GridSpec, load_all_arms, load_all_tasks
 from runner.trial import TrialContext
+
+from _engine import cleanup, foreign_containers
 
 REPO = Path(__file__).resolve().parent.parent
 ARMS = ("bare", "claude_md")
@@ -35,18 +36,6 @@ def make_grid(task_ids: list[str], target: int) -> GridSpec:
     per_seed = len(task_ids) * len(ARMS) * len(AGENTS) * len(CONDITIONS)
     return GridSpec(name="throughput", tasks=tuple(task_ids), arms=ARMS, agents=AGENTS,
                     seeds=math.ceil(target / per_seed), conditions=CONDITIONS)
-
-
-def cleanup(client, run_id: str) -> int:
-    """Remove this run's containers by its run label; returns how many were left over."""
-    left = len(client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}))
-    remove_run_containers(client, run_id)
-    return left
-
-
-def foreign_containers(client, run_id: str) -> int:
-    """memgrid containers of other runs (a test suite, another grid) sharing the engine: they skew the timings."""
-    return sum(c.labels.get(RUN_LABEL) != run_id for c in client.containers.list(filters={"label": RUN_LABEL}))
 
 
 def run_once(client, images, root: Path, grid: GridSpec, target: int, concurrency: int) -> dict:

@@ -140,18 +140,19 @@ def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bo
 
 
 def _print_summary(run_dir: Path) -> None:
-    """Per agent x arm x condition: cells, admitted, passed, pass rate among admitted."""
+    """Per agent x arm x condition: cells, admitted, passed, damaged, pass rate among admitted."""
     from .ledger import Ledger, latest_attempts
 
     groups: dict[tuple, list[dict]] = {}
     for r in latest_attempts(Ledger(run_dir).rows()).values():
         groups.setdefault((r["agent"], r["arm"], r["condition"]), []).append(r)
-    table = Table("agent", "arm", "condition", "cells", "admitted", "passed", "pass rate", title=f"run {run_dir.name}")
+    table = Table("agent", "arm", "condition", "cells", "admitted", "passed", "damaged", "pass rate", title=f"run {run_dir.name}")
     for (agent_, arm_, cond), rows in sorted(groups.items()):
         admitted = [r for r in rows if r["admitted"]]
         passed = sum(bool(r["checker_passed"]) for r in admitted)
+        damaged = sum(r["outcome"] == "damaged" for r in admitted)
         rate = f"{passed / len(admitted):.2f}" if admitted else "-"
-        table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), rate)
+        table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), str(damaged), rate)
     console.print(table)
 
 

@@ -170,13 +170,17 @@ def validate(data: dict, schema_name: str, path: Path) -> None:
     raise SpecError(path, field_path, problem, _fix_for(error, schema))
 
 
+def _require_folder_name(path: Path, field: str, value: str) -> None:
+    if value != path.parent.name:
+        raise SpecError(path, field, f"is '{value}' but the folder is '{path.parent.name}'",
+                        f"make the {field} equal the folder name")
+
+
 def load_task(task_dir: Path) -> TaskSpec:
     path = task_dir / "task.yaml"
     data = read_yaml(path)
     validate(data, "task", path)
-    if data["id"] != task_dir.name:
-        raise SpecError(path, "id", f"is '{data['id']}' but the folder is '{task_dir.name}'",
-                        "make the id equal the folder name")
+    _require_folder_name(path, "id", data["id"])
     for sub in ("fixture", "oracle", "references/naive", "references/informed"):
         if not (task_dir / sub).is_dir():
             raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
@@ -221,9 +225,7 @@ def load_arm(arm_dir: Path) -> ArmSpec:
     path = arm_dir / "arm.yaml"
     data = read_yaml(path)
     validate(data, "arm", path)
-    if data["name"] != arm_dir.name:
-        raise SpecError(path, "name", f"is '{data['name']}' but the folder is '{arm_dir.name}'",
-                        "make the name equal the folder name")
+    _require_folder_name(path, "name", data["name"])
     return ArmSpec(
         name=data["name"],
         kind=data["kind"],

@@ -34,10 +34,17 @@ class Finding:
     detail: str
 
 
+EXIT_AT_IMPORT = b"\nimport os; os._exit(0)\n"  # appended: a leading line would break `from __future__` imports
+
+
 def artifact_variants(task: TaskSpec) -> dict[str, list[Entry]]:
-    """The workspace as each reference leaves it: fixture with the reference laid over."""
+    """The workspace as each reference leaves it: fixture with the reference laid over; and a hostile
+    one whose every module exits 0 at import, which a checker that runs the artifact in its own
+    process would score as a pass."""
     fixture = {e.path: e for e in tree_entries(task.fixture, "w")}
-    variants = {"fixture": list(fixture.values())}
+    variants = {"fixture": list(fixture.values()),
+                "exits-at-import": [Entry(e.path, e.data + EXIT_AT_IMPORT, e.mode) if e.path.endswith(".py") else e
+                                    for e in fixture.values()]}
     refs = ["naive", "informed"] + [f"damaged/{c}" for c in DAMAGE_CONDITIONS if task.reference(f"damaged/{c}").is_dir()]
     for ref in refs:
         overlay = {e.path: e for e in tree_entries(task.reference(ref), "w")}
@@ -48,7 +55,7 @@ def artifact_variants(task: TaskSpec) -> dict[str, list[Entry]]:
 def behaviour_findings(task: TaskSpec, verdicts: dict[str, CheckerVerdict]) -> list[Finding]:
     out = []
     for name, v in verdicts.items():
-        where = "fixture/" if name == "fixture" else f"references/{name}/"
+        where = {"fixture": "fixture/", "exits-at-import": "oracle/ (checker)"}.get(name, f"references/{name}/")
         fired = "no report" if v.fired is None else f"fired {list(v.fired)}"
         if name == "informed":
             out.append(Finding(task.id, "informed passes", v.passed, where, v.detail))

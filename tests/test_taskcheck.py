@@ -2,7 +2,6 @@
 
 import shutil
 
-import pytest
 
 from runner.spec import load_all_arms, load_all_tasks
 from runner.taskcheck import check_behaviour, containment_findings, transcript_findings

@@ -53,7 +53,8 @@ sys.stdout.flush()
 
 
 def run_scenario(artifact: str, lines: list, calls: list, timeout: float = 10) -> dict:
-    """Return {"import_error", "results", "content"} or {"error": "..."} when the child failed."""
+    """Return {"import_error", "results", "content"}, or {"error": "..."} when the child gave no
+    complete, well-formed report (it exited early, hung, crashed or printed something else)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     cwd = "/tmp" if os.path.isdir("/tmp") else artifact
     try:
@@ -68,11 +69,40 @@ def run_scenario(artifact: str, lines: list, calls: list, timeout: float = 10) -
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(MARK):
             try:
-                return json.loads(line[len(MARK):])
+                report = json.loads(line[len(MARK):])
             except ValueError:
                 break
+            if complete(report, len(calls)):
+                return report
+            break
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-    return {"error": f"child exited {proc.returncode} without a report ({tail})"}
+    return {"error": f"child exited {proc.returncode} without a complete report ({tail})"}
+
+
+def complete(report, n_calls: int) -> bool:
+    """A report the checker may grade: an import error, or one well-formed result per call."""
+    if not isinstance(report, dict) or set(report) != {"import_error", "results", "content"}:
+        return False
+    if report["import_error"] is not None:
+        return isinstance(report["import_error"], str)
+    results = report["results"]
+    if not isinstance(results, list) or len(results) != n_calls:
+        return False
+    if report["content"] is not None and not isinstance(report["content"], str):
+        return False
+    for res in results:
+        if not isinstance(res, dict) or not isinstance(res.get("ok"), bool):
+            return False
+        keys = {"ok", "value", "int"} if res["ok"] else {"ok", "exc", "key_error", "msg"}
+        if set(res) != keys:
+            return False
+        if res["ok"] and not (isinstance(res["value"], str)
+                              and (res["int"] is None or type(res["int"]) is int)):
+            return False
+        if not res["ok"] and not (isinstance(res["exc"], str) and isinstance(res["key_error"], bool)
+                                  and isinstance(res["msg"], str)):
+            return False
+    return True
 
 
 def parse_line(line: str) -> dict:

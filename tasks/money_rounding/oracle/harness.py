@@ -60,11 +60,31 @@ def run_invoices(artifact: str, invoices: list, timeout: float = 20) -> dict:
                 report = json.loads(line[len(MARK):])
             except ValueError:
                 break
-            if report.get("import_error") or len(report.get("results", [])) == len(invoices):
+            if complete(report, len(invoices)):
                 return report
             break
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
     return {"error": f"child exited {proc.returncode} without a complete report ({tail})"}
+
+
+def complete(report, n_invoices: int) -> bool:
+    """A report the checker may grade: an import error, or one well-formed result per invoice."""
+    if not isinstance(report, dict) or set(report) != {"import_error", "results"}:
+        return False
+    if report["import_error"] is not None:
+        return isinstance(report["import_error"], str) and bool(report["import_error"])
+    results = report["results"]
+    if not isinstance(results, list) or len(results) != n_invoices:
+        return False
+    for res in results:
+        if not isinstance(res, dict):
+            return False
+        if set(res) == {"value", "type"}:
+            if not (isinstance(res["value"], str) and isinstance(res["type"], str)):
+                return False
+        elif set(res) != {"error"} or not isinstance(res["error"], str):
+            return False
+    return True
 
 
 def as_decimal(value: str):

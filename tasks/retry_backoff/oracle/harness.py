@@ -82,7 +82,8 @@ sys.stdout.flush()
 
 
 def observe(artifact: str, timeout: float = 20) -> dict:
-    """Return the child's report, or {"error": "..."} when it did not produce one."""
+    """Return the child's report, or {"error": "..."} when it gave no complete, well-formed one
+    (it exited early, hung, crashed or printed something else)."""
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     cwd = "/tmp" if os.path.isdir("/tmp") else artifact
     try:
@@ -97,11 +98,36 @@ def observe(artifact: str, timeout: float = 20) -> dict:
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(MARK):
             try:
-                return json.loads(line[len(MARK):])
+                report = json.loads(line[len(MARK):])
             except ValueError:
                 break
+            if complete(report):
+                return report
+            break
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-    return {"error": f"child exited {proc.returncode} without a report ({tail})"}
+    return {"error": f"child exited {proc.returncode} without a complete report ({tail})"}
+
+
+def complete(report) -> bool:
+    """A report the checker may grade: an import error, or both schedules and every scenario."""
+    if not isinstance(report, dict) or set(report) != {"import_error", "schedule", "schedule2", "scenarios"}:
+        return False
+    if report["import_error"] is not None:
+        return isinstance(report["import_error"], str)
+    for key in ("schedule", "schedule2"):
+        value = report[key]
+        if not (isinstance(value, str) or (isinstance(value, list) and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in value))):
+            return False
+    scenarios = report["scenarios"]
+    if not isinstance(scenarios, dict) or set(scenarios) != set(FAILURES):
+        return False
+    for seen in scenarios.values():
+        if not (isinstance(seen, dict) and set(seen) == {"calls", "slept", "outcome"}
+                and type(seen["calls"]) is int and isinstance(seen["outcome"], str)
+                and isinstance(seen["slept"], (list, str))):
+            return False
+    return True
 
 
 def same(a, b) -> bool:
