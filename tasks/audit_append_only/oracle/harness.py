@@ -2,8 +2,8 @@
 
 A scenario is an initial log (a list of lines, written verbatim) and a list of calls
 [entry_no, new_text, actor]. The child imports the artifact's auditlog package, writes the log
-into a fresh temporary folder under /tmp, makes the calls in order and reports each call's
-outcome and the final file content as one JSON line.
+into a fresh temporary folder under /tmp (the parent removes it afterwards), makes the calls in
+order and reports each call's outcome and the final file content as one JSON line.
 """
 import sys
 
@@ -11,7 +11,9 @@ sys.dont_write_bytecode = True
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 
 MARK = "@@AUDIT-ORACLE@@"
 
@@ -55,17 +57,21 @@ sys.stdout.flush()
 def run_scenario(artifact: str, lines: list, calls: list, timeout: float = 10) -> dict:
     """Return {"import_error", "results", "content"}, or {"error": "..."} when the child gave no
     complete, well-formed report (it exited early, hung, crashed or printed something else)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    cwd = "/tmp" if os.path.isdir("/tmp") else artifact
+    # The child's temporary folder goes inside this one, which is removed even when the child
+    # never got to clean up (it exited early or was killed).
+    workdir = tempfile.mkdtemp(prefix="audit-oracle-", dir="/tmp" if os.path.isdir("/tmp") else None)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TMPDIR=workdir)
     try:
         proc = subprocess.run(
             [sys.executable, "-B", "-c", CHILD, artifact, json.dumps({"lines": lines, "calls": calls}), MARK],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+            cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout}s"}
     except Exception as exc:
         return {"error": f"could not run: {type(exc).__name__}: {exc}"}
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(MARK):
             try:

@@ -77,11 +77,12 @@ def parse_report(stdout: bytes, rc, n_cases: int) -> dict:
     if out["import_error"] is not None:
         return out
     if not out["imported"]:
-        out["problem"] = f"the artifact process {ended} without reporting anything (it stopped while importing records)"
-    elif done is None or done != len(out["results"]) or rc != 0:
+        out["problem"] = (f"the artifact process {ended} without reporting anything "
+                          f"(it stopped while importing records)")
+    elif type(done) is not int or done != len(out["results"]) or rc != 0:
         out["problem"] = (f"the artifact process {ended} before it finished "
                           f"({len(out['results'])} of {n_cases} case(s) reported)")
-    elif done < n_cases and not out["results"][-1].get("timeout"):
+    elif done < n_cases and not (out["results"] and out["results"][-1].get("timeout")):
         out["problem"] = f"the artifact process reported only {done} of {n_cases} case(s)"
     return out
 

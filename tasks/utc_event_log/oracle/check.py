@@ -23,7 +23,8 @@ def run_artifact(artifact: str, cases_path: str, n_cases: int) -> dict:
     """Return {"import_error", "results", "problem"}.
 
     results holds the well-formed case records in order; problem is None only when the child
-    imported format_event (or reported why it could not), reported every case it ran and said done.
+    imported format_event (or reported why it could not), reported every case it ran and said
+    done.
     """
     workdir = tempfile.mkdtemp(prefix="utccheck-", dir="/tmp")
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
@@ -78,11 +79,12 @@ def parse_report(stdout: bytes, rc, n_cases: int) -> dict:
     if out["import_error"] is not None:
         return out
     if not out["imported"]:
-        out["problem"] = f"the artifact process {ended} without reporting anything (it stopped while importing eventlog)"
-    elif done is None or done != len(out["results"]) or rc != 0:
+        out["problem"] = (f"the artifact process {ended} without reporting anything "
+                          f"(it stopped while importing eventlog)")
+    elif type(done) is not int or done != len(out["results"]) or rc != 0:
         out["problem"] = (f"the artifact process {ended} before it finished "
                           f"({len(out['results'])} of {n_cases} case(s) reported)")
-    elif done < n_cases and not out["results"][-1].get("timeout"):
+    elif done < n_cases and not (out["results"] and out["results"][-1].get("timeout")):
         out["problem"] = f"the artifact process reported only {done} of {n_cases} case(s)"
     return out
 
