@@ -23,7 +23,7 @@ def main() -> None:
     client = connect()
     images = ensure_images(client, log=print)
     t0 = time.monotonic()
-    static = containment_findings(tasks, load_all_arms(ROOT)["claude_md"]) + [f for t in tasks for f in transcript_findings(t)]
+    static = containment_findings(tasks, list(load_all_arms(ROOT).values())) + [f for t in tasks for f in transcript_findings(t)]
     static_s = time.monotonic() - t0
     t0 = time.monotonic()
     behaviour = check_behaviour(client, images, tasks, args.concurrency)

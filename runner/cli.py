@@ -198,7 +198,7 @@ def task_check(
     if task_id is not None and task_id not in tasks:
         raise UserError(f"task '{task_id}' does not exist: fix: use one of {', '.join(sorted(tasks))}")
     chosen = [tasks[task_id]] if task_id else list(tasks.values())
-    findings = containment_findings(list(tasks.values()), load_all_arms(root).get("claude_md"))
+    findings = containment_findings(list(tasks.values()), list(load_all_arms(root).values()))
     findings = [f for f in findings if f.task in {t.id for t in chosen}]
     findings += [f for t in chosen for f in transcript_findings(t)]
     if not static_only:

@@ -7,6 +7,7 @@ changed inputs are refused with a message naming each change.
 import json
 import os
 import platform
+import re
 import subprocess
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -46,6 +47,9 @@ class RunSummary:
     interrupted: bool
 
 
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
 def default_run_id(grid: GridSpec) -> str:
     return f"{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{grid.name}"
 
@@ -60,11 +64,14 @@ def git_commit(root: Path) -> str | None:
 
 def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
              runs_dir: Path, run_id: str | None) -> RunPlan:
+    run_id = run_id or default_run_id(grid)
+    if not RUN_ID.match(run_id):
+        raise UserError(f"--run-id {run_id!r}: not a plain folder name: fix: use letters, digits, '.', '_' and '-' "
+                        "(at most 100), starting with a letter or digit")
     task_ids, arm_names = select(grid, tasks, arms, grid_path)
     inputs = GridInputs(tasks={t: tree_digest(tasks[t].root) for t in task_ids},
                         arms={a: tree_digest(arms[a].root) for a in arm_names},
                         images=images.ids())
-    run_id = run_id or default_run_id(grid)
     return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs))
 
 

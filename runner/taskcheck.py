@@ -128,8 +128,9 @@ def _hits(text: str, terms: tuple[str, ...]) -> list[str]:
     return [t for t in terms if t.lower() in low]
 
 
-def containment_findings(tasks: list[TaskSpec], claude_md: ArmSpec | None) -> list[Finding]:
-    """Each fact term only in its own fact transcripts; rival plants not shared between tasks."""
+def containment_findings(tasks: list[TaskSpec], arms: list[ArmSpec]) -> list[Finding]:
+    """Each fact term only in its own fact transcripts (not in any arm's files either); rival plants
+    not shared between tasks."""
     out = []
     texts: list[tuple[str, str, str]] = []  # (owner task, place, text)
     for t in tasks:
@@ -140,11 +141,11 @@ def containment_findings(tasks: list[TaskSpec], claude_md: ArmSpec | None) -> li
             for f in files:
                 texts.append((t.id if role != "fact" else f"{t.id}#fact", f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}",
                               f.read_text(errors="replace")))
-        if claude_md is not None:
-            for f in claude_md.files:
-                path = claude_md.root / f.source.replace("{task}", t.id)
+        for arm in arms:
+            for f in arm.files:
+                path = arm.root / f.source.replace("{task}", t.id)
                 if path.is_file():
-                    texts.append((t.id, f"arms/{claude_md.name}/{path.relative_to(claude_md.root).as_posix()}", path.read_text()))
+                    texts.append((t.id, f"arms/{arm.name}/{path.relative_to(arm.root).as_posix()}", path.read_text()))
     for t in tasks:
         fact_text = "\n".join(text for owner, _, text in texts if owner == f"{t.id}#fact")
         for term in t.fact_terms:

@@ -85,3 +85,16 @@ def test_arm_appendix_is_capped(tmp_path):
     write(tmp_path / "x_arm" / "arm.yaml", f"name: x_arm\nkind: none\ndescription: d\ninstructions: '{'a' * 1201}'\n")
     with pytest.raises(SpecError, match="instructions: .*1,200"):
         load_arm(tmp_path / "x_arm")
+
+
+@pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "/"])
+def test_run_id_must_be_a_plain_folder_name(run_id):
+    from runner.errors import UserError
+    from runner.images import ImageRef, ImageSet
+    from runner.run import plan_run
+    from runner.spec import GridSpec
+
+    ref = ImageRef("x", "x:1", "sha256:0")
+    grid = GridSpec(name="g", tasks=("slug_ids",), arms=("bare",), agents=("floor",), seeds=1, conditions=("present",))
+    with pytest.raises(UserError, match="not a plain folder name"):
+        plan_run(grid, "grid.yaml", {}, {}, ImageSet(ref, ref, ref), Path("/tmp/runs"), run_id)

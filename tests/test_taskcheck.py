@@ -24,7 +24,7 @@ def test_shipped_tasks_pass_the_static_audits():
     from conftest import REPO
 
     tasks = list(load_all_tasks(REPO).values())
-    findings = containment_findings(tasks, load_all_arms(REPO)["claude_md"])
+    findings = containment_findings(tasks, list(load_all_arms(REPO).values()))
     findings += [f for t in tasks for f in transcript_findings(t)]
     assert not failures(findings)
 
@@ -58,7 +58,7 @@ def test_a_fact_term_leaked_into_the_fixture_is_caught(project):
     term = tasks["slug_ids"].fact_terms[0]
     readme = project / "tasks" / "slug_ids" / "fixture" / "README.md"
     readme.write_text(readme.read_text() + f"\nNote: {term}\n")
-    bad = failures(containment_findings(list(load_all_tasks(project).values()), load_all_arms(project)["claude_md"]))
+    bad = failures(containment_findings(list(load_all_tasks(project).values()), list(load_all_arms(project).values())))
     assert len(bad) == 1 and "fact terms appear nowhere else" in bad[0] and "fixture/README.md" in bad[0]
 
 
@@ -68,7 +68,7 @@ def test_a_fact_term_in_another_tasks_transcript_is_caught(project):
     other = tasks["cli_exit_codes"]
     rival = project / "tasks" / "cli_exit_codes" / other.plants.roles["rival"][0]
     rival.write_text(rival.read_text() + '{"role": "user", "content": "also ' + term + '"}\n')
-    bad = failures(containment_findings(list(load_all_tasks(project).values()), None))
+    bad = failures(containment_findings(list(load_all_tasks(project).values()), []))
     assert any(b.startswith("slug_ids: fact terms appear nowhere else") and "cli_exit_codes" in b for b in bad), bad
 
 
@@ -79,5 +79,5 @@ def test_a_missing_fact_term_is_caught(project):
     data = yaml.safe_load(task_yaml.read_text())
     data["fact"]["terms"].append("zebra crossing governance")
     task_yaml.write_text(yaml.safe_dump(data))
-    bad = failures(containment_findings(list(load_all_tasks(project).values()), None))
+    bad = failures(containment_findings(list(load_all_tasks(project).values()), []))
     assert any("fact term 'zebra crossing governance' in its fact transcripts" in b for b in bad), bad
