@@ -24,8 +24,9 @@ app.add_typer(task_app, name="task")
 app.add_typer(arm_app, name="arm")
 app.add_typer(corpus_app, name="corpus")
 
-console = Console()
-err = Console(stderr=True)
+# Piped output (make, CI logs) gets a fixed, wide layout instead of rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 130)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 130)
 
 
 def project_root() -> Path:

@@ -9,11 +9,13 @@ import os
 import platform
 import re
 import subprocess
+import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from . import __version__
@@ -129,7 +131,7 @@ def open_run(plan: RunPlan, lock: dict) -> Ledger:
 def _progress(show: bool) -> Progress:
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("admitted {task.fields[admitted]} · passed {task.fields[passed]} · errors {task.fields[errors]}"),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not show)
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not show or not Console().is_terminal)
 
 
 class Scheduler:
@@ -192,11 +194,20 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
         with _progress(show_progress) as progress, ThreadPoolExecutor(max_workers=concurrency) as pool:
             bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), **counts)
 
+            # Without a terminal (CI, make | tee) the bar cannot redraw: print a plain line every tenth.
+            plain = show_progress and not progress.console.is_terminal
+            step, started = max(1, len(pending) // 10), time.monotonic()
+
             def on_row(row: LedgerRow) -> None:
                 counts["admitted"] += row.admitted
                 counts["passed"] += bool(row.checker_passed)
                 counts["errors"] += not row.final
                 progress.update(bar, advance=1 if row.final else 0, **counts)
+                done = int(progress.tasks[0].completed)
+                if plain and (scheduler.recorded % step == 0 or done == len(cells)):
+                    progress.console.print(f"{ctx.run_id}: {done}/{len(cells)} cells · admitted {counts['admitted']} · "
+                                           f"passed {counts['passed']} · errors {counts['errors']} · "
+                                           f"{time.monotonic() - started:.0f}s", highlight=False)
 
             scheduler = Scheduler(ctx, ledger, pool, concurrency, on_row)
             try:
