@@ -9,10 +9,10 @@ GRID_ARGS ?=
 
 .PHONY: setup engine images grid test doctor clean
 
-$(BIN)/memgrid: pyproject.toml
+$(BIN)/memgrid: pyproject.toml arms/recall/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]' -e arms/recall
 	touch $@
 
 setup: $(BIN)/memgrid

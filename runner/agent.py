@@ -6,11 +6,12 @@ agents validate the harness itself: `floor` applies the task's naive reference (
 channel, recorded in the transcript with a digest, never through the bundle.
 """
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .archive import pack
+from .archive import Entry, pack
 from .bundle import AGENT_UID, tree_entries
 from .digest import sha256_bytes
 from .sandbox import Sandbox
@@ -82,7 +83,55 @@ class CeilingAgent(ReferenceAgent):
     reference = "informed"
 
 
-AGENTS = {"floor": FloorAgent, "ceiling": CeilingAgent}
+class ReaderAgent:
+    """The LLM-free reader (images/sandbox/memgrid-reader): searches its arm's memory with the prompt
+    and applies the rule of the first result that names one of the task's options.
+
+    Its options (the fact's terms, each wrong rule's markers) and the solution for each arrive
+    through its own channel, /sandbox/.reader, recorded in the transcript; none is in the bundle.
+    """
+
+    name = "reader"
+
+    def __init__(self, task: TaskSpec):
+        self.task = task
+
+    def prepare(self, image: str) -> None:
+        """Nothing to install: memgrid-reader is part of the sandbox image."""
+
+    def options(self) -> dict[str, list[str]]:
+        options = {"informed": list(self.task.fact_terms)}
+        options.update({f"damaged/{c}": list(m) for c, m in sorted(self.task.wrong_rules.items())})
+        return options
+
+    def channel(self) -> bytes:
+        entries = [Entry(".reader/options.json", json.dumps(self.options(), indent=1).encode())]
+        for option in ["naive", *self.options()]:
+            slug = option.replace("/", "__")
+            entries += [Entry(f".reader/solutions/{slug}/{e.path.removeprefix('s/')}", e.data, e.mode)
+                        for e in tree_entries(self.task.reference(option), "s")]
+        return pack(entries, uid=AGENT_UID, gid=AGENT_UID)
+
+    def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
+        transcript = Transcript(agent=self.name, model=None)
+        archive = self.channel()
+        sandbox.put("/sandbox", archive)
+        transcript.add("channel", name="reader:options", sha256=sha256_bytes(archive), options=self.options())
+        result = sandbox.exec(["memgrid-reader"], timeout=self.task.agent_seconds, workdir="/sandbox")
+        for line in result.stdout.splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            transcript.add(event.pop("type", "unknown"), **event)
+        if result.exit_code != 0:
+            transcript.is_error = True
+            transcript.error = (f"memgrid-reader timed out after {self.task.agent_seconds}s" if result.timed_out
+                                else f"memgrid-reader exited {result.exit_code}: {result.stderr.strip()[-300:]}")
+        return transcript
+
+
+AGENTS = {"floor": FloorAgent, "ceiling": CeilingAgent, "reader": ReaderAgent}
 
 
 def make_agent(name: str, task: TaskSpec) -> Agent:

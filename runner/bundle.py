@@ -3,7 +3,8 @@
 Layout inside the sandbox (/sandbox):
   MANIFEST.sha256   sha256sum-format list of every file below; its own sha256 is the bundle digest
   workspace/        the task fixture plus the arm's files (the agent works here; exported as the artifact)
-  agent/            the agent's configuration: prompt.txt, instructions.md, config.json
+  agent/            the agent's configuration: prompt.txt, instructions.md, config.json (memory.md: oracle arms)
+  memory/           corpus arms: the condition's corpus, one rendered session per file (never exported)
 """
 
 import json
@@ -43,8 +44,9 @@ def tree_entries(root: Path, prefix: str) -> list[Entry]:
             for p in tree_files(root)]
 
 
-def build_bundle(task: TaskSpec, arm: ArmSpec, agent_config: dict) -> Bundle:
-    entries = tree_entries(task.fixture, "workspace")
+def build_bundle(task: TaskSpec, arm: ArmSpec, agent_config: dict, memory: list[Entry] = ()) -> Bundle:
+    """`memory` is what the arm's kind brings from the condition's corpus (already placed under memory/ or agent/)."""
+    entries = tree_entries(task.fixture, "workspace") + list(memory)
     fixture_paths = {e.path for e in entries}
     for e in arm_entries(arm, task):
         if e.path in fixture_paths:

@@ -65,12 +65,14 @@ def images_build():
 
 @app.command()
 def grid(
-    spec: Optional[Path] = typer.Option(None, "--spec", help="Grid spec YAML (default: the embedded default grid)."),
+    spec: Optional[Path] = typer.Option(None, "--spec", help="Grid spec YAML (instead of a preset)."),
+    preset: str = typer.Option("default", help="A shipped grid: default (reader x all arms x all conditions), "
+                                               "harness (floor/ceiling), full (everything, 2 seeds)."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task ids (overrides the spec)."),
     arms: Optional[str] = typer.Option(None, help="Comma-separated arm names (overrides the spec)."),
     seeds: Optional[int] = typer.Option(None, min=1, help="Number of seeds 0..N-1 (overrides the spec)."),
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (overrides the spec)."),
-    agent: Optional[str] = typer.Option(None, help="Run only this agent (floor, ceiling)."),
+    agent: Optional[str] = typer.Option(None, help="Run only this agent (floor, ceiling, reader)."),
     run_id: Optional[str] = typer.Option(None, help="Resume this run, or name a new one (default: timestamp-gridname)."),
     concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64, help="Cells in flight at once."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
@@ -85,12 +87,12 @@ def grid(
 
     from .engine import connect
     from .images import ensure_images
-    from .run import execute, lock_document, open_run, plan_run
-    from .spec import default_grid_path, load_all_arms, load_all_tasks, load_grid
+    from .run import corpus_pairs, execute, lock_document, open_run, plan_run
+    from .spec import load_all_arms, load_all_tasks, load_grid, preset_path
     from .trial import TrialContext
 
     root = project_root()
-    grid_path = spec or default_grid_path()
+    grid_path = spec or preset_path(preset)
     grid_spec = load_grid(grid_path)
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None}.items() if v}
@@ -100,9 +102,17 @@ def grid(
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
     client = connect(concurrency=concurrency)
     images = ensure_images(client, log=lambda m: err.print(f"[dim]{m}"))
-    plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id)
+    pairs = corpus_pairs(grid_spec, all_arms)
+    memory, corpora = None, {}
+    if pairs:
+        from .corpus import MemorySource, ensure_built, load_settings
+
+        settings = load_settings(root)
+        corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=lambda m: err.print(f"[dim]{m}"))
+        memory = MemorySource(settings)
+    plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora)
     ledger = open_run(plan, lock_document(plan, images, client, root))
-    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms)
+    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory)
     err.print(f"run {plan.run_id}: {len(plan.cells)} cells, concurrency {concurrency} -> {plan.run_dir}")
     summary = execute(ctx, ledger, plan.cells, concurrency, show_progress=progress)
     _print_summary(plan.run_dir)

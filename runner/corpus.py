@@ -65,7 +65,8 @@ def generator_digest(settings: CorpusSettings, tasks: list[TaskSpec]) -> str:
 
 
 def reserved_terms(tasks: list[TaskSpec]) -> list[str]:
-    return sorted({term for t in tasks for term in t.fact_terms})
+    """Phrases no haystack document may contain: every fact term and every wrong-rule marker."""
+    return sorted({term for t in tasks for term in t.fact_terms + tuple(m for ms in t.wrong_rules.values() for m in ms)})
 
 
 def doc_name(settings: CorpusSettings, seed: int, logical: str) -> str:
@@ -245,21 +246,27 @@ def corpus_text(path: Path) -> str:
     return "\n".join(parts)
 
 
+def phrases_by_role(task: TaskSpec) -> dict[str, tuple[str, ...]]:
+    """The phrases each of a task's roles alone may hold: fact terms, and each wrong rule's markers."""
+    roles = {"superseded": "stale", "contradictory": "rival", "adjacent": "adjacent"}
+    return {"fact": task.fact_terms, **{roles[c]: m for c, m in task.wrong_rules.items()}}
+
+
 def locus_findings(path: Path, tasks: list[TaskSpec]) -> list[str]:
-    """Fact terms in a built corpus: only in their own task's fact documents."""
+    """Fact terms and wrong-rule markers in a built corpus: only in their own task's documents of that role."""
     key = json.loads((path / "key.json").read_text())
     problems = []
     for doc in sorted((path / "docs").glob("*.jsonl")):
         text = doc.read_text(encoding="utf-8").lower()
         entry = key.get(doc.stem)
         for t in tasks:
-            own = entry is not None and entry["task"] == t.id and entry["role"] == "fact"
-            if own:
-                continue
-            for term in t.fact_terms:
-                if term.lower() in text:
-                    where = f"{entry['task']}/{entry['file']}" if entry else "the haystack"
-                    problems.append(f"{doc}: fact term '{term}' of task {t.id} appears in {where}")
+            for role, phrases in phrases_by_role(t).items():
+                if entry is not None and entry["task"] == t.id and entry["role"] == role:
+                    continue
+                for phrase in phrases:
+                    if phrase.lower() in text:
+                        where = f"{entry['task']}/{entry['file']}" if entry else "the haystack"
+                        problems.append(f"{doc}: '{phrase}' ({role} of task {t.id}) appears in {where}")
     return problems
 
 
@@ -302,3 +309,66 @@ def probe(settings: CorpusSettings, tasks: list[TaskSpec], conditions=CONDITIONS
                 rank = next((i + 1 for i, n in enumerate(ranked) if n in facts[t.id]), None)
                 results.append(ProbeResult(condition, seed, t.id, rank))
     return results
+
+
+def render_session(jsonl: str) -> str:
+    """A session as readable text: what an agent with `grep` over memory/ sees."""
+    lines = []
+    for raw in jsonl.splitlines():
+        if not raw.strip():
+            continue
+        event = json.loads(raw)
+        head = f"[{event.get('ts', '')}] {event['role']}"
+        if event.get("tool_name"):
+            head += f" ({event['tool_name']})"
+        lines.append(f"{head}: {event.get('content', '')}")
+        if "tool_input" in event:
+            lines.append(f"    input: {json.dumps(event['tool_input'], sort_keys=True)}")
+    return "\n".join(lines) + "\n"
+
+
+def ensure_built(settings: CorpusSettings, tasks: list[TaskSpec], pairs, log=print) -> dict[tuple[str, int], str]:
+    """Build what is missing or stale for these (condition, seed) pairs, verify each; returns their digests."""
+    gen = generator_digest(settings, tasks)
+    digests = {}
+    for condition, seed in sorted(set(pairs)):
+        path = settings.condition_dir(condition, seed)
+        meta = path / "meta.json"
+        if not meta.is_file() or json.loads(meta.read_text()).get("generator_digest") != gen:
+            log(f"building corpus {condition} seed {seed}")
+            build(settings, tasks, (condition,), (seed,), log=log)
+        problems = verify_dir(path)
+        if problems:
+            raise UserError(f"corpus {condition} seed {seed} does not verify ({problems[0]}): fix: run 'memgrid corpus build'")
+        digests[(condition, seed)] = sha256_file(path / MANIFEST)
+    return digests
+
+
+class MemorySource:
+    """The built corpus as the sandbox receives it, rendered once per document and shared by every cell."""
+
+    def __init__(self, settings: CorpusSettings, build_dir: Path | None = None):
+        self.settings, self.build_dir = settings, build_dir
+        self._rendered: dict[str, bytes] = {}  # source sha256 -> rendered text (the haystack repeats across conditions)
+
+    def _render(self, path: Path, digest: str) -> bytes:
+        if digest not in self._rendered:
+            self._rendered[digest] = render_session(path.read_text(encoding="utf-8")).encode()
+        return self._rendered[digest]
+
+    def documents(self, condition: str, seed: int) -> list[tuple[str, bytes]]:
+        """Every document of the condition, rendered: [(name, text)] in name order."""
+        path = self.settings.condition_dir(condition, seed, self.build_dir)
+        out = []
+        for line in (path / MANIFEST).read_text().splitlines():
+            digest, _, rel = line.partition("  ")
+            out.append((Path(rel).stem, self._render(path / rel, digest)))
+        return out
+
+    def evidence(self, task: TaskSpec, condition: str, seed: int) -> str:
+        """Exactly this task's planted documents for the condition, oldest first; empty under absent."""
+        path = self.settings.condition_dir(condition, seed, self.build_dir)
+        key = json.loads((path / "key.json").read_text())
+        mine = sorted(((e["date"], name) for name, e in key.items() if e["task"] == task.id))
+        return "\n".join(f"## memory {i + 1} ({day})\n\n" + render_session((path / "docs" / f"{name}.jsonl").read_text())
+                         for i, (day, name) in enumerate(mine))

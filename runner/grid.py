@@ -29,16 +29,23 @@ class GridInputs:
     tasks: dict[str, str]
     arms: dict[str, str]
     images: dict[str, str]
+    corpora: dict[str, str]  # "condition/seed" -> corpus digest, for arms whose cells read the corpus
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: GridInputs) -> str:
+def corpus_key(condition: str, seed: int) -> str:
+    return f"{condition}/{seed}"
+
+
+def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: GridInputs, reads_corpus: bool) -> str:
     identity = {
         "task": task, "arm": arm, "seed": seed, "condition": condition, "agent": agent,
         "task_digest": inputs.tasks[task], "arm_digest": inputs.arms[arm], "images": inputs.images,
     }
+    if reads_corpus:
+        identity["corpus_digest"] = inputs.corpora[corpus_key(condition, seed)]
     return sha256_json(identity)[:16]
 
 
@@ -61,7 +68,9 @@ def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
     return task_ids, list(grid.arms)
 
 
-def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs) -> list[CellSpec]:
+def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs,
+           corpus_arms: frozenset[str] = frozenset()) -> list[CellSpec]:
+    """`corpus_arms`: the arms whose cells read the condition's corpus (their ids include its digest)."""
     cells = []
     for seed in range(grid.seeds):
         order = arm_order(grid.arms, seed)
@@ -71,6 +80,6 @@ def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inpu
                     continue
                 for agent in grid.agents:
                     for arm in order:
-                        cells.append(CellSpec(task, arm, seed, condition, agent,
-                                              cell_id(task, arm, seed, condition, agent, inputs), len(cells)))
+                        cid = cell_id(task, arm, seed, condition, agent, inputs, arm in corpus_arms)
+                        cells.append(CellSpec(task, arm, seed, condition, agent, cid, len(cells)))
     return cells

@@ -21,11 +21,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .digest import tree_digest
 from .errors import UserError
-from .grid import CellSpec, GridInputs, arm_order, expand, select
+from .grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
 from .images import ImageSet
 from .ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from .sandbox import remove_run_containers
-from .spec import ArmSpec, GridSpec, TaskSpec
+from .spec import CORPUS_KINDS, ArmSpec, GridSpec, TaskSpec
 from .trial import TrialContext, run_cell, write_json
 
 
@@ -64,8 +64,15 @@ def git_commit(root: Path) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def corpus_pairs(grid: GridSpec, arms: dict[str, ArmSpec]) -> list[tuple[str, int]]:
+    """The (condition, seed) corpora a grid's cells read; none when no arm is of a corpus kind."""
+    if not any(arms[a].kind in CORPUS_KINDS for a in grid.arms if a in arms):
+        return []
+    return [(c, s) for s in range(grid.seeds) for c in grid.conditions]
+
+
 def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
-             runs_dir: Path, run_id: str | None) -> RunPlan:
+             runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None) -> RunPlan:
     run_id = run_id or default_run_id(grid)
     if not RUN_ID.match(run_id):
         raise UserError(f"--run-id {run_id!r}: not a plain folder name: fix: use letters, digits, '.', '_' and '-' "
@@ -73,8 +80,10 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     task_ids, arm_names = select(grid, tasks, arms, grid_path)
     inputs = GridInputs(tasks={t: tree_digest(tasks[t].root) for t in task_ids},
                         arms={a: tree_digest(arms[a].root) for a in arm_names},
-                        images=images.ids())
-    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs))
+                        images=images.ids(),
+                        corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())})
+    corpus_arms = frozenset(a for a in arm_names if arms[a].kind in CORPUS_KINDS)
+    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs, corpus_arms))
 
 
 def lock_document(plan: RunPlan, images: ImageSet, client, root: Path) -> dict:
@@ -100,12 +109,13 @@ def lock_differences(old: dict, new: dict) -> list[str]:
     for key in sorted(set(old["grid"]) | set(new["grid"])):
         if old["grid"].get(key) != new["grid"].get(key):
             changes.append(f"grid.{key}: {old['grid'].get(key)!r} -> {new['grid'].get(key)!r}")
-    for kind in ("tasks", "arms", "images"):
+    for kind in ("tasks", "arms", "images", "corpora"):
         before, after = old["inputs"].get(kind, {}), new["inputs"].get(kind, {})
         for name in sorted(set(before) | set(after)):
             if before.get(name) != after.get(name):
                 b, a = (before.get(name) or "absent")[:19], (after.get(name) or "absent")[:19]
-                changes.append(f"{kind[:-1]} '{name}' digest {b} -> {a}")
+                label = {"corpora": "corpus"}.get(kind, kind[:-1])
+                changes.append(f"{label} '{name}' digest {b} -> {a}")
     return changes
 
 

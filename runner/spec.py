@@ -42,6 +42,7 @@ class TaskSpec:
     checker: CheckerSpec
     detector: CheckerSpec
     agent_seconds: int
+    wrong_rules: dict[str, tuple[str, ...]]  # condition -> markers of its wrong rule (the reader agent's options)
     plants: PlantsSpec | None = field(compare=False)
     root: Path = field(compare=False)
 
@@ -61,6 +62,9 @@ class TaskSpec:
 class ArmFile:
     source: str
     dest: str
+
+
+CORPUS_KINDS = ("corpus", "oracle")  # arms whose cells depend on the condition's built corpus
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         checker=CheckerSpec(tuple(checker["command"]), checker.get("timeout_seconds", 60)),
         detector=CheckerSpec(tuple(detector["command"]), detector.get("timeout_seconds", 60)),
         agent_seconds=data.get("limits", {}).get("agent_seconds", 600),
+        wrong_rules={c: tuple(m) for c, m in data.get("wrong_rules", {}).items()},
         plants=load_plants(task_dir, tuple(data["conditions"])) if (task_dir / "plants.yaml").exists() else None,
         root=task_dir,
     )
@@ -251,8 +256,15 @@ def load_grid(path: Path) -> GridSpec:
     )
 
 
-def default_grid_path() -> Path:
-    return Path(str(resources.files("runner").joinpath("defaults/grid.yaml")))
+def preset_names() -> list[str]:
+    return sorted(p.name.removesuffix(".yaml") for p in resources.files("runner").joinpath("defaults").iterdir()
+                  if p.name.endswith(".yaml"))
+
+
+def preset_path(name: str) -> Path:
+    if name not in preset_names():
+        raise SpecError("--preset", name, "is not a shipped grid", f"use one of: {', '.join(preset_names())}, or --spec FILE")
+    return Path(str(resources.files("runner").joinpath(f"defaults/{name}.yaml")))
 
 
 def _subdirs_with(root: Path, filename: str) -> list[Path]:

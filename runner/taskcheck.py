@@ -22,6 +22,7 @@ from .sandbox import remove_run_containers
 from .spec import ArmSpec, TaskSpec
 
 DAMAGE_CONDITIONS = ("superseded", "contradictory", "adjacent")
+role_of = {"superseded": "stale", "contradictory": "rival", "adjacent": "adjacent"}  # whose transcript states the wrong rule
 EVENT_ROLES = {"user", "assistant", "tool"}
 
 
@@ -139,8 +140,7 @@ def containment_findings(tasks: list[TaskSpec], arms: list[ArmSpec]) -> list[Fin
             texts.append((t.id, f"tasks/{t.id}/{p.relative_to(t.root).as_posix()}", p.read_text(errors="replace")))
         for role, files in transcript_files(t).items():
             for f in files:
-                texts.append((t.id if role != "fact" else f"{t.id}#fact", f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}",
-                              f.read_text(errors="replace")))
+                texts.append((f"{t.id}#{role}", f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}", f.read_text(errors="replace")))
         for arm in arms:
             for f in arm.files:
                 path = arm.root / f.source.replace("{task}", t.id)
@@ -156,6 +156,17 @@ def containment_findings(tasks: list[TaskSpec], arms: list[ArmSpec]) -> list[Fin
         out.append(Finding(t.id, "fact terms appear nowhere else", not leaks,
                            ", ".join(sorted({p for p, _ in leaks})) or f"tasks/{t.id}",
                            "; ".join(f"'{h}' in {p}" for p, h in leaks[:5])))
+    for t in tasks:
+        for condition, markers in sorted(t.wrong_rules.items()):
+            own = f"{t.id}#{role_of[condition]}"
+            role_text = "\n".join(f.read_text(errors="replace") for f in transcript_files(t).get(role_of[condition], []))
+            missing = [m for m in markers if m.lower() not in role_text.lower()]
+            out.append(Finding(t.id, f"{condition} markers in its {role_of[condition]} transcript", not missing,
+                               f"tasks/{t.id}/task.yaml (wrong_rules.{condition})", "; ".join(f"'{m}' not found" for m in missing)))
+            elsewhere = [(place, m) for owner, place, text in texts if owner != own for m in _hits(text, markers)]
+            out.append(Finding(t.id, f"{condition} markers appear nowhere else", not elsewhere,
+                               ", ".join(sorted({p for p, _ in elsewhere})) or f"tasks/{t.id}",
+                               "; ".join(f"'{m}' in {p}" for p, m in elsewhere[:5])))
     seen: dict[str, str] = {}
     for t in tasks:
         for role in ("stale", "rival", "adjacent"):

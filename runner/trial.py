@@ -14,9 +14,10 @@ from pathlib import Path
 
 from . import gate
 from .agent import Transcript, make_agent
-from .archive import UnsafeArchive, pack, safe_entries
+from .archive import Entry, UnsafeArchive, pack, safe_entries
 from .bundle import Bundle, build_bundle
 from .checker import outcome_of, run_checker
+from .corpus import MemorySource
 from .grid import CellSpec
 from .images import ImageSet
 from .ledger import LedgerRow
@@ -38,6 +39,7 @@ class TrialContext:
     images: ImageSet
     tasks: dict[str, TaskSpec]
     arms: dict[str, ArmSpec]
+    memory: MemorySource | None = None  # the built corpora, for arms of a corpus kind
     limits: Limits = Limits()
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -54,8 +56,18 @@ def write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def agent_config(cell: CellSpec) -> dict:
-    return {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "seed": cell.seed, "condition": cell.condition}
+def agent_config(cell: CellSpec, arm: ArmSpec) -> dict:
+    return {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "arm_kind": arm.kind, "seed": cell.seed,
+            "condition": cell.condition}
+
+
+def memory_entries(ctx: "TrialContext", cell: CellSpec, arm: ArmSpec) -> list[Entry]:
+    """What the arm's kind brings from the condition's corpus into the bundle."""
+    if arm.kind == "corpus":
+        return [Entry(f"memory/{name}.md", text) for name, text in ctx.memory.documents(cell.condition, cell.seed)]
+    if arm.kind == "oracle":
+        return [Entry("agent/memory.md", ctx.memory.evidence(ctx.tasks[cell.task], cell.condition, cell.seed).encode())]
+    return []
 
 
 def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
@@ -86,7 +98,7 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
         return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3))
 
     try:
-        bundle = bundle or build_bundle(task, arm, agent_config(cell))
+        bundle = bundle or build_bundle(task, arm, agent_config(cell, arm), memory_entries(ctx, cell, arm))
         row["bundle_digest"] = bundle.digest
         (cell_dir / "bundle.manifest").write_text(bundle.manifest)
         ctx.check_cancel()

@@ -35,6 +35,26 @@ def engine():
     assert not leftovers, f"containers survived the suite: {[c.labels for c in leftovers]}"
 
 
+SEED = 0
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """All five conditions of seed 0 at full scale, built once for the session:
+    (settings, tasks, build_dir, digests, seconds)."""
+    import time
+
+    from runner.corpus import build, load_settings
+    from runner.spec import CONDITIONS, load_all_tasks
+
+    settings = load_settings(REPO)
+    tasks = list(load_all_tasks(REPO).values())
+    build_dir = tmp_path_factory.mktemp("corpus")
+    t0 = time.monotonic()
+    digests = build(settings, tasks, CONDITIONS, (SEED,), build_dir, log=lambda m: None)
+    return settings, tasks, build_dir, digests, time.monotonic() - t0
+
+
 @pytest.fixture(scope="session")
 def images(engine):
     from runner.images import ensure_images

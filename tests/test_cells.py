@@ -77,7 +77,7 @@ def rebuilt(bundle: Bundle, edit, fix_manifest: bool) -> Bundle:
 @pytest.mark.parametrize("fix_manifest", [False, True], ids=["file-edited", "file-and-manifest-edited"])
 def test_tampered_bundle_is_discarded(ctx, fix_manifest, no_leftovers):
     cell = one_cell()
-    honest = build_bundle(ctx.tasks[cell.task], ctx.arms[cell.arm], agent_config(cell))
+    honest = build_bundle(ctx.tasks[cell.task], ctx.arms[cell.arm], agent_config(cell, ctx.arms[cell.arm]))
     tampered = rebuilt(honest, lambda b: b + b"\n# planted\n", fix_manifest)
     row = run_cell(ctx, cell, 1, bundle=tampered)
     assert not row.admitted and row.discard_reason == "bundle_digest_mismatch"

@@ -2,30 +2,15 @@
 
 import json
 import os
-import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from runner import corpus as corpus_mod
-from runner.corpus import build, load_settings, locus_findings, probe, verify_dir
+from runner.corpus import load_settings, locus_findings, probe, verify_dir
 from runner.spec import CONDITIONS, load_all_tasks
 
-from conftest import REPO
-
-SEED = 0
-
-
-@pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """All five conditions of seed 0 at full scale, built once for the session."""
-    settings = load_settings(REPO)
-    tasks = list(load_all_tasks(REPO).values())
-    build_dir = tmp_path_factory.mktemp("corpus")
-    t0 = time.monotonic()
-    digests = build(settings, tasks, CONDITIONS, (SEED,), build_dir, log=lambda m: None)
-    return settings, tasks, build_dir, digests, time.monotonic() - t0
+from conftest import REPO, SEED
 
 
 def cdir(built, condition):

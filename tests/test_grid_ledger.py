@@ -12,7 +12,7 @@ from runner.spec import GridSpec, load_all_tasks
 
 THREE = ("cli_exit_codes", "slug_ids", "utc_event_log")
 INPUTS = GridInputs(tasks={t: f"digest-{t}" for t in THREE},
-                    arms={"a": "x", "b": "y", "c": "z"}, images={"sandbox": "s", "checker": "k"})
+                    arms={"a": "x", "b": "y", "c": "z"}, images={"sandbox": "s", "checker": "k"}, corpora={})
 GRID = GridSpec(name="g", tasks=THREE, arms=("a", "b", "c"), agents=("floor", "ceiling"), seeds=3,
                 conditions=("present", "absent"))
 
