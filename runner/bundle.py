@@ -5,16 +5,18 @@ Layout inside the sandbox (/sandbox):
   workspace/        the task fixture plus the arm's files (the agent works here; exported as the artifact)
   agent/            the agent's configuration: prompt.txt, instructions.md, config.json (memory.md: oracle arms)
   memory/           corpus arms: the condition's corpus, one rendered session per file (never exported)
+  store/            mcp arms: a fresh copy of the arm's frozen store for the condition (never exported)
 """
 
 import json
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from .archive import Entry, pack
 from .digest import sha256_bytes, tree_files
 from .errors import SpecError
-from .spec import ArmSpec, TaskSpec
+from .spec import MEMORY_KINDS, ArmSpec, TaskSpec
 
 MANIFEST = "MANIFEST.sha256"
 AGENT_UID = 1000
@@ -44,6 +46,16 @@ def tree_entries(root: Path, prefix: str) -> list[Entry]:
             for p in tree_files(root)]
 
 
+def arm_instructions(arm: ArmSpec) -> str:
+    """Every memory arm gets the same text, byte for byte but for the slot naming its search tool,
+    then its own appendix (capped by the schema); other arms only their appendix."""
+    shared = ""
+    if arm.kind in MEMORY_KINDS:
+        template = resources.files("runner").joinpath("defaults/memory-instructions.md").read_text()
+        shared = template.replace("{search_tool}", arm.search_tool or "")
+    return shared + arm.instructions
+
+
 def build_bundle(task: TaskSpec, arm: ArmSpec, agent_config: dict, memory: list[Entry] = ()) -> Bundle:
     """`memory` is what the arm's kind brings from the condition's corpus (already placed under memory/ or agent/)."""
     entries = tree_entries(task.fixture, "workspace") + list(memory)
@@ -54,7 +66,7 @@ def build_bundle(task: TaskSpec, arm: ArmSpec, agent_config: dict, memory: list[
                             "choose another dest")
         entries.append(e)
     entries.append(Entry("agent/prompt.txt", task.prompt.encode()))
-    entries.append(Entry("agent/instructions.md", arm.instructions.encode()))
+    entries.append(Entry("agent/instructions.md", arm_instructions(arm).encode()))
     entries.append(Entry("agent/config.json", json.dumps(agent_config, sort_keys=True, indent=2).encode()))
     manifest = "".join(f"{sha256_bytes(e.data)}  {e.path}\n" for e in sorted(entries, key=lambda e: e.path))
     entries.append(Entry(MANIFEST, manifest.encode()))

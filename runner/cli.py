@@ -86,9 +86,10 @@ def grid(
     from dataclasses import replace
 
     from .engine import connect
-    from .images import ensure_images
+    from .images import arm_image_needed, ensure_arm_image, ensure_images
+    from .ingest import ensure_stores
     from .run import corpus_pairs, execute, lock_document, open_run, plan_run
-    from .spec import load_all_arms, load_all_tasks, load_grid, preset_path
+    from .spec import load_all_arms, load_all_tasks, load_grid, preset_path, provider
     from .trial import TrialContext
 
     root = project_root()
@@ -103,7 +104,7 @@ def grid(
     client = connect(concurrency=concurrency)
     images = ensure_images(client, log=lambda m: err.print(f"[dim]{m}"))
     pairs = corpus_pairs(grid_spec, all_arms)
-    memory, corpora = None, {}
+    memory, corpora, settings = None, {}, None
     if pairs:
         from .corpus import MemorySource, ensure_built, load_settings
 
@@ -111,8 +112,14 @@ def grid(
         corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=lambda m: err.print(f"[dim]{m}"))
         memory = MemorySource(settings)
     plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora)
-    ledger = open_run(plan, lock_document(plan, images, client, root))
-    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory)
+    chosen_arms = [all_arms[a] for a in grid_spec.arms]
+    runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
+    arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=lambda m: err.print(f"[dim]{m}"))
+                  for p in runs_on.values() if arm_image_needed(p.root)}
+    ledger = open_run(plan, lock_document(plan, images, client, root, chosen_arms, arm_images))
+    stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images, run_id=plan.run_id,
+                           log=lambda m: err.print(f"[dim]{m}")) if pairs else {}
+    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images)
     err.print(f"run {plan.run_id}: {len(plan.cells)} cells, concurrency {concurrency} -> {plan.run_dir}")
     summary = execute(ctx, ledger, plan.cells, concurrency, show_progress=progress)
     _print_summary(plan.run_dir)
@@ -320,6 +327,38 @@ def arm_list():
     for a in load_all_arms(project_root()).values():
         table.add_row(a.name, a.kind, a.description)
     console.print(table)
+
+
+@arm_app.command("add")
+def arm_add(
+    name: str = typer.Argument(..., help="The new arm's name: lower-case letters, digits and underscores."),
+    kind: str = typer.Option("mcp", "--kind", help="mcp (an MCP memory server over its own store), "
+                                                   "files (a file per task in the workspace) or none."),
+):
+    """Write a scaffold arms/NAME/ that passes 'memgrid arm check NAME' unchanged."""
+    from .armcheck import scaffold
+
+    root = project_root()
+    for path in scaffold(root, name, kind):
+        console.print(f"wrote {path.relative_to(root)}", markup=False, highlight=False)
+    console.print(f"next: edit arms/{name}/arm.yaml (every field is explained there), then: memgrid arm check {name}",
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+@arm_app.command("check")
+def arm_check(
+    name: str = typer.Argument(..., help="The arm to check (a folder under arms/)."),
+    run_id: Optional[str] = typer.Option(None, "--run-id", hidden=True, help="Label its containers with this run id."),
+):
+    """Preflight an arm without a model: arm.yaml, its image, and for an mcp arm the ingest of a tiny
+    corpus and the reader agent against its server. One line per step; exit 1 on any problem."""
+    from .armcheck import check_arm
+
+    report = check_arm(project_root(), name, run_id=run_id,
+                       emit=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
+                       log=lambda m: err.print(f"[dim]{m}"))
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -25,11 +25,17 @@ def sha256_json(obj) -> str:
     return sha256_bytes(canonical_json(obj))
 
 
-def tree_files(root: Path) -> list[Path]:
-    """Regular files under root, sorted by relative path; caches and links are refused."""
+CACHES = frozenset({"__pycache__"})
+# What a task or arm is, for its digest: not caches, nor the packages an image build resolves from
+# the committed requirements.txt (they appear on first build and would change the digest mid-run).
+GENERATED = CACHES | {"pydeps"}
+
+
+def tree_files(root: Path, skip: frozenset[str] = CACHES) -> list[Path]:
+    """Regular files under root, sorted by relative path, without the `skip` folders; links are refused."""
     files = []
     for p in sorted(root.rglob("*")):
-        if "__pycache__" in p.parts or p.suffix == ".pyc":
+        if skip & set(p.relative_to(root).parts) or p.suffix == ".pyc":
             continue
         if p.is_symlink():
             raise ValueError(f"{p}: symbolic links are not allowed in a task or arm tree; replace it with a copy of the file")
@@ -40,5 +46,5 @@ def tree_files(root: Path) -> list[Path]:
 
 def tree_digest(root: Path) -> str:
     """sha256 over (relative path, file sha256) pairs: renames and edits both change it."""
-    entries = [[p.relative_to(root).as_posix(), sha256_file(p)] for p in tree_files(root)]
+    entries = [[p.relative_to(root).as_posix(), sha256_file(p)] for p in tree_files(root, GENERATED)]
     return sha256_json(entries)

@@ -9,9 +9,20 @@ from .agent import Transcript
 
 # Enumerated discard reasons, in the order the proofs are checked.
 BUNDLE_DIGEST_MISMATCH = "bundle_digest_mismatch"
+STORE_EMPTY = "store_empty"
+MCP_SERVER_FAILED = "mcp_server_failed"
+REQUIRED_TOOLS_MISSING = "required_tools_missing"
+FOREIGN_TOOLS = "foreign_tools"
+HOOK_NOT_FIRED = "hook_not_fired"
+PREFETCH_EMPTY = "prefetch_empty"
 AGENT_ERROR = "agent_error"
 HARNESS_ERROR = "harness_error"  # the controller or engine failed; the cell is rerun on resume
-DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, AGENT_ERROR, HARNESS_ERROR)
+DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
+                   FOREIGN_TOOLS, HOOK_NOT_FIRED, AGENT_ERROR, HARNESS_ERROR)
+# Wiring failures: the treatment never reached the session. Retried (at most twice) on this
+# reason alone, never on the checker's verdict.
+WIRING = (MCP_SERVER_FAILED,)
+MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -49,7 +60,50 @@ def agent_proof(transcript: Transcript) -> GateProof:
     return GateProof("agent_ok", True, f"{transcript.agent} finished without error")
 
 
-REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "agent_ok": AGENT_ERROR}
+def store_proof(report: dict) -> GateProof:
+    stored, held = report.get("documents", 0), report.get("corpus_documents", 0)
+    passed = stored > 0 or held == 0
+    return GateProof("store_populated", passed, f"{stored} of {held} documents in namespace {report.get('namespace')}"
+                     + ("" if passed else ": the store is empty (namespace misrouted or ingest wrote nothing)"))
+
+
+def _events(transcript: Transcript, kind: str) -> list[dict]:
+    return [e for e in transcript.events if e.get("type") == kind]
+
+
+def mcp_proofs(transcript: Transcript, server: str, prefix: str, required: tuple[str, ...],
+               foreign_prefixes: tuple[str, ...]) -> list[GateProof]:
+    """From the session's own record: the server connected, its tools listed, no other arm's tools."""
+    init = next(iter(_events(transcript, "init")), {})
+    statuses = {s.get("name"): s for s in init.get("mcp_servers", [])}
+    status = statuses.get(server, {"status": "absent"})
+    connected = GateProof("mcp_connected", status.get("status") == "connected",
+                          f"server {server}: {status.get('status')}" + (f" ({status['error']})" if status.get("error") else ""))
+    listed = set(init.get("tools", []))
+    missing = [f"{prefix}{t}" for t in required if f"{prefix}{t}" not in listed]
+    tools = GateProof("required_tools_listed", not missing,
+                      f"listed {len(listed)} tools" if not missing else f"missing at init: {', '.join(missing)}")
+    called = {e.get("tool") for e in _events(transcript, "tool_call")}
+    foreign = sorted(t for t in listed | called if any(t.startswith(p) for p in foreign_prefixes))
+    isolation = GateProof("no_foreign_tools", not foreign, "none" if not foreign else f"other arms' tools: {', '.join(foreign)}")
+    return [connected, tools, isolation]
+
+
+def hooks_proof(transcript: Transcript, hooks) -> GateProof:
+    fired = _events(transcript, "hook")
+    problems = []
+    for hook in hooks:
+        ok = [e for e in fired if e.get("event") == hook.event and list(e.get("command", [])) == list(hook.command)
+              and e.get("exit_code") == 0 and e.get("output_sha256")]
+        if not ok:
+            problems.append(f"{hook.event} hook {' '.join(hook.command)[:60]} did not fire with exit 0 and output")
+    return GateProof("hooks_fired", not problems, f"{len(hooks)} hooks fired" if not problems else "; ".join(problems))
+
+
+REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "store_populated": STORE_EMPTY,
+              "mcp_connected": MCP_SERVER_FAILED, "required_tools_listed": REQUIRED_TOOLS_MISSING,
+              "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ok": AGENT_ERROR,
+              "prefetch_injected": PREFETCH_EMPTY}
 
 
 def decide(proofs: list[GateProof]) -> GateDecision:

@@ -19,8 +19,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from . import __version__
-from .digest import tree_digest
+from .bundle import arm_instructions
+from .digest import sha256_bytes, tree_digest
 from .errors import UserError
+from .gate import HARNESS_ERROR, WIRING
 from .grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
 from .images import ImageSet
 from .ledger import Ledger, LedgerRow, finished_cells, latest_attempts
@@ -86,14 +88,18 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs, corpus_arms))
 
 
-def lock_document(plan: RunPlan, images: ImageSet, client, root: Path) -> dict:
+def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: list[ArmSpec] = (),
+                  arm_images: dict | None = None) -> dict:
     version = client.version()
+    instructions = {a.name: arm_instructions(a).encode() for a in arms}
     return {
         "run_id": plan.run_id,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "grid": {**plan.grid.as_dict(), "tasks": plan.task_ids},
         "inputs": plan.inputs.as_dict(),
         "image_tags": images.tags(),
+        "arm_images": {name: {"tag": ref.tag, "id": ref.id} for name, ref in sorted((arm_images or {}).items())},
+        "instructions": {name: {"bytes": len(text), "sha256": sha256_bytes(text)} for name, text in sorted(instructions.items())},
         "arm_order": {str(s): arm_order(plan.grid.arms, s) for s in range(plan.grid.seeds)},
         "cells": len(plan.cells),
         "versions": {"memgrid": __version__, "python": platform.python_version(),
@@ -167,8 +173,11 @@ class Scheduler:
                 return
             finished, _ = wait(self.in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
-                self.in_flight.pop(future)
-                self.record(future.result())
+                cell = self.in_flight.pop(future)
+                row = future.result()
+                self.record(row)
+                if row.discard_reason in WIRING and not row.final and not self.ctx.cancel.is_set():
+                    self.in_flight[self.pool.submit(run_cell, self.ctx, cell, row.attempt + 1)] = cell
 
     def stop(self) -> None:
         """Ctrl-C: schedule nothing more, remove the run's containers, keep only cells that really finished."""
@@ -211,7 +220,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
             def on_row(row: LedgerRow) -> None:
                 counts["admitted"] += row.admitted
                 counts["passed"] += bool(row.checker_passed)
-                counts["errors"] += not row.final
+                counts["errors"] += row.discard_reason == HARNESS_ERROR
                 progress.update(bar, advance=1 if row.final else 0, **counts)
                 done = int(progress.tasks[0].completed)
                 if plain and (scheduler.recorded % step == 0 or done == len(cells)):

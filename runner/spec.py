@@ -64,7 +64,28 @@ class ArmFile:
     dest: str
 
 
-CORPUS_KINDS = ("corpus", "oracle")  # arms whose cells depend on the condition's built corpus
+CORPUS_KINDS = ("corpus", "oracle", "mcp", "prefetch")  # arms whose cells depend on the condition's built corpus
+STORE_KINDS = ("mcp", "prefetch")  # arms whose cells get an ingested store
+MEMORY_KINDS = CORPUS_KINDS  # arms that get the shared memory instruction text
+
+
+@dataclass(frozen=True)
+class McpSpec:
+    server: str
+    command: tuple[str, ...]
+    search_tool: str
+    required_tools: tuple[str, ...]
+
+    @property
+    def prefix(self) -> str:
+        """The tool-name prefix this server owns in an agent's session."""
+        return f"mcp__{self.server}__"
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    event: str
+    command: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -74,6 +95,12 @@ class ArmSpec:
     description: str
     instructions: str
     files: tuple[ArmFile, ...]
+    search_tool: str | None
+    mcp: McpSpec | None
+    ingest: tuple[str, ...] | None
+    ingest_seconds: int
+    hooks: tuple[HookSpec, ...]
+    uses: str | None  # prefetch arms: the mcp arm whose image, store and server they use
     root: Path = field(compare=False)
 
 
@@ -237,8 +264,25 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         description=data["description"],
         instructions=data.get("instructions", ""),
         files=tuple(ArmFile(f["source"], f["dest"]) for f in data.get("files", [])),
+        search_tool=data.get("search_tool"),
+        mcp=McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"])) if (m := data.get("mcp")) else None,
+        ingest=tuple(data["ingest"]["command"]) if "ingest" in data else None,
+        ingest_seconds=data.get("ingest", {}).get("timeout_seconds", 600),
+        hooks=tuple(HookSpec(h["event"], tuple(h["command"])) for h in data.get("hooks", [])),
+        uses=data.get("uses"),
         root=arm_dir,
     )
+
+
+def provider(arm: ArmSpec, arms: dict[str, ArmSpec]) -> ArmSpec:
+    """The arm whose image, store and server this arm runs on: itself, or the mcp arm it uses."""
+    if arm.uses is None:
+        return arm
+    used = arms.get(arm.uses)
+    if used is None or used.kind != "mcp":
+        raise SpecError(arm.root / "arm.yaml", "uses", f"names '{arm.uses}', which is not an mcp arm",
+                        "name an arm of kind mcp, e.g. recall")
+    return used
 
 
 def load_grid(path: Path) -> GridSpec:

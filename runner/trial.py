@@ -22,7 +22,7 @@ from .grid import CellSpec
 from .images import ImageSet
 from .ledger import LedgerRow
 from .sandbox import Limits, Sandbox
-from .spec import ArmSpec, TaskSpec
+from .spec import STORE_KINDS, ArmSpec, TaskSpec, provider
 
 VERIFY_SECONDS = 60
 
@@ -40,6 +40,8 @@ class TrialContext:
     tasks: dict[str, TaskSpec]
     arms: dict[str, ArmSpec]
     memory: MemorySource | None = None  # the built corpora, for arms of a corpus kind
+    stores: dict = field(default_factory=dict)  # (arm, condition, seed) -> StoreSnapshot, for mcp arms
+    images_by_arm: dict = field(default_factory=dict)  # arm -> ImageRef of an arm that ships its own image
     limits: Limits = Limits()
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -56,9 +58,18 @@ def write_json(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-def agent_config(cell: CellSpec, arm: ArmSpec) -> dict:
-    return {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "arm_kind": arm.kind, "seed": cell.seed,
-            "condition": cell.condition}
+STORE_DIR = "/sandbox/store"
+
+
+def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None) -> dict:
+    """`server`: the mcp arm whose server the session (mcp) or the harness's prefetch (prefetch) talks to."""
+    config = {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "arm_kind": arm.kind, "seed": cell.seed,
+              "condition": cell.condition, "hooks": [{"event": h.event, "command": list(h.command)} for h in arm.hooks]}
+    mcp = (server or arm).mcp
+    if mcp is not None:
+        config["mcp"] = {"server": mcp.server, "search_tool": mcp.search_tool,
+                         "command": [part.replace("{store}", STORE_DIR) for part in mcp.command]}
+    return config
 
 
 def memory_entries(ctx: "TrialContext", cell: CellSpec, arm: ArmSpec) -> list[Entry]:
@@ -67,7 +78,13 @@ def memory_entries(ctx: "TrialContext", cell: CellSpec, arm: ArmSpec) -> list[En
         return [Entry(f"memory/{name}.md", text) for name, text in ctx.memory.documents(cell.condition, cell.seed)]
     if arm.kind == "oracle":
         return [Entry("agent/memory.md", ctx.memory.evidence(ctx.tasks[cell.task], cell.condition, cell.seed).encode())]
+    if arm.kind in STORE_KINDS:
+        return [Entry(f"store/{e.path}", e.data) for e in store_of(ctx, cell).entries]
     return []
+
+
+def store_of(ctx: "TrialContext", cell: CellSpec):
+    return ctx.stores[(provider(ctx.arms[cell.arm], ctx.arms).name, cell.condition, cell.seed)]
 
 
 def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
@@ -98,8 +115,11 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
         return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3))
 
     try:
-        bundle = bundle or build_bundle(task, arm, agent_config(cell, arm), memory_entries(ctx, cell, arm))
+        config = agent_config(cell, arm, provider(arm, ctx.arms))
+        bundle = bundle or build_bundle(task, arm, config, memory_entries(ctx, cell, arm))
         row["bundle_digest"] = bundle.digest
+        if arm.kind in STORE_KINDS:
+            row["store_digest"] = store_of(ctx, cell).digest
         (cell_dir / "bundle.manifest").write_text(bundle.manifest)
         ctx.check_cancel()
         session = run_session(ctx, cell, bundle, cell_dir)
@@ -110,7 +130,9 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
                        tokens_fresh_input=transcript.usage.fresh_input, tokens_cache_read=transcript.usage.cache_read,
                        tokens_cache_creation=transcript.usage.cache_creation, tokens_output=transcript.usage.output)
             if not decision.admitted:
-                return finish()  # discarded, not scored
+                # A wiring failure gets another attempt (at most MAX_ATTEMPTS), decided on the gate alone.
+                retry = decision.discard_reason in gate.WIRING and attempt < gate.MAX_ATTEMPTS
+                return finish(final=not retry)  # discarded, not scored
             ctx.check_cancel()
             try:
                 artifact = safe_entries(session.exported, strip="workspace")
@@ -138,6 +160,43 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
                       error_detail=str(e)[:500])
 
 
+def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, cell_dir: Path) -> list[gate.GateProof]:
+    """The harness, not the agent, searches the server with the prompt and injects the hits before
+    the session; its own record (prefetch.jsonl) proves the server answered."""
+    result = sandbox.exec(["memgrid-reader", "--prefetch"], timeout=VERIFY_SECONDS * 2, workdir="/sandbox")
+    record = Transcript(agent="prefetch", model=None)
+    for line in result.stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        record.add(event.pop("type", "unknown"), **event)
+    with open(cell_dir / "prefetch.jsonl", "w", encoding="utf-8") as f:
+        for event in record.events:
+            f.write(json.dumps(event, sort_keys=True) + "\n")
+    proofs = gate.mcp_proofs(record, server.mcp.server, server.mcp.prefix, server.mcp.required_tools, ())[:2]
+    hits = next((e.get("hits", 0) for e in record.events if e["type"] == "prefetched"), 0)
+    proofs.append(gate.GateProof("prefetch_injected", result.exit_code == 0 and hits > 0,
+                                 f"{hits} hits injected" if result.exit_code == 0 else f"prefetch exited {result.exit_code}"))
+    return proofs
+
+
+def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript) -> list[gate.GateProof]:
+    """The arm's own admission signals, read from the session's record."""
+    proofs = []
+    if arm.mcp is not None:
+        foreign = tuple(a.mcp.prefix for a in ctx.arms.values() if a.mcp is not None and a.name != arm.name
+                        and a.mcp.prefix != arm.mcp.prefix)
+        owned = {a.name for a in ctx.arms.values() if a.mcp is not None and a.mcp.prefix == arm.mcp.prefix}
+        proofs += gate.mcp_proofs(transcript, arm.mcp.server, arm.mcp.prefix, arm.mcp.required_tools, foreign)
+        if owned != {arm.name}:  # two arms claim one server name: neither can prove its tools are its own
+            proofs.append(gate.GateProof("no_foreign_tools", False,
+                                         f"server name {arm.mcp.server!r} is also claimed by {sorted(owned - {arm.name})}"))
+    if arm.hooks:
+        proofs.append(gate.hooks_proof(transcript, arm.hooks))
+    return proofs
+
+
 @dataclass
 class Session:
     decision: gate.GateDecision
@@ -152,19 +211,27 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
     task = ctx.tasks[cell.task]
     agent = make_agent(cell.agent, task)
     agent.prepare(ctx.images.sandbox.tag)
-    sandbox = Sandbox(ctx.client, ctx.images.sandbox.tag, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
+    arm = ctx.arms[cell.arm]
+    runs_on = provider(arm, ctx.arms).name
+    image = ctx.images_by_arm[runs_on].tag if runs_on in ctx.images_by_arm else ctx.images.sandbox.tag
+    sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
                       lifetime=task.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits)
     sandbox.start()
     handed_off = False
     try:
         proofs = [bundle_verification(sandbox, bundle)]
+        if arm.kind in STORE_KINDS:
+            proofs.append(gate.store_proof(store_of(ctx, cell).report))
         ctx.check_cancel()
-        if proofs[0].passed:  # the agent starts only on a verified bundle
+        if all(p.passed for p in proofs) and arm.kind == "prefetch":
+            proofs += prefetch_in_sandbox(ctx, sandbox, provider(arm, ctx.arms), cell_dir)
+        if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, task.prompt)
+            proofs += treatment_proofs(ctx, arm, transcript)
             proofs.append(gate.agent_proof(transcript))
         else:
             transcript = Transcript(agent=cell.agent, model=None)
-            transcript.add("skipped", reason="bundle not verified; the agent was not started")
+            transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")
         _save_transcript(cell_dir, transcript)
         decision = gate.decide(proofs)
         write_json(cell_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
