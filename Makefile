@@ -33,4 +33,4 @@ doctor: setup
 	$(BIN)/memgrid doctor
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache images/*/pydeps arms/*/pydeps

@@ -53,13 +53,21 @@ def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are writ
 
 @images_app.command("build")
 def images_build():
-    """Build base, sandbox and checker images; only what changed is rebuilt. Offline, the base
-    image is built with debootstrap from the host's Debian mirror (set MEMGRID_BASE_SOURCE to force)."""
+    """Build base, sandbox and checker images and every arm's own image; only what changed is
+    rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
+    MEMGRID_BASE_SOURCE to force); Python packages are resolved on the host from pinned requirements."""
     from .engine import connect
     from .images import ensure_images
 
-    images = ensure_images(connect(), log=lambda m: err.print(f"[dim]{m}"))
-    for ref in (images.base, images.sandbox, images.checker):
+    from .images import arm_image_needed, ensure_arm_image
+    from .spec import load_all_arms
+
+    client = connect()
+    images = ensure_images(client, log=lambda m: err.print(f"[dim]{m}"))
+    refs = [images.base, images.sandbox, images.checker]
+    refs += [ensure_arm_image(client, a.root, images.sandbox, log=lambda m: err.print(f"[dim]{m}"))
+             for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
+    for ref in refs:
         console.print(f"{ref.role:8} {ref.tag}  {ref.id[:19]}")
 
 
