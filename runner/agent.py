@@ -38,6 +38,20 @@ class Transcript:
     def add(self, type_: str, **data) -> None:
         self.events.append({"type": type_, "t": round(time.time(), 3), **data})
 
+    def add_printed(self, stdout: str) -> None:
+        """Events a program in the sandbox printed, one JSON object per line (other lines are noise)."""
+        for line in stdout.splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            self.add(event.pop("type", "unknown"), **event)
+
+    def save(self, path) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            for event in self.events:
+                f.write(json.dumps(event, sort_keys=True) + "\n")
+
 
 class Agent(Protocol):
     name: str
@@ -118,12 +132,7 @@ class ReaderAgent:
         sandbox.put("/sandbox", archive)
         transcript.add("channel", name="reader:options", sha256=sha256_bytes(archive), options=self.options())
         result = sandbox.exec(["memgrid-reader"], timeout=self.task.agent_seconds, workdir="/sandbox")
-        for line in result.stdout.splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            transcript.add(event.pop("type", "unknown"), **event)
+        transcript.add_printed(result.stdout)
         if result.exit_code != 0:
             transcript.is_error = True
             transcript.error = (f"memgrid-reader timed out after {self.task.agent_seconds}s" if result.timed_out

@@ -180,6 +180,16 @@ def _print_summary(run_dir: Path) -> None:
         rate = f"{passed / len(admitted):.2f}" if admitted else "-"
         table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), str(damaged), rate)
     console.print(table)
+    discards: dict[tuple[str, str], int] = {}
+    for rows in groups.values():
+        for r in rows:
+            if not r["admitted"]:
+                discards[(r["arm"], r["discard_reason"])] = discards.get((r["arm"], r["discard_reason"]), 0) + 1
+    if discards:
+        why = Table("arm", "discard reason", "cells", title="discarded, not scored (memgrid cells RUN --discarded)")
+        for (arm_, reason), n in sorted(discards.items()):
+            why.add_row(arm_, reason, str(n))
+        console.print(why)
 
 
 @app.command()

@@ -15,9 +15,10 @@ REQUIRED_TOOLS_MISSING = "required_tools_missing"
 FOREIGN_TOOLS = "foreign_tools"
 HOOK_NOT_FIRED = "hook_not_fired"
 PREFETCH_EMPTY = "prefetch_empty"
+REQUIRED_PATH_MISSING = "required_path_missing"
 AGENT_ERROR = "agent_error"
 HARNESS_ERROR = "harness_error"  # the controller or engine failed; the cell is rerun on resume
-DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
+DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
                    FOREIGN_TOOLS, HOOK_NOT_FIRED, AGENT_ERROR, HARNESS_ERROR)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
@@ -100,7 +101,13 @@ def hooks_proof(transcript: Transcript, hooks) -> GateProof:
     return GateProof("hooks_fired", not problems, f"{len(hooks)} hooks fired" if not problems else "; ".join(problems))
 
 
-REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "store_populated": STORE_EMPTY,
+def paths_proof(missing: list[str], required: tuple[str, ...]) -> GateProof:
+    return GateProof("required_paths_present", not missing,
+                     f"{len(required)} present" if not missing else f"missing at session start: {', '.join(missing)}")
+
+
+REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present": REQUIRED_PATH_MISSING,
+              "store_populated": STORE_EMPTY,
               "mcp_connected": MCP_SERVER_FAILED, "required_tools_listed": REQUIRED_TOOLS_MISSING,
               "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ok": AGENT_ERROR,
               "prefetch_injected": PREFETCH_EMPTY}

@@ -46,12 +46,10 @@ def corpus_entries(corpus_dir: Path) -> list[Entry]:
     return entries
 
 
-def store_documents(entries: list[Entry]) -> int:
-    """How many documents the store says it holds (recall's store.json; 0 when it says nothing)."""
+def store_receipt(entries: list[Entry]) -> dict:
+    """What the store says of itself (store.json): documents held, model tokens spent, local model."""
     receipt = next((e for e in entries if e.path == "store.json"), None)
-    if receipt is None:
-        return 0
-    return int(json.loads(receipt.data).get("documents", 0))
+    return {} if receipt is None else json.loads(receipt.data)
 
 
 def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, seed: int, *, run_id: str,
@@ -81,7 +79,9 @@ def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, s
     except UnsafeArchive as e:
         raise UserError(f"arms/{arm.name}/arm.yaml: ingest wrote an unsafe store ({e}): fix: write regular files only") from None
     frozen = pack(entries)
-    report = {"namespace": namespace, "documents": store_documents(entries), "corpus_documents": len(docs) - 1,
+    receipt = store_receipt(entries)
+    report = {"namespace": namespace, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs) - 1,
+              "model_tokens": receipt.get("model_tokens"), "local_model": receipt.get("local_model"),
               "seconds": round(time.monotonic() - started, 2), "files": len(entries), "bytes": len(frozen),
               "log_tail": log.strip()[-500:]}
     return StoreSnapshot(arm.name, condition, seed, tuple(entries), sha256_bytes(frozen), report)

@@ -101,6 +101,7 @@ class ArmSpec:
     ingest_seconds: int
     hooks: tuple[HookSpec, ...]
     uses: str | None  # prefetch arms: the mcp arm whose image, store and server they use
+    required_paths: tuple[str, ...]  # must exist in the sandbox when the session starts
     root: Path = field(compare=False)
 
 
@@ -270,6 +271,7 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         ingest_seconds=data.get("ingest", {}).get("timeout_seconds", 600),
         hooks=tuple(HookSpec(h["event"], tuple(h["command"])) for h in data.get("hooks", [])),
         uses=data.get("uses"),
+        required_paths=tuple(data.get("required_paths", [])),
         root=arm_dir,
     )
 

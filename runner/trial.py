@@ -165,15 +165,8 @@ def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, ce
     the session; its own record (prefetch.jsonl) proves the server answered."""
     result = sandbox.exec(["memgrid-reader", "--prefetch"], timeout=VERIFY_SECONDS * 2, workdir="/sandbox")
     record = Transcript(agent="prefetch", model=None)
-    for line in result.stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        record.add(event.pop("type", "unknown"), **event)
-    with open(cell_dir / "prefetch.jsonl", "w", encoding="utf-8") as f:
-        for event in record.events:
-            f.write(json.dumps(event, sort_keys=True) + "\n")
+    record.add_printed(result.stdout)
+    record.save(cell_dir / "prefetch.jsonl")
     proofs = gate.mcp_proofs(record, server.mcp.server, server.mcp.prefix, server.mcp.required_tools, ())[:2]
     hits = next((e.get("hits", 0) for e in record.events if e["type"] == "prefetched"), 0)
     proofs.append(gate.GateProof("prefetch_injected", result.exit_code == 0 and hits > 0,
@@ -220,6 +213,10 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
     handed_off = False
     try:
         proofs = [bundle_verification(sandbox, bundle)]
+        if arm.required_paths:
+            check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *arm.required_paths],
+                                 timeout=VERIFY_SECONDS, workdir="/sandbox")
+            proofs.append(gate.paths_proof(check.stdout.split(), arm.required_paths))
         if arm.kind in STORE_KINDS:
             proofs.append(gate.store_proof(store_of(ctx, cell).report))
         ctx.check_cancel()
@@ -232,7 +229,7 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
         else:
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")
-        _save_transcript(cell_dir, transcript)
+        transcript.save(cell_dir / "transcript.jsonl")
         decision = gate.decide(proofs)
         write_json(cell_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                              "bundle_digest": bundle.digest, "proofs": decision.as_json()})
@@ -244,9 +241,3 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
     finally:
         if not handed_off:
             sandbox.stop()
-
-
-def _save_transcript(cell_dir: Path, transcript: Transcript) -> None:
-    with open(cell_dir / "transcript.jsonl", "w", encoding="utf-8") as f:
-        for event in transcript.events:
-            f.write(json.dumps(event, sort_keys=True) + "\n")

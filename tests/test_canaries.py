@@ -101,3 +101,10 @@ def test_healthy_memory_arms_are_admitted_with_their_proofs(engine, images, root
             assert proofs["prefetch_injected"]["passed"]
             cell = tmp_path / "runs" / f"{run_id}-{arm}" / "cells" / row["cell_id"]
             assert any(json.loads(l)["type"] == "prefetched" for l in (cell / "prefetch.jsonl").open())
+
+
+def test_a_missing_required_path_is_discarded(engine, images, root, tmp_path, run_id, no_leftovers):
+    derive_arm(root, "oracle_memory", "pathless", lambda d: d.update(required_paths=["/sandbox/agent/nowhere.md"]))
+    row = only_final(run_grid(root, tmp_path, run_id, "pathless"))
+    assert not row["admitted"] and row["discard_reason"] == "required_path_missing"
+    assert "/sandbox/agent/nowhere.md" in row["gate_proofs"]
