@@ -145,9 +145,13 @@ def open_run(plan: RunPlan, lock: dict) -> Ledger:
 
 
 def _progress(show: bool) -> Progress:
+    console = Console()
+    if not console.is_terminal:  # plain lines (see on_row) should not wrap at rich's 80-column default
+        console = Console(width=130)
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("admitted {task.fields[admitted]} · passed {task.fields[passed]} · errors {task.fields[errors]}"),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), disable=not show or not Console().is_terminal)
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                    disable=not show or not console.is_terminal)
 
 
 class Scheduler:
