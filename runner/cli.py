@@ -201,10 +201,70 @@ def cells(
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
 ):
     """List a run's cells (latest attempt of each): identity, admission, verdict."""
+    _print_cells(_run_dir(run, runs_dir), arm, discarded, as_json)
+
+
+def _run_dir(run: str, runs_dir: Path) -> Path:
     run_dir = Path(run) if Path(run).is_dir() else runs_dir / run
     if not (run_dir / "run.json").is_file():
         raise UserError(f"{run_dir}: no run.json: fix: give a run id under {runs_dir}/ or a run folder")
-    _print_cells(run_dir, arm, discarded, as_json)
+    return run_dir
+
+
+cell_app = typer.Typer(help="One cell of a run.", no_args_is_help=True)
+app.add_typer(cell_app, name="cell")
+
+
+@cell_app.command("show")
+def cell_show(
+    run: str = typer.Argument(..., help="Run id (a folder under --runs-dir) or a run folder path."),
+    cell: str = typer.Argument(..., help="Cell id (a unique prefix is enough)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
+):
+    """Why a cell was admitted or discarded: identity, digests, every gate proof, the checker's
+    verdict and log tail, tokens, and the session's events in order."""
+    from .ledger import Ledger
+
+    run_dir = _run_dir(run, runs_dir)
+    rows = [r for r in Ledger(run_dir).rows() if r["cell_id"].startswith(cell)]
+    ids = sorted({r["cell_id"] for r in rows})
+    if len(ids) != 1:
+        raise UserError(f"{run_dir}: cell '{cell}' matches {len(ids)} cells{': ' + ', '.join(ids[:5]) if ids else ''}: "
+                        "fix: give more of the id (memgrid cells RUN lists them)")
+    attempts = sorted(rows, key=lambda r: r["attempt"])
+    row = attempts[-1]
+    console.print(f"[bold]cell {row['cell_id']}[/] of run {row['run_id']}: task {row['task']} · arm {row['arm']} · "
+                  f"seed {row['seed']} · condition {row['condition']} · agent {row['agent']}")
+    console.print(f"bundle {row['bundle_digest']} · store {row['store_digest']} · sandbox image {row['sandbox_image'][:19]}")
+    verdict = "[green]admitted" if row["admitted"] else f"[yellow]discarded: {row['discard_reason']}"
+    console.print(f"attempts {len(attempts)} ({', '.join(str(r['discard_reason'] or 'admitted') for r in attempts)}) · "
+                  f"{verdict}[/] · {row['wall_seconds']:.1f}s")
+    proofs = Table("proof", "passed", "detail", title="gate proofs (latest attempt)")
+    for p in json.loads(row["gate_proofs"]):
+        proofs.add_row(p["name"], "[green]yes" if p["passed"] else "[red]no", p["detail"])
+    console.print(proofs)
+    if row["checker_passed"] is None:
+        console.print(f"checker: not run ({row['checker_detail'] or 'the cell was discarded, not scored'})")
+    else:
+        console.print(f"checker: {'pass' if row['checker_passed'] else 'fail'} · {row['checker_detail']} · "
+                      f"outcome {row['outcome']} · damage detector fired {row['damage_fired']}")
+    tokens = [row[k] for k in ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output")]
+    console.print("tokens: " + ("not observed (no model)" if all(t is None for t in tokens) else
+                                f"fresh {tokens[0]} · cache read {tokens[1]} · cache creation {tokens[2]} · output {tokens[3]}"))
+    cell_dir = run_dir / "cells" / row["cell_id"]
+    log = cell_dir / "checker.log"
+    if log.is_file():
+        tail = log.read_text(errors="replace").strip().splitlines()[-5:]
+        console.print("checker.log (last lines):\n  " + "\n  ".join(tail), markup=False, highlight=False)
+    for name in ("prefetch.jsonl", "transcript.jsonl"):
+        path = cell_dir / name
+        if not path.is_file():
+            continue
+        console.print(f"[bold]{name}[/] (events in order):")
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            detail = {k: v for k, v in event.items() if k not in ("type", "t", "options")}
+            console.print(f"  {event['type']:10} {json.dumps(detail, sort_keys=True)[:150]}", markup=False, highlight=False)
 
 
 @task_app.command("list")

@@ -72,6 +72,12 @@ def test_a_hook_that_never_fires_is_discarded_and_one_that_fires_is_admitted(eng
                lambda d: d.update(hooks=[{"event": "session_start", "command": ["echo", "memory loaded"]}]))
     silent = only_final(run_grid(root, tmp_path, run_id, "silent_hook"))
     assert not silent["admitted"] and silent["discard_reason"] == "hook_not_fired"
+    shown = subprocess.run([sys.executable, "-c", "from runner.cli import main; main()", "cell", "show", run_id,
+                            silent["cell_id"][:8], "--runs-dir", str(tmp_path / "runs")],
+                           capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stderr
+    assert "discarded: hook_not_fired" in shown.stdout and "did not fire with exit 0 and output" in shown.stdout
+    assert "not run (the cell was discarded, not scored)" in shown.stdout
     loud = only_final(run_grid(root, tmp_path, run_id + "-control", "loud_hook"))
     assert loud["admitted"], loud["gate_proofs"]
 
