@@ -41,7 +41,7 @@ def run_checks(runs_dir: Path) -> list[Check]:
     checks.append(Check("disk", free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {probe}",
                         "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB (old runs/ folders, 'docker image prune')"))
     try:
-        leftovers = client.containers.list(all=True, filters={"label": RUN_LABEL})
+        leftovers = client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
     except docker.errors.APIError:
         leftovers = []
     runs = sorted({c.labels.get(RUN_LABEL) for c in leftovers})

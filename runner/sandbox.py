@@ -58,14 +58,23 @@ def remove_quietly(container) -> None:
 
 
 def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds: float = 30) -> None:
-    """Remove every container of one run, found by its run label; waits (bounded) until none is left."""
+    """Remove every container of one run, found by its run label; waits (bounded) until none is left.
+
+    Uses the bare list call: the model-level list inspects each container, which races with
+    containers being removed concurrently (a finishing cell) and fails with NotFound."""
     label = {"label": f"{RUN_LABEL}={run_id}"}
     deadline = time.monotonic() + wait_seconds
-    while containers := client.containers.list(all=True, filters=label):
+    while ids := [c["Id"] for c in client.api.containers(all=True, filters=label)]:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{len(containers)} containers of run {run_id} could not be removed")
-        for c in containers:
-            remove_quietly(c)
+            raise RuntimeError(f"{len(ids)} containers of run {run_id} could not be removed")
+        for container_id in ids:
+            try:
+                client.api.remove_container(container_id, force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as e:
+                if e.status_code != 409:  # 409: a removal is already in progress
+                    raise
         time.sleep(0.1)
 
 

@@ -28,7 +28,7 @@ def engine():
             pytest.fail(f"CI is set but no Docker engine answers: {e}")
         pytest.skip(f"no Docker engine: {e}")
     yield client
-    leftovers = [c for c in client.containers.list(all=True, filters={"label": RUN_LABEL})
+    leftovers = [c for c in client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
                  if c.labels.get(RUN_LABEL, "").startswith(TEST_RUN_PREFIX)]
     for c in leftovers:
         c.remove(force=True)
@@ -80,7 +80,7 @@ def project(tmp_path) -> Path:
 def no_leftovers(engine, run_id):
     """Fails the test if any container of its run survives it (cleaning them up either way)."""
     yield
-    left = engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    left = engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"})
     for c in left:
         c.remove(force=True)
     assert not left, f"{len(left)} containers of run {run_id} survived the test"

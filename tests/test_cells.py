@@ -35,7 +35,7 @@ def test_sandbox_is_hardened_and_removed(engine, images, run_id, no_leftovers):
         assert [l.split(":")[0].strip() for l in interfaces.splitlines()[2:]] == ["lo"]
         assert sandbox.exec(["sleep", "5"], timeout=1, workdir="/").timed_out
         container_id = sandbox.container.id
-    assert not engine.containers.list(all=True, filters={"id": container_id})
+    assert not engine.containers.list(all=True, ignore_removed=True, filters={"id": container_id})
 
 
 def test_floor_fails_and_ceiling_passes_on_every_task(engine, images, project, tmp_path, run_id, no_leftovers):

@@ -57,7 +57,7 @@ def test_kill9_then_resume_loses_and_duplicates_nothing(engine, images, project,
     proc.communicate(timeout=30)
     before = Counter(r["cell_id"] for r in final_rows(run_dir))
     assert 3 <= sum(before.values()) < 24, "the kill landed after the run finished; the test proves nothing"
-    orphans = engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    orphans = engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"})
 
     resumed = subprocess.run(memgrid(project, *grid_args), env={**os.environ, "MEMGRID_ROOT": str(project)},
                              capture_output=True, text=True, timeout=600)
@@ -68,7 +68,7 @@ def test_kill9_then_resume_loses_and_duplicates_nothing(engine, images, project,
     assert all(before[c] == after[c] for c in before), "a finished cell was rerun"
     table = pq.read_table(run_dir / "ledger.parquet")
     assert table.num_rows == len(Ledger(run_dir).rows()) == 24
-    assert not engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}), \
+    assert not engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"}), \
         f"resume did not remove the {len(orphans)} containers the killed controller left"
 
 
@@ -80,7 +80,7 @@ def test_ctrl_c_stops_cleans_up_and_resumes(engine, images, project, tmp_path, r
     out, errs = proc.communicate(timeout=120)
     assert proc.returncode == 130, errs
     assert "resume with: memgrid grid --run-id" in errs
-    assert not engine.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    assert not engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"})
     rows = Ledger(run_dir).rows()
     assert 2 <= len(rows) < 24 and all(r["final"] for r in rows)
     assert pq.read_table(run_dir / "ledger.parquet").num_rows == len(rows)
