@@ -29,6 +29,11 @@ console = Console(width=None if sys.stdout.isatty() else 130)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 130)
 
 
+def progress_log(message: str) -> None:
+    """Setup steps (image builds, corpus builds, ingests), dimmed on stderr."""
+    err.print(f"[dim]{message}")
+
+
 def project_root() -> Path:
     return Path(os.environ.get("MEMGRID_ROOT", ".")).resolve()
 
@@ -42,7 +47,7 @@ def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are writ
     """Check the engine, its API version, the images and free disk; print the fix for each problem."""
     from .doctor import run_checks
 
-    checks = run_checks(runs_dir)
+    checks = run_checks(runs_dir, project_root())
     table = Table("check", "status", "detail", "fix")
     for c in checks:
         table.add_row(c.name, "[green]ok" if c.ok else "[red]missing", c.detail, c.fix)
@@ -63,9 +68,9 @@ def images_build():
     from .spec import load_all_arms
 
     client = connect()
-    images = ensure_images(client, log=lambda m: err.print(f"[dim]{m}"))
+    images = ensure_images(client, log=progress_log)
     refs = [images.base, images.sandbox, images.checker]
-    refs += [ensure_arm_image(client, a.root, images.sandbox, log=lambda m: err.print(f"[dim]{m}"))
+    refs += [ensure_arm_image(client, a.root, images.sandbox, log=progress_log)
              for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
     for ref in refs:
         console.print(f"{ref.role:8} {ref.tag}  {ref.id[:19]}")
@@ -110,23 +115,23 @@ def grid(
     validate({**grid_spec.as_dict()}, "grid", Path("(command line)") if overrides else grid_path)
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
     client = connect(concurrency=concurrency)
-    images = ensure_images(client, log=lambda m: err.print(f"[dim]{m}"))
+    images = ensure_images(client, log=progress_log)
     pairs = corpus_pairs(grid_spec, all_arms)
     memory, corpora, settings = None, {}, None
     if pairs:
         from .corpus import MemorySource, ensure_built, load_settings
 
         settings = load_settings(root)
-        corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=lambda m: err.print(f"[dim]{m}"))
+        corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=progress_log)
         memory = MemorySource(settings)
     plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora)
     chosen_arms = [all_arms[a] for a in grid_spec.arms]
     runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
-    arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=lambda m: err.print(f"[dim]{m}"))
+    arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=progress_log)
                   for p in runs_on.values() if arm_image_needed(p.root)}
     ledger = open_run(plan, lock_document(plan, images, client, root, chosen_arms, arm_images))
     stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images, run_id=plan.run_id,
-                           log=lambda m: err.print(f"[dim]{m}")) if pairs else {}
+                           log=progress_log) if pairs else {}
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images)
     err.print(f"run {plan.run_id}: {len(plan.cells)} cells, concurrency {concurrency} -> {plan.run_dir}")
     summary = execute(ctx, ledger, plan.cells, concurrency, show_progress=progress)
@@ -303,7 +308,7 @@ def task_check(
 
         client = connect()
         err.print(f"grading {len(chosen)} tasks' references in checker containers…")
-        findings += check_behaviour(client, ensure_images(client, log=lambda m: err.print(f"[dim]{m}")), chosen)
+        findings += check_behaviour(client, ensure_images(client, log=progress_log), chosen)
     failed = [f for f in findings if not f.passed]
     table = Table("task", "rules", "failed", title=f"task check: {len(chosen)} tasks")
     for t in chosen:
@@ -337,7 +342,7 @@ def corpus_build(
             raise UserError(f"--conditions: unknown condition '{c}': fix: use {', '.join(CONDITIONS)}")
     seed_list = tuple(int(x) for x in _csv(seeds)) if seeds else None
     t0 = time.monotonic()
-    log = lambda m: err.print(f"[dim]{m}")
+    log = progress_log
     if check:
         problems = check_corpus(settings, tasks, conds, seed_list, log=log)
         for p in problems:
@@ -434,7 +439,7 @@ def arm_check(
 
     report = check_arm(project_root(), name, run_id=run_id,
                        emit=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
-                       log=lambda m: err.print(f"[dim]{m}"))
+                       log=progress_log)
     if not report.ok:
         raise typer.Exit(1)
 

@@ -8,7 +8,7 @@ import docker.errors
 
 from .engine import connect
 from .errors import EngineError
-from .images import DERIVED, base_tag, derived_tag, find_image
+from .images import DERIVED, ImageRef, base_tag, derived_tag, existing_arm_image, find_image
 from .sandbox import RUN_LABEL
 
 MIN_FREE_GB = 5
@@ -22,7 +22,7 @@ class Check:
     fix: str = ""
 
 
-def run_checks(runs_dir: Path) -> list[Check]:
+def run_checks(runs_dir: Path, root: Path) -> list[Check]:
     checks = []
     try:
         client = connect(timeout=15)
@@ -32,10 +32,18 @@ def run_checks(runs_dir: Path) -> list[Check]:
     checks.append(Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})"))
     base = find_image(client, base_tag())
     checks.append(Check("image base", base is not None, base_tag(), "" if base else "memgrid images build"))
+    found = {}
     for role in DERIVED:
         tag = derived_tag(role, base.id) if base else f"memgrid-{role}"
-        present = base is not None and find_image(client, tag) is not None
-        checks.append(Check(f"image {role}", present, tag, "" if present else "memgrid images build"))
+        found[role] = find_image(client, tag) if base is not None else None
+        checks.append(Check(f"image {role}", found[role] is not None, tag, "" if found[role] else "memgrid images build"))
+    arms_dir = root / "arms"
+    for arm_dir in sorted(p.parent for p in arms_dir.glob("*/Dockerfile")) if arms_dir.is_dir() else []:
+        sandbox = found.get("sandbox")
+        ref = existing_arm_image(client, arm_dir, ImageRef("sandbox", derived_tag("sandbox", base.id), sandbox.id)) \
+            if sandbox else None
+        checks.append(Check(f"image arm {arm_dir.name}", ref is not None, ref.tag if ref else f"memgrid-arm-{arm_dir.name}",
+                            "" if ref else "memgrid images build"))
     probe = runs_dir if runs_dir.exists() else Path.cwd()
     free_gb = shutil.disk_usage(probe).free / 2**30
     checks.append(Check("disk", free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {probe}",

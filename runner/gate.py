@@ -72,9 +72,8 @@ def _events(transcript: Transcript, kind: str) -> list[dict]:
     return [e for e in transcript.events if e.get("type") == kind]
 
 
-def mcp_proofs(transcript: Transcript, server: str, prefix: str, required: tuple[str, ...],
-               foreign_prefixes: tuple[str, ...]) -> list[GateProof]:
-    """From the session's own record: the server connected, its tools listed, no other arm's tools."""
+def server_proofs(transcript: Transcript, server: str, prefix: str, required: tuple[str, ...]) -> list[GateProof]:
+    """From the record of whoever talked to the server: it connected, and listed the required tools."""
     init = next(iter(_events(transcript, "init")), {})
     statuses = {s.get("name"): s for s in init.get("mcp_servers", [])}
     status = statuses.get(server, {"status": "absent"})
@@ -84,10 +83,18 @@ def mcp_proofs(transcript: Transcript, server: str, prefix: str, required: tuple
     missing = [f"{prefix}{t}" for t in required if f"{prefix}{t}" not in listed]
     tools = GateProof("required_tools_listed", not missing,
                       f"listed {len(listed)} tools" if not missing else f"missing at init: {', '.join(missing)}")
-    called = {e.get("tool") for e in _events(transcript, "tool_call")}
-    foreign = sorted(t for t in listed | called if any(t.startswith(p) for p in foreign_prefixes))
-    isolation = GateProof("no_foreign_tools", not foreign, "none" if not foreign else f"other arms' tools: {', '.join(foreign)}")
-    return [connected, tools, isolation]
+    return [connected, tools]
+
+
+def isolation_proof(transcript: Transcript, foreign_prefixes: tuple[str, ...], co_claimants: list[str]) -> GateProof:
+    """No other arm's tools listed or called. An arm whose server name another arm also claims
+    (`co_claimants`) cannot prove its tools are its own."""
+    if co_claimants:
+        return GateProof("no_foreign_tools", False, f"its server name is also claimed by {', '.join(co_claimants)}")
+    init = next(iter(_events(transcript, "init")), {})
+    seen = set(init.get("tools", [])) | {e.get("tool") for e in _events(transcript, "tool_call")}
+    foreign = sorted(t for t in seen if any(t.startswith(p) for p in foreign_prefixes))
+    return GateProof("no_foreign_tools", not foreign, "none" if not foreign else f"other arms' tools: {', '.join(foreign)}")
 
 
 def hooks_proof(transcript: Transcript, hooks) -> GateProof:

@@ -83,6 +83,11 @@ def memory_entries(ctx: "TrialContext", cell: CellSpec, arm: ArmSpec) -> list[En
     return []
 
 
+def sandbox_image(ctx: "TrialContext", arm: ArmSpec):
+    """The image an arm's cells run in: its own (or the arm it uses) when it ships one, else the sandbox image."""
+    return ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
+
+
 def store_of(ctx: "TrialContext", cell: CellSpec):
     return ctx.stores[(provider(ctx.arms[cell.arm], ctx.arms).name, cell.condition, cell.seed)]
 
@@ -104,7 +109,7 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
     started_at, t0 = now(), time.monotonic()
     row = dict(run_id=ctx.run_id, cell_id=cell.cell_id, attempt=attempt, final=True, task=cell.task, arm=cell.arm,
                seed=cell.seed, condition=cell.condition, agent=cell.agent, order_index=cell.order_index, model=None,
-               sandbox_image=ctx.images.sandbox.id, checker_image=ctx.images.checker.id, bundle_digest=None,
+               sandbox_image=sandbox_image(ctx, arm).id, checker_image=ctx.images.checker.id, bundle_digest=None,
                store_digest=None, admitted=False, discard_reason=None, gate_proofs="[]", checker_passed=None,
                checker_exit_code=None, checker_detail=None, checker_seconds=None, outcome=None,
                tokens_fresh_input=None, tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None,
@@ -167,7 +172,7 @@ def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, ce
     record = Transcript(agent="prefetch", model=None)
     record.add_printed(result.stdout)
     record.save(cell_dir / "prefetch.jsonl")
-    proofs = gate.mcp_proofs(record, server.mcp.server, server.mcp.prefix, server.mcp.required_tools, ())[:2]
+    proofs = gate.server_proofs(record, server.mcp.server, server.mcp.prefix, server.mcp.required_tools)
     hits = next((e.get("hits", 0) for e in record.events if e["type"] == "prefetched"), 0)
     proofs.append(gate.GateProof("prefetch_injected", result.exit_code == 0 and hits > 0,
                                  f"{hits} hits injected" if result.exit_code == 0 else f"prefetch exited {result.exit_code}"))
@@ -178,13 +183,10 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript) ->
     """The arm's own admission signals, read from the session's record."""
     proofs = []
     if arm.mcp is not None:
-        foreign = tuple(a.mcp.prefix for a in ctx.arms.values() if a.mcp is not None and a.name != arm.name
-                        and a.mcp.prefix != arm.mcp.prefix)
-        owned = {a.name for a in ctx.arms.values() if a.mcp is not None and a.mcp.prefix == arm.mcp.prefix}
-        proofs += gate.mcp_proofs(transcript, arm.mcp.server, arm.mcp.prefix, arm.mcp.required_tools, foreign)
-        if owned != {arm.name}:  # two arms claim one server name: neither can prove its tools are its own
-            proofs.append(gate.GateProof("no_foreign_tools", False,
-                                         f"server name {arm.mcp.server!r} is also claimed by {sorted(owned - {arm.name})}"))
+        others = [a for a in ctx.arms.values() if a.mcp is not None and a.name != arm.name]
+        proofs += gate.server_proofs(transcript, arm.mcp.server, arm.mcp.prefix, arm.mcp.required_tools)
+        proofs.append(gate.isolation_proof(transcript, tuple(a.mcp.prefix for a in others if a.mcp.prefix != arm.mcp.prefix),
+                                           sorted(a.name for a in others if a.mcp.prefix == arm.mcp.prefix)))
     if arm.hooks:
         proofs.append(gate.hooks_proof(transcript, arm.hooks))
     return proofs
@@ -203,10 +205,9 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
     background, so its removal overlaps the checker's start instead of delaying it."""
     task = ctx.tasks[cell.task]
     agent = make_agent(cell.agent, task)
-    agent.prepare(ctx.images.sandbox.tag)
+    image = sandbox_image(ctx, ctx.arms[cell.arm]).tag
+    agent.prepare(image)
     arm = ctx.arms[cell.arm]
-    runs_on = provider(arm, ctx.arms).name
-    image = ctx.images_by_arm[runs_on].tag if runs_on in ctx.images_by_arm else ctx.images.sandbox.tag
     sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
                       lifetime=task.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits)
     sandbox.start()

@@ -99,6 +99,7 @@ def test_healthy_memory_arms_are_admitted_with_their_proofs(engine, images, root
     for arm in ("recall", "recall_prefetch"):
         row = only_final(run_grid(root, tmp_path, f"{run_id}-{arm}", arm))
         assert row["admitted"] and row["store_digest"], row["gate_proofs"]
+        assert row["sandbox_image"] != images.sandbox.id, "the ledger must name the arm's own image the cell ran in"
         proofs = {p["name"]: p for p in json.loads(row["gate_proofs"])}
         assert proofs["store_populated"]["passed"] and proofs["mcp_connected"]["passed"]
         if arm == "recall":
