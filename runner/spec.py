@@ -114,9 +114,12 @@ class GridSpec:
     seeds: int
     conditions: tuple[str, ...]
     network: str = "none"
+    allow_hosts: tuple[str, ...] = ()
+    model: str | None = None  # what claude-code cells run on; None when the grid has no claude-code agent
+    prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
 
     def as_dict(self) -> dict:
-        return {
+        data = {
             "name": self.name,
             "tasks": self.tasks if isinstance(self.tasks, str) else list(self.tasks),
             "arms": list(self.arms),
@@ -125,6 +128,13 @@ class GridSpec:
             "conditions": list(self.conditions),
             "network": self.network,
         }
+        if self.allow_hosts:
+            data["allow_hosts"] = list(self.allow_hosts)
+        if self.model is not None:
+            data["model"] = self.model
+        if self.prices:
+            data["prices"] = self.prices
+        return data
 
 
 @cache
@@ -288,7 +298,11 @@ def provider(arm: ArmSpec, arms: dict[str, ArmSpec]) -> ArmSpec:
 
 
 def load_grid(path: Path) -> GridSpec:
-    data = read_yaml(path)
+    return grid_from_dict(read_yaml(path), path)
+
+
+def grid_from_dict(data: dict, path: Path) -> GridSpec:
+    """A grid spec from its YAML mapping (a grid file, or a preregistration's `grid`); `path` names it in errors."""
     validate(data, "grid", path)
     tasks = data["tasks"]
     return GridSpec(
@@ -299,6 +313,9 @@ def load_grid(path: Path) -> GridSpec:
         seeds=data["seeds"],
         conditions=tuple(data["conditions"]),
         network=data.get("network", "none"),
+        allow_hosts=tuple(data.get("allow_hosts", ())),
+        model=data.get("model"),
+        prices=data.get("prices", {}),
     )
 
 
