@@ -98,54 +98,33 @@ def grid(
     """
     from dataclasses import replace
 
-    from .engine import connect
-    from .images import arm_image_needed, ensure_arm_image, ensure_images
-    from .ingest import ensure_stores
-    from .run import corpus_pairs, execute, lock_document, open_run, plan_run
-    from .spec import load_all_arms, load_all_tasks, load_grid, preset_path, provider
-    from .trial import TrialContext
+    from .job import run_grid
+    from .spec import load_grid, preset_path, validate
 
-    root = project_root()
     grid_path = spec or preset_path(preset)
     grid_spec = load_grid(grid_path)
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None}.items() if v}
     grid_spec = replace(grid_spec, **overrides)
-    from .spec import validate
     validate({**grid_spec.as_dict()}, "grid", Path("(command line)") if overrides else grid_path)
-    all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
-    client = connect(concurrency=concurrency)
-    images = ensure_images(client, log=progress_log)
-    pairs = corpus_pairs(grid_spec, all_arms)
-    memory, corpora, settings = None, {}, None
-    if pairs:
-        from .corpus import MemorySource, ensure_built, load_settings
+    outcome = run_grid(grid_spec, grid_path, root=project_root(), run_id=run_id, runs_dir=runs_dir,
+                       concurrency=concurrency, progress=progress, log=progress_log)
+    _finish_grid(outcome)
 
-        settings = load_settings(root)
-        corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=progress_log)
-        memory = MemorySource(settings)
-    plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora)
-    chosen_arms = [all_arms[a] for a in grid_spec.arms]
-    runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
-    arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=progress_log)
-                  for p in runs_on.values() if arm_image_needed(p.root)}
-    ledger = open_run(plan, lock_document(plan, images, client, root, chosen_arms, arm_images))
-    stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images, run_id=plan.run_id,
-                           log=progress_log) if pairs else {}
-    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images)
-    err.print(f"run {plan.run_id}: {len(plan.cells)} cells, concurrency {concurrency} -> {plan.run_dir}")
-    summary = execute(ctx, ledger, plan.cells, concurrency, show_progress=progress)
-    _print_summary(plan.run_dir)
-    console.print(f"run folder: {plan.run_dir}")
-    console.print(f"ledger:     {plan.run_dir / 'ledger.parquet'}")
+
+def _finish_grid(outcome) -> None:
+    """The summary tables and where things are; exit 130 when interrupted, 1 when cells hit harness errors."""
+    run_id, run_dir, summary = outcome.plan.run_id, outcome.run_dir, outcome.summary
+    _print_summary(run_dir)
+    console.print(f"run folder: {run_dir}")
+    console.print(f"ledger:     {run_dir / 'ledger.parquet'}")
     if summary.skipped:
         console.print(f"resumed: {summary.skipped} cells already finished were skipped")
     if summary.interrupted:
-        err.print(f"[yellow]interrupted; resume with: memgrid grid --run-id {plan.run_id}")
+        err.print(f"[yellow]interrupted; resume with: memgrid grid --run-id {run_id}")
         raise typer.Exit(130)
-    unfinished = summary.total - len({r['cell_id'] for r in ledger.rows() if r['final']})
-    if unfinished:
-        err.print(f"[red]{unfinished} cells hit harness errors (see error_detail); rerun them with: memgrid grid --run-id {plan.run_id}")
+    if outcome.unfinished:
+        err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: memgrid grid --run-id {run_id}")
         raise typer.Exit(1)
 
 

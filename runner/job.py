@@ -1,0 +1,61 @@
+"""One grid, start to finish, without the command line: `memgrid grid` and `memgrid reproduce` both run this.
+
+The steps run in the order a run needs them: images, corpora, the plan, arm images, the lock
+(run.json), the arms' stores, then the cells. Printing and exit codes stay with the caller.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .engine import connect
+from .images import arm_image_needed, ensure_arm_image, ensure_images
+from .ingest import ensure_stores
+from .run import RunPlan, RunSummary, corpus_pairs, execute, lock_document, open_run, plan_run
+from .spec import GridSpec, load_all_arms, load_all_tasks, provider
+from .trial import TrialContext
+
+
+@dataclass
+class GridOutcome:
+    plan: RunPlan
+    summary: RunSummary
+    unfinished: int  # cells without a final ledger row: harness errors a rerun of the same run id retries
+
+    @property
+    def run_dir(self) -> Path:
+        return self.plan.run_dir
+
+
+def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | None, runs_dir: Path,
+             concurrency: int, progress: bool, log: Callable[[str], None]) -> GridOutcome:
+    all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
+    client = connect(concurrency=concurrency)
+    images = ensure_images(client, log=log)
+
+    pairs = corpus_pairs(grid_spec, all_arms)
+    memory, corpora, settings = None, {}, None
+    if pairs:
+        from .corpus import MemorySource, ensure_built, load_settings
+
+        settings = load_settings(root)
+        corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=log)
+        memory = MemorySource(settings)
+
+    plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora)
+    chosen_arms = [all_arms[a] for a in grid_spec.arms]
+    runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
+    arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=log)
+                  for p in runs_on.values() if arm_image_needed(p.root)}
+
+    lock = lock_document(plan, images, client, root, chosen_arms, arm_images)
+    ledger = open_run(plan, lock)
+
+    stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
+                           run_id=plan.run_id, log=log) if pairs else {}
+    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images)
+    log(f"run {plan.run_id}: {len(plan.cells)} cells, concurrency {concurrency} -> {plan.run_dir}")
+    summary = execute(ctx, ledger, plan.cells, concurrency, show_progress=progress)
+
+    unfinished = summary.total - len({r["cell_id"] for r in ledger.rows() if r["final"]})
+    return GridOutcome(plan, summary, unfinished)
