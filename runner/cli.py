@@ -90,6 +90,8 @@ def grid(
     concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64, help="Cells in flight at once."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
     progress: bool = typer.Option(True, help="Show the progress bar."),
+    prereg: Optional[Path] = typer.Option(None, "--prereg", help="Run the grid of this committed preregistration "
+                                                                 "(preregistration/NNN-slug.md); no other grid option may change it."),
 ):
     """Run a grid: every cell in its own container, proofs, checker verdicts and a parquet ledger.
 
@@ -101,30 +103,48 @@ def grid(
     from .job import run_grid
     from .spec import load_grid, preset_path, validate
 
+    root = project_root()
+    if prereg is not None:
+        from .prereg import check_clean, check_location, check_sizing, load_prereg
+
+        given = [name for name, value in (("--spec", spec), ("--tasks", tasks), ("--arms", arms), ("--seeds", seeds),
+                                          ("--conditions", conditions), ("--agent", agent)) if value is not None]
+        if given or preset != "default":
+            raise UserError(f"{prereg}: {', '.join(given or ['--preset'])} would change a preregistered grid: fix: drop "
+                            "it, or preregister the grid you mean to run (memgrid prereg new SLUG)")
+        preregistration = load_prereg(prereg)
+        check_location(root, prereg)
+        check_clean(root)
+        check_sizing(preregistration, root)
+        outcome = run_grid(preregistration.grid, prereg, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
+                           progress=progress, log=progress_log, prereg=preregistration)
+        _finish_grid(outcome, f"memgrid grid --prereg {prereg} --run-id {outcome.plan.run_id}")
+        return
     grid_path = spec or preset_path(preset)
     grid_spec = load_grid(grid_path)
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None}.items() if v}
     grid_spec = replace(grid_spec, **overrides)
     validate({**grid_spec.as_dict()}, "grid", Path("(command line)") if overrides else grid_path)
-    outcome = run_grid(grid_spec, grid_path, root=project_root(), run_id=run_id, runs_dir=runs_dir,
+    outcome = run_grid(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir,
                        concurrency=concurrency, progress=progress, log=progress_log)
-    _finish_grid(outcome)
+    _finish_grid(outcome, f"memgrid grid --run-id {outcome.plan.run_id}")
 
 
-def _finish_grid(outcome) -> None:
-    """The summary tables and where things are; exit 130 when interrupted, 1 when cells hit harness errors."""
-    run_id, run_dir, summary = outcome.plan.run_id, outcome.run_dir, outcome.summary
+def _finish_grid(outcome, resume: str) -> None:
+    """The summary tables and where things are; exit 130 when interrupted, 1 when cells hit harness errors.
+    `resume`: the command that resumes this run."""
+    run_dir, summary = outcome.run_dir, outcome.summary
     _print_summary(run_dir)
     console.print(f"run folder: {run_dir}")
     console.print(f"ledger:     {run_dir / 'ledger.parquet'}")
     if summary.skipped:
         console.print(f"resumed: {summary.skipped} cells already finished were skipped")
     if summary.interrupted:
-        err.print(f"[yellow]interrupted; resume with: memgrid grid --run-id {run_id}")
+        err.print(f"[yellow]interrupted; resume with: {resume}")
         raise typer.Exit(130)
     if outcome.unfinished:
-        err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: memgrid grid --run-id {run_id}")
+        err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: {resume}")
         raise typer.Exit(1)
 
 
@@ -420,6 +440,89 @@ def arm_check(
                        emit=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
                        log=progress_log)
     if not report.ok:
+        raise typer.Exit(1)
+
+
+prereg_app = typer.Typer(help="Preregistrations under preregistration/.", no_args_is_help=True)
+app.add_typer(prereg_app, name="prereg")
+
+
+@prereg_app.command("new")
+def prereg_new(slug: str = typer.Argument(..., help="Lower-case words joined by '-', e.g. recall-vs-claude-md.")):
+    """Write preregistration/NNN-SLUG.md (next free NNN) from a template whose comments explain every field."""
+    from .prereg import new_prereg
+
+    root = project_root()
+    path = new_prereg(root, slug)
+    console.print(f"wrote {path.relative_to(root)}", markup=False, highlight=False)
+    console.print(f"next: fill in every TODO, commit it, then: memgrid grid --prereg {path.relative_to(root)}",
+                  markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def reproduce(
+    prereg: Path = typer.Argument(..., help="The preregistration whose grid to run again (preregistration/NNN-slug.md)."),
+    run: Optional[str] = typer.Option(None, "--run", help="The original run (an id under --runs-dir or a folder); "
+                                                          "default: the last results record appended to the preregistration."),
+    allow_drift: bool = typer.Option(False, "--allow-drift", help="Run even when inputs differ from the original's."),
+    run_id: Optional[str] = typer.Option(None, help="The new run's id (default: timestamp-gridname-reproduce)."),
+    concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64, help="Cells in flight at once."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
+    progress: bool = typer.Option(True, help="Show the progress bar."),
+):
+    """Run a preregistered grid again into a new run: refuse (before any cell runs) when a task, arm, image,
+    corpus, instruction text or the preregistration differs from the original run's, then print original
+    vs reproduced passed/admitted per agent x arm x condition and how far they agree."""
+    from .job import run_grid
+    from .prereg import load_prereg
+    from .reproduce import cell_agreement, counts_by_group, drift, group_agreement, load_original
+    from .run import default_run_id
+
+    root = project_root()
+    preregistration = load_prereg(prereg)
+    original = load_original(preregistration, _run_dir(run, runs_dir) if run else None)
+    drifted: list[str] = []
+
+    def refuse_drift(lock: dict) -> None:
+        drifted.extend(drift(original, preregistration, lock))
+        if drifted and not allow_drift:
+            commit = (original.lock or original.record).get("git_commit") or "the original run's commit"
+            raise UserError(f"{prereg}: inputs differ from run {original.run_id} ({'; '.join(drifted)}): fix: check out "
+                            f"{commit} (and rebuild what it builds), or pass --allow-drift to run anyway")
+
+    err.print(f"reproducing run {original.run_id} from its {original.source}")
+    outcome = run_grid(preregistration.grid, prereg, root=root, run_id=run_id or f"{default_run_id(preregistration.grid)}-reproduce",
+                       runs_dir=runs_dir, concurrency=concurrency, progress=progress, log=progress_log,
+                       prereg=preregistration, verify_lock=refuse_drift)
+    resume = f"memgrid reproduce {prereg} --run-id {outcome.plan.run_id}" + (f" --run {run}" if run else "") + \
+        (" --allow-drift" if allow_drift else "")
+    if outcome.summary.interrupted:
+        err.print(f"[yellow]interrupted; resume with: {resume}")
+        raise typer.Exit(130)
+    from .ledger import Ledger, latest_attempts
+
+    rows = list(latest_attempts(Ledger(outcome.run_dir).rows()).values())
+    reproduced = counts_by_group(rows)
+    table = Table("agent", "arm", "condition", "original passed/admitted", "reproduced passed/admitted", "same",
+                  title=f"run {original.run_id} vs its reproduction {outcome.plan.run_id}")
+    for group in sorted(set(original.counts) | set(reproduced)):
+        before, after = original.counts.get(group), reproduced.get(group)
+        same = bool(before and after) and (before["passed"], before["admitted"]) == (after["passed"], after["admitted"])
+        table.add_row(*group.split("/"), f"{before['passed']}/{before['admitted']}" if before else "-",
+                      f"{after['passed']}/{after['admitted']}" if after else "-", "yes" if same else "[red]no")
+    console.print(table)
+    if original.rows is not None:
+        same, total = cell_agreement(original.rows, rows)
+        console.print(f"agreement: {same}/{total} cells ({same / total:.2f}) have the same outcome (pass, fail or discarded)")
+    else:
+        same, total = group_agreement(original.counts, reproduced)
+        console.print(f"agreement: {same}/{total} agent/arm/condition groups ({same / total:.2f}) have the same passed "
+                      "and admitted counts (per-cell agreement needs the original run folder: --run)")
+    for change in drifted:
+        err.print(f"[yellow]drift allowed: {change}")
+    console.print(f"run folder: {outcome.run_dir}")
+    if outcome.unfinished:
+        err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: {resume}")
         raise typer.Exit(1)
 
 

@@ -11,6 +11,7 @@ from typing import Callable
 from .engine import connect
 from .images import arm_image_needed, ensure_arm_image, ensure_images
 from .ingest import ensure_stores
+from .prereg import Prereg
 from .run import RunPlan, RunSummary, corpus_pairs, execute, lock_document, open_run, plan_run
 from .spec import GridSpec, load_all_arms, load_all_tasks, provider
 from .trial import TrialContext
@@ -28,7 +29,10 @@ class GridOutcome:
 
 
 def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | None, runs_dir: Path,
-             concurrency: int, progress: bool, log: Callable[[str], None]) -> GridOutcome:
+             concurrency: int, progress: bool, log: Callable[[str], None], prereg: Prereg | None = None,
+             verify_lock: Callable[[dict], None] | None = None) -> GridOutcome:
+    """`prereg`: the preregistration the grid comes from, recorded in run.json. `verify_lock`: sees the
+    new run's lock before anything is written or run, and raises to refuse it (reproduce's drift check)."""
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
     client = connect(concurrency=concurrency)
     images = ensure_images(client, log=log)
@@ -49,6 +53,10 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
                   for p in runs_on.values() if arm_image_needed(p.root)}
 
     lock = lock_document(plan, images, client, root, chosen_arms, arm_images)
+    if prereg is not None:
+        lock["preregistration"] = {"path": _relative(prereg.path, root), "sha256": prereg.frozen_sha256}
+    if verify_lock is not None:
+        verify_lock(lock)
     ledger = open_run(plan, lock)
 
     stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
@@ -59,3 +67,10 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
 
     unfinished = summary.total - len({r["cell_id"] for r in ledger.rows() if r["final"]})
     return GridOutcome(plan, summary, unfinished)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path.resolve())

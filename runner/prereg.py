@@ -27,25 +27,10 @@ SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,59}$")
 
 
 @dataclass(frozen=True)
-class Prediction:
-    id: str
-    text: str
-    contrast: str  # "<minuend arm> - <subtrahend arm>"
-    condition: str
-    agent: str
-    expect: str  # positive | negative | null
-
-    @property
-    def arms(self) -> tuple[str, str]:
-        minuend, subtrahend = self.contrast.split(" - ")
-        return minuend, subtrahend
-
-
-@dataclass(frozen=True)
 class Prereg:
     path: Path
     question: str
-    predictions: tuple[Prediction, ...]
+    predictions: tuple[dict, ...]  # as written: {id, text, contrast: "<arm> - <arm>", condition, agent, expect}
     endpoints: tuple[str, ...]  # the first is the primary endpoint
     contrasts: tuple[str, ...]
     exclusion_rules: tuple[str, ...]
@@ -125,6 +110,9 @@ def load_prereg(path: Path) -> Prereg:
     placeholder = _todo(fields)
     if placeholder:
         raise SpecError(path, placeholder, "still holds the template's TODO", "replace the TODO with the real value")
+    for p in fields.get("predictions") or []:
+        if isinstance(p, dict) and "expect" in p and p["expect"] is None:
+            p["expect"] = "null"  # YAML reads a bare `null` as None; it means "no effect" here
     validate(fields, "prereg", path)
 
     if fields["grid"].get("prices") and fields["prices"] and fields["grid"]["prices"] != fields["prices"]:
@@ -136,19 +124,19 @@ def load_prereg(path: Path) -> Prereg:
             "grid" if e.field == "(top level)" else f"grid.{e.field}"
         raise SpecError(path, where, e.problem, e.fix) from None
 
-    predictions = tuple(Prediction(**p) for p in fields["predictions"])
+    predictions = tuple(fields["predictions"])
     for i, p in enumerate(predictions):
-        for arm in p.arms:
+        for arm in p["contrast"].split(" - "):
             if arm not in grid.arms:
                 raise SpecError(path, f"predictions[{i}].contrast", f"names arm '{arm}', which the grid does not run",
                                 f"use arms of grid.arms: {', '.join(grid.arms)}")
-        if p.condition not in grid.conditions:
-            raise SpecError(path, f"predictions[{i}].condition", f"'{p.condition}' is not among grid.conditions",
+        if p["condition"] not in grid.conditions:
+            raise SpecError(path, f"predictions[{i}].condition", f"'{p['condition']}' is not among grid.conditions",
                             f"use one of: {', '.join(grid.conditions)}")
-        if p.agent not in grid.agents:
-            raise SpecError(path, f"predictions[{i}].agent", f"'{p.agent}' is not among grid.agents",
+        if p["agent"] not in grid.agents:
+            raise SpecError(path, f"predictions[{i}].agent", f"'{p['agent']}' is not among grid.agents",
                             f"use one of: {', '.join(grid.agents)}")
-    ids = [p.id for p in predictions]
+    ids = [p["id"] for p in predictions]
     if len(set(ids)) != len(ids):
         raise SpecError(path, "predictions", "repeats a prediction id", "give each prediction its own id")
     for i, contrast in enumerate(fields["contrasts"]):
@@ -179,6 +167,13 @@ def check_sizing(prereg: Prereg, root: Path) -> None:
     if n != prereg.cells:
         raise SpecError(prereg.path, "sizing.cells", f"says {prereg.cells} but the grid expands to {n} cells here",
                         f"set sizing.cells to {n} in a new preregistration, or restore the tasks the grid was sized for")
+
+
+def check_location(root: Path, path: Path) -> None:
+    """A preregistration outside preregistration/ would escape check_clean."""
+    if Path(path).resolve().parent != (Path(root) / FOLDER).resolve():
+        raise UserError(f"{path}: not in {Path(root) / FOLDER}: fix: keep preregistrations in {FOLDER}/ "
+                        "(memgrid prereg new SLUG writes one there)")
 
 
 def check_clean(root: Path) -> None:
