@@ -66,7 +66,7 @@ def synthetic_row(cell, run_id: str):
         checker_passed=passed, checker_exit_code=0 if passed else 1,
         checker_detail="exit 0" if passed else "exit 1: AssertionError: expected 2024-03-01T12:00:00.000Z",
         checker_seconds=0.3, outcome="solved" if passed else "neutral_failure", tokens_fresh_input=None,
-        tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None, cost_usd=None,
+        tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None, cost_usd=None, cli_cost_usd=None, timings=None,
         error_class=None, error_detail=None)
 
 

@@ -34,6 +34,8 @@ class Transcript:
     is_error: bool = False
     error: str | None = None
     usage: Usage = field(default_factory=Usage)  # None fields: not observed (an LLM-free agent has no model)
+    error_class: str | None = None
+    cli_cost_usd: float | None = None  # the CLI's own figure: kept, never used as the cost (unverified)
 
     def add(self, type_: str, **data) -> None:
         self.events.append({"type": type_, "t": round(time.time(), 3), **data})

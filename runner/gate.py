@@ -16,10 +16,14 @@ FOREIGN_TOOLS = "foreign_tools"
 HOOK_NOT_FIRED = "hook_not_fired"
 PREFETCH_EMPTY = "prefetch_empty"
 REQUIRED_PATH_MISSING = "required_path_missing"
+TOOLS_NOT_VISIBLE = "tools_not_visible"
+PERMISSION_DENIED = "permission_denied"
+MODEL_UNREACHABLE = "model_unreachable"
 AGENT_ERROR = "agent_error"
 HARNESS_ERROR = "harness_error"  # the controller or engine failed; the cell is rerun on resume
 DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
-                   FOREIGN_TOOLS, HOOK_NOT_FIRED, AGENT_ERROR, HARNESS_ERROR)
+                   FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, AGENT_ERROR,
+                   HARNESS_ERROR)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
 WIRING = (MCP_SERVER_FAILED,)
@@ -113,11 +117,48 @@ def paths_proof(missing: list[str], required: tuple[str, ...]) -> GateProof:
                      f"{len(required)} present" if not missing else f"missing at session start: {', '.join(missing)}")
 
 
+def tools_visible_proof(model_requests: list[dict], required: list[str]) -> GateProof:
+    """From the gateway's record of what each Messages request offered the model: every request
+    that offered tools offered the required ones. Tools listed at init can still be withheld from
+    the model (deferred by tool search), so init alone proves nothing about what the model saw."""
+    offering = [r for r in model_requests if r.get("tools")]
+    if not offering:
+        return GateProof("tools_visible", False, f"no request offered the model any tool ({len(model_requests)} requests)")
+    lacking = sorted({t for r in offering for t in required if t not in r["tools"]})
+    return GateProof("tools_visible", not lacking,
+                     f"{len(offering)} requests offered {', '.join(required)}" if not lacking
+                     else f"never offered to the model in {sum(1 for r in offering if set(required) - set(r['tools']))} "
+                          f"of {len(offering)} requests: {', '.join(lacking)}")
+
+
+def permissions_proof(transcript: Transcript, memory_tools: tuple[str, ...]) -> GateProof:
+    """A denied call to a memory tool means the treatment never reached the session; denials of
+    other tools are the agent's own conduct and are scored."""
+    result = next(iter(_events(transcript, "result")), {})
+    denied = sorted({d.get("tool_name", "?") for d in result.get("permission_denials") or []
+                     if any(str(d.get("tool_name", "")).startswith(p) for p in memory_tools)})
+    return GateProof("memory_tools_permitted", not denied,
+                     "no memory tool call denied" if not denied else f"denied: {', '.join(denied)}")
+
+
+def model_reached_proof(gateway_records: list[dict]) -> GateProof:
+    """The session's last model request was answered (a provider's transient error the CLI retried past is not a failure)."""
+    calls = [r for r in gateway_records if r.get("kind") == "model"]
+    if not calls:
+        return GateProof("model_reached", False, "the session sent no request to the model gateway")
+    failed = [r for r in calls if r.get("status") != 200]
+    last = calls[-1]
+    return GateProof("model_reached", last.get("status") == 200,
+                     f"{len(calls)} model requests, {len(failed)} failed, the last answered" if last.get("status") == 200
+                     else f"{len(failed)} of {len(calls)} model requests failed, the last: {last.get('status')} {last.get('error', '')}"[:300])
+
+
 REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present": REQUIRED_PATH_MISSING,
               "store_populated": STORE_EMPTY,
               "mcp_connected": MCP_SERVER_FAILED, "required_tools_listed": REQUIRED_TOOLS_MISSING,
               "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ok": AGENT_ERROR,
-              "prefetch_injected": PREFETCH_EMPTY}
+              "prefetch_injected": PREFETCH_EMPTY, "tools_visible": TOOLS_NOT_VISIBLE,
+              "memory_tools_permitted": PERMISSION_DENIED, "model_reached": MODEL_UNREACHABLE}
 
 
 def decide(proofs: list[GateProof]) -> GateDecision:

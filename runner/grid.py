@@ -5,7 +5,7 @@ permuted per seed (recorded in run.json), so drift over a long run spreads acros
 """
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from .digest import sha256_json
 from .errors import SpecError
@@ -30,6 +30,7 @@ class GridInputs:
     arms: dict[str, str]
     images: dict[str, str]
     corpora: dict[str, str]  # "condition/seed" -> corpus digest, for arms whose cells read the corpus
+    agent: dict[str, str] = field(default_factory=dict)  # claude-code: model, CLI pin, model image (its cells' ids only)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -46,6 +47,8 @@ def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: 
     }
     if reads_corpus:
         identity["corpus_digest"] = inputs.corpora[corpus_key(condition, seed)]
+    if agent == "claude-code":
+        identity["agent_inputs"] = inputs.agent
     return sha256_json(identity)[:16]
 
 

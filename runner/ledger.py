@@ -46,7 +46,9 @@ class LedgerRow:
     tokens_cache_read: int | None
     tokens_cache_creation: int | None
     tokens_output: int | None
-    cost_usd: float | None
+    cost_usd: float | None  # the four token classes at the run's prices; None when unpriced or unobserved
+    cli_cost_usd: float | None  # the CLI's own figure, unverified: kept, never used as the cost
+    timings: str | None  # JSON: seconds per phase (sidecars_start, container_start, cli_to_init, session)
     error_class: str | None
     error_detail: str | None
 

@@ -74,7 +74,8 @@ def corpus_pairs(grid: GridSpec, arms: dict[str, ArmSpec]) -> list[tuple[str, in
 
 
 def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
-             runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None) -> RunPlan:
+             runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None,
+             agent_inputs: dict[str, str] | None = None) -> RunPlan:
     run_id = run_id or default_run_id(grid)
     if not RUN_ID.match(run_id):
         raise UserError(f"--run-id {run_id!r}: not a plain folder name: fix: use letters, digits, '.', '_' and '-' "
@@ -83,7 +84,8 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     inputs = GridInputs(tasks={t: tree_digest(tasks[t].root) for t in task_ids},
                         arms={a: tree_digest(arms[a].root) for a in arm_names},
                         images=images.ids(),
-                        corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())})
+                        corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())},
+                        agent=dict(agent_inputs or {}))
     corpus_arms = frozenset(a for a in arm_names if arms[a].kind in CORPUS_KINDS)
     return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs, corpus_arms))
 
@@ -115,12 +117,12 @@ def lock_differences(old: dict, new: dict) -> list[str]:
     for key in sorted(set(old["grid"]) | set(new["grid"])):
         if old["grid"].get(key) != new["grid"].get(key):
             changes.append(f"grid.{key}: {old['grid'].get(key)!r} -> {new['grid'].get(key)!r}")
-    for kind in ("tasks", "arms", "images", "corpora"):
+    for kind in ("tasks", "arms", "images", "corpora", "agent"):
         before, after = old["inputs"].get(kind, {}), new["inputs"].get(kind, {})
         for name in sorted(set(before) | set(after)):
             if before.get(name) != after.get(name):
                 b, a = (before.get(name) or "absent")[:19], (after.get(name) or "absent")[:19]
-                label = {"corpora": "corpus"}.get(kind, kind[:-1])
+                label = {"corpora": "corpus", "agent": "agent input"}.get(kind, kind[:-1])
                 changes.append(f"{label} '{name}' digest {b} -> {a}")
     return changes
 

@@ -1,7 +1,8 @@
 """One container per cell (Harbor's environment): start, exec, put, get, stop.
 
 Hardened by default: non-root user, every capability dropped, no-new-privileges, pids / memory /
-CPU limits, network 'none', no host mounts. Every container carries the run and cell labels so a
+CPU limits, network 'none' (or the cell's own internal network, whose only other members are the
+harness's sidecars), no host mounts. Every container carries the run and cell labels so a
 crashed run can be cleaned up by label, never by name.
 """
 
@@ -35,12 +36,19 @@ class ExecResult:
         return self.exit_code in (124, 137)  # coreutils timeout: TERM -> 124, KILL -> 137
 
 
+@dataclass(frozen=True)
+class StreamedExec(ExecResult):
+    lines: tuple[tuple[float, str], ...] = ()  # stdout lines with the host's monotonic time of arrival
+
+
 def hardened(image: str, *, user: str, labels: dict, network: str, limits: Limits, **kwargs) -> dict:
-    """Container-create arguments shared by the sandbox and the checker."""
-    if network != "none":
-        raise ValueError(f"network policy {network!r} is not available in this version; use 'none'")
+    """Container-create arguments shared by the sandbox, the checker and the sidecars.
+    `network`: 'none', or the name of an internal network the harness created for this cell."""
+    # A user-defined network goes in `network` (docker-py drops networking_config, and with it any
+    # alias, when only network_mode is given).
+    where = {"network_mode": "none"} if network == "none" else {"network": network}
     return dict(
-        image=image, user=user, labels=labels, network_mode="none",
+        image=image, user=user, labels=labels, **where,
         cap_drop=["ALL"], security_opt=["no-new-privileges"],
         pids_limit=limits.pids, mem_limit=limits.memory, memswap_limit=limits.memory,
         nano_cpus=int(limits.cpus * 1e9), detach=True, **kwargs,
@@ -88,6 +96,7 @@ class Sandbox:
 
     def __init__(self, client, image: str, run_id: str, cell_id: str, *, bundle_tar: bytes, lifetime: int,
                  network: str = "none", limits: Limits = Limits(), user: str = "1000:1000"):
+        self.started_seconds: float | None = None
         self.client = client
         self.bundle_tar = bundle_tar
         self.labels = {RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "sandbox"}
@@ -97,6 +106,7 @@ class Sandbox:
         self.container = None
 
     def start(self) -> None:
+        started = time.monotonic()
         self.container = self.client.containers.create(**self.create_args)
         try:
             self.put("/sandbox", self.bundle_tar)
@@ -104,6 +114,7 @@ class Sandbox:
         except BaseException:
             self.stop()
             raise
+        self.started_seconds = time.monotonic() - started
 
     def verification_report(self, timeout: float) -> str:
         """The verifier's line of output; bounded polling of the container's log."""
@@ -126,6 +137,28 @@ class Sandbox:
             ["timeout", "--kill-after=5", str(timeout), *cmd], workdir=workdir, environment=env or {}, demux=True)
         return ExecResult(code, (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace"),
                           time.monotonic() - started)
+
+    def exec_stream(self, cmd: list[str], *, timeout: int, workdir: str = "/sandbox/workspace",
+                    env: dict | None = None) -> StreamedExec:
+        """Like exec, but stdout lines are timed as they arrive (when the CLI reached init, when it ended)."""
+        api = self.client.api
+        started = time.monotonic()
+        exec_id = api.exec_create(self.container.id, ["timeout", "--kill-after=5", str(timeout), *cmd],
+                                  workdir=workdir, environment=env or {})["Id"]
+        lines, partial, err = [], b"", []
+        for out, error in api.exec_start(exec_id, stream=True, demux=True):
+            if error:
+                err.append(error)
+            if out:
+                partial += out
+                *complete, partial = partial.split(b"\n")
+                now = time.monotonic()
+                lines += [(now, line.decode(errors="replace")) for line in complete]
+        if partial:
+            lines.append((time.monotonic(), partial.decode(errors="replace")))
+        code = api.exec_inspect(exec_id).get("ExitCode")
+        return StreamedExec(code if code is not None else -1, "\n".join(line for _, line in lines),
+                            b"".join(err).decode(errors="replace"), time.monotonic() - started, tuple(lines))
 
     def get(self, path: str) -> bytes:
         stream, _ = self.container.get_archive(path)

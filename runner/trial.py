@@ -12,15 +12,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import gate
+from . import claude_code, gate
 from .agent import Transcript, make_agent
 from .archive import Entry, UnsafeArchive, pack, safe_entries
-from .bundle import Bundle, build_bundle
+from .bundle import Bundle, arm_instructions, build_bundle
 from .checker import outcome_of, run_checker
 from .corpus import MemorySource
 from .grid import CellSpec
 from .images import ImageSet
 from .ledger import LedgerRow
+from .model_endpoint import SCRIPTED, ModelEndpoint
 from .sandbox import Limits, Sandbox
 from .spec import STORE_KINDS, ArmSpec, TaskSpec, provider
 
@@ -42,6 +43,7 @@ class TrialContext:
     memory: MemorySource | None = None  # the built corpora, for arms of a corpus kind
     stores: dict = field(default_factory=dict)  # (arm, condition, seed) -> StoreSnapshot, for mcp arms
     images_by_arm: dict = field(default_factory=dict)  # arm -> ImageRef of an arm that ships its own image
+    claude: object | None = None  # ClaudeCodeSetup when the grid runs the claude-code agent
     limits: Limits = Limits()
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -83,9 +85,11 @@ def memory_entries(ctx: "TrialContext", cell: CellSpec, arm: ArmSpec) -> list[En
     return []
 
 
-def sandbox_image(ctx: "TrialContext", arm: ArmSpec):
-    """The image an arm's cells run in: its own (or the arm it uses) when it ships one, else the sandbox image."""
-    return ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
+def sandbox_image(ctx: "TrialContext", arm: ArmSpec, agent: str):
+    """The image an arm's cells run in: its own (or the arm it uses) when it ships one, else the sandbox
+    image; for claude-code, the CLI's layer over that image."""
+    base = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
+    return ctx.claude.agent_images[base.id] if agent == claude_code.NAME else base
 
 
 def store_of(ctx: "TrialContext", cell: CellSpec):
@@ -109,11 +113,11 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
     started_at, t0 = now(), time.monotonic()
     row = dict(run_id=ctx.run_id, cell_id=cell.cell_id, attempt=attempt, final=True, task=cell.task, arm=cell.arm,
                seed=cell.seed, condition=cell.condition, agent=cell.agent, order_index=cell.order_index, model=None,
-               sandbox_image=sandbox_image(ctx, arm).id, checker_image=ctx.images.checker.id, bundle_digest=None,
+               sandbox_image=sandbox_image(ctx, arm, cell.agent).id, checker_image=ctx.images.checker.id, bundle_digest=None,
                store_digest=None, admitted=False, discard_reason=None, gate_proofs="[]", checker_passed=None,
                checker_exit_code=None, checker_detail=None, checker_seconds=None, outcome=None,
                tokens_fresh_input=None, tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None,
-               cost_usd=None, error_class=None, error_detail=None, damage_fired=None)
+               cost_usd=None, cli_cost_usd=None, timings=None, error_class=None, error_detail=None, damage_fired=None)
 
     def finish(**updates) -> LedgerRow:
         row.update(updates)
@@ -121,19 +125,28 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
 
     try:
         config = agent_config(cell, arm, provider(arm, ctx.arms))
-        bundle = bundle or build_bundle(task, arm, config, memory_entries(ctx, cell, arm))
+        extra = []
+        if cell.agent == claude_code.NAME:  # its MCP servers travel in the verified bundle
+            extra.append(Entry("agent/mcp.json", json.dumps(claude_code.mcp_config(arm, config), indent=1).encode()))
+        bundle = bundle or build_bundle(task, arm, config, memory_entries(ctx, cell, arm) + extra)
         row["bundle_digest"] = bundle.digest
         if arm.kind in STORE_KINDS:
             row["store_digest"] = store_of(ctx, cell).digest
         (cell_dir / "bundle.manifest").write_text(bundle.manifest)
         ctx.check_cancel()
-        session = run_session(ctx, cell, bundle, cell_dir)
+        session = run_session(ctx, cell, bundle, cell_dir, attempt)
         try:
             decision, transcript = session.decision, session.transcript
             row.update(admitted=decision.admitted, discard_reason=decision.discard_reason,
                        gate_proofs=json.dumps(decision.as_json()), model=transcript.model,
                        tokens_fresh_input=transcript.usage.fresh_input, tokens_cache_read=transcript.usage.cache_read,
-                       tokens_cache_creation=transcript.usage.cache_creation, tokens_output=transcript.usage.output)
+                       tokens_cache_creation=transcript.usage.cache_creation, tokens_output=transcript.usage.output,
+                       cli_cost_usd=transcript.cli_cost_usd, error_class=transcript.error_class,
+                       error_detail=transcript.error, timings=json.dumps(session.timings) if session.timings else None)
+            if cell.agent == claude_code.NAME:
+                row["cost_usd"] = ctx.claude.price.cost(transcript.usage)
+            if decision.discard_reason == gate.MODEL_UNREACHABLE:
+                row["error_class"] = gate.MODEL_UNREACHABLE
             if not decision.admitted:
                 # A wiring failure gets another attempt (at most MAX_ATTEMPTS), decided on the gate alone.
                 retry = decision.discard_reason in gate.WIRING and attempt < gate.MAX_ATTEMPTS
@@ -155,7 +168,7 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
         return finish(checker_passed=verdict.passed, checker_exit_code=verdict.exit_code, checker_detail=verdict.detail,
                       checker_seconds=verdict.seconds, outcome=outcome_of(verdict, cell.condition),
                       damage_fired=None if verdict.fired is None else json.dumps(list(verdict.fired)),
-                      error_class="checker_timeout" if verdict.timed_out else None)
+                      error_class="checker_timeout" if verdict.timed_out else row["error_class"])
     except Cancelled:
         raise
     except Exception as e:
@@ -179,17 +192,30 @@ def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, ce
     return proofs
 
 
-def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript) -> list[gate.GateProof]:
-    """The arm's own admission signals, read from the session's record."""
+def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, agent: str) -> list[gate.GateProof]:
+    """The arm's own admission signals, read from the session's record. A real agent could list or call
+    any server it finds, so under claude-code every arm proves isolation, not only mcp arms."""
     proofs = []
-    if arm.mcp is not None:
-        others = [a for a in ctx.arms.values() if a.mcp is not None and a.name != arm.name]
+    own_prefix = arm.mcp.prefix if arm.mcp is not None and arm.kind == "mcp" else None
+    others = [a for a in ctx.arms.values() if a.mcp is not None and a.kind == "mcp" and a.name != arm.name]
+    if own_prefix is not None:
         proofs += gate.server_proofs(transcript, arm.mcp.server, arm.mcp.prefix, arm.mcp.required_tools)
-        proofs.append(gate.isolation_proof(transcript, tuple(a.mcp.prefix for a in others if a.mcp.prefix != arm.mcp.prefix),
-                                           sorted(a.name for a in others if a.mcp.prefix == arm.mcp.prefix)))
+    if own_prefix is not None or agent == claude_code.NAME:
+        proofs.append(gate.isolation_proof(transcript, tuple(a.mcp.prefix for a in others if a.mcp.prefix != own_prefix),
+                                           sorted(a.name for a in others if own_prefix and a.mcp.prefix == own_prefix)))
     if arm.hooks:
         proofs.append(gate.hooks_proof(transcript, arm.hooks))
     return proofs
+
+
+def model_proofs(arm: ArmSpec, transcript: Transcript, records: dict) -> list[gate.GateProof]:
+    """claude-code only: the model was reached, it was offered the tools the treatment needs, and no
+    memory tool call was denied."""
+    memory_tools = [f"{arm.mcp.prefix}{t}" for t in arm.mcp.required_tools] if arm.kind == "mcp" else []
+    return [gate.model_reached_proof(records.get("gateway", [])),
+            gate.tools_visible_proof([r for r in records.get("gateway", []) if r.get("kind") == "model"],
+                                     [*claude_code.CORE_TOOLS, *memory_tools]),
+            gate.permissions_proof(transcript, (arm.mcp.prefix,) if arm.kind == "mcp" else ())]
 
 
 @dataclass
@@ -198,21 +224,58 @@ class Session:
     transcript: Transcript
     exported: bytes | None  # the workspace as the agent left it; None when discarded
     remover: threading.Thread  # removes the sandbox; join it before the cell ends
+    timings: dict = field(default_factory=dict)  # seconds per phase (claude-code cells)
 
 
-def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Path) -> Session:
+def make_session_agent(ctx: TrialContext, cell: CellSpec, endpoint: ModelEndpoint | None, cell_dir: Path):
+    task, arm = ctx.tasks[cell.task], ctx.arms[cell.arm]
+    if cell.agent == claude_code.NAME:
+        return claude_code.ClaudeCodeAgent(task, arm, ctx.claude.model, arm_instructions(arm), endpoint.sandbox_env(),
+                                           cell_dir / "claude.stream.jsonl.gz")
+    return make_agent(cell.agent, task)
+
+
+def start_endpoint(ctx: TrialContext, cell: CellSpec, attempt: int) -> ModelEndpoint | None:
+    """claude-code cells get their own network with the model gateway (and the scripted model)."""
+    if cell.agent != claude_code.NAME:
+        return None
+    setup = ctx.claude
+    script = None
+    if setup.model == SCRIPTED:
+        script = claude_code.build_script(ctx.tasks[cell.task], ctx.arms[cell.arm], ctx.memory, cell.condition, cell.seed)
+    endpoint = ModelEndpoint(ctx.client, setup.model_image.tag, ctx.run_id, cell.cell_id, setup.model, script,
+                             setup.allow_hosts)
+    endpoint.start(attempt)
+    return endpoint
+
+
+def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Path, attempt: int = 1) -> Session:
     """Sandbox, agent and gate. Once the workspace is exported the sandbox is removed in the
     background, so its removal overlaps the checker's start instead of delaying it."""
-    task = ctx.tasks[cell.task]
-    agent = make_agent(cell.agent, task)
-    image = sandbox_image(ctx, ctx.arms[cell.arm]).tag
-    agent.prepare(image)
-    arm = ctx.arms[cell.arm]
-    sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
-                      lifetime=task.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits)
-    sandbox.start()
+    task, arm = ctx.tasks[cell.task], ctx.arms[cell.arm]
+    image = sandbox_image(ctx, arm, cell.agent).tag
+    timings: dict = {}
+    t0 = time.monotonic()
+    endpoint = start_endpoint(ctx, cell, attempt)
+    sandbox = None
     handed_off = False
+
+    def stop_all() -> None:
+        if sandbox is not None:
+            sandbox.stop()
+        if endpoint is not None:
+            endpoint.stop()
+
     try:
+        if endpoint is not None:
+            timings["sidecars_start"] = round(time.monotonic() - t0, 3)
+        agent = make_session_agent(ctx, cell, endpoint, cell_dir)
+        agent.prepare(image)
+        sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
+                          lifetime=task.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits,
+                          network=endpoint.network_name if endpoint else "none")
+        sandbox.start()
+        timings["container_start"] = round(sandbox.started_seconds, 3)
         proofs = [bundle_verification(sandbox, bundle)]
         if arm.required_paths:
             check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *arm.required_paths],
@@ -225,7 +288,11 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
             proofs += prefetch_in_sandbox(ctx, sandbox, provider(arm, ctx.arms), cell_dir)
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, task.prompt)
-            proofs += treatment_proofs(ctx, arm, transcript)
+            if endpoint is not None:
+                records = endpoint.collect(cell_dir)
+                proofs += model_proofs(arm, transcript, records)
+                timings.update(agent.timings)
+            proofs += treatment_proofs(ctx, arm, transcript, cell.agent)
             proofs.append(gate.agent_proof(transcript))
         else:
             transcript = Transcript(agent=cell.agent, model=None)
@@ -235,10 +302,10 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
         write_json(cell_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                              "bundle_digest": bundle.digest, "proofs": decision.as_json()})
         exported = sandbox.get("/sandbox/workspace") if decision.admitted else None
-        remover = threading.Thread(target=sandbox.stop, daemon=True)
+        remover = threading.Thread(target=stop_all, daemon=True)
         remover.start()
         handed_off = True
-        return Session(decision, transcript, exported, remover)
+        return Session(decision, transcript, exported, remover, timings)
     finally:
         if not handed_off:
-            sandbox.stop()
+            stop_all()

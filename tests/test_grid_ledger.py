@@ -59,7 +59,8 @@ def row(cell_id: str, **kw) -> LedgerRow:
                 store_digest=None, started_at="x", ended_at="y", wall_seconds=1.0, admitted=True,
                 discard_reason=None, gate_proofs="[]", checker_passed=True, checker_exit_code=0, checker_detail="ok",
                 checker_seconds=0.1, outcome="solved", damage_fired="[]", tokens_fresh_input=None, tokens_cache_read=None,
-                tokens_cache_creation=None, tokens_output=None, cost_usd=None, error_class=None, error_detail=None)
+                tokens_cache_creation=None, tokens_output=None, cost_usd=None, cli_cost_usd=None, timings=None,
+                error_class=None, error_detail=None)
     return LedgerRow(**{**base, **kw})
 
 
