@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display in containers, CI or over ssh
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .analysis import BASELINE, Analysis  # noqa: E402
@@ -185,6 +186,7 @@ def discard_plot(a: Analysis) -> Plot:
     ax.set_yticks(range(len(keys)), [arm if len(agents) == 1 else f"{agent} · {arm}" for agent, arm in keys])
     ax.invert_yaxis()
     ax.set_xlabel("discarded cells")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(3, len(reasons)), frameon=False, fontsize=8)
     return Plot("discards", title, alt, _png(fig))
 
@@ -208,6 +210,10 @@ def cost_plot(a: Analysis) -> Plot:
             labels.setdefault((round(xi / span * 40), round(yi * 40)), []).append((xi, yi, c.arm))
         for group in labels.values():
             ax.annotate(", ".join(arm for _, _, arm in group), group[0][:2], textcoords="offset points", xytext=(5, 4), fontsize=8)
+    hidden = [f"{c.arm}" + (f" ({c.agent})" if len(agents) > 1 else "") for c in a.costs if observed and c.tokens_total is None]
+    if hidden:  # say which arms are missing rather than let them vanish from the plot
+        ax.text(0.0, -0.2, "not shown, tokens not observed: " + ", ".join(hidden), transform=ax.transAxes, fontsize=8,
+                color="#555555", wrap=True)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("pass rate (ITT, all conditions)")
     ax.set_ylim(-0.03, 1.05)
