@@ -34,7 +34,7 @@ from .images import IMAGES_DIR, ImageRef, _build, ensure_derived, find_image
 from .model_endpoint import SCRIPTED, live_api_key
 from .sandbox import Sandbox
 from .spec import ArmSpec, TaskSpec
-from .stream_json import parse_stream, transcript_events
+from .stream_json import StreamSession, parse_stream, transcript_events
 
 NAME = "claude-code"
 CONTEXT = IMAGES_DIR / "claude-code"
@@ -232,17 +232,26 @@ class ClaudeCodeAgent:
                         "exec": round(result.seconds, 3)}
         transcript.usage = session.usage
         transcript.cli_cost_usd = session.cli_cost_usd
-        if result.timed_out:
-            transcript.is_error, transcript.error_class = True, "session_timeout"
-            transcript.error = f"the session was killed after {self.task.agent_seconds}s (never retried)"
-        elif session.result is None:
-            transcript.is_error, transcript.error_class = True, "no_result"
-            transcript.error = f"claude exited {result.exit_code} without a result: {result.stderr.strip()[-300:]}"
-        elif session.result.get("is_error") or session.result.get("terminal_reason") not in ("completed", None):
-            transcript.is_error, transcript.error_class = True, "session_error"
-            transcript.error = (f"is_error={session.result.get('is_error')}, terminal_reason="
-                                f"{session.result.get('terminal_reason')}: {str(session.result.get('result', ''))[:200]}")
+        transcript.error_class, transcript.error = classify(session, result.timed_out, result.exit_code, result.stderr,
+                                                            self.task.agent_seconds)
+        transcript.is_error = transcript.error_class is not None
         return transcript
+
+
+def classify(session: StreamSession, timed_out: bool, exit_code: int | None, stderr: str,
+             agent_seconds: float) -> tuple[str | None, str | None]:
+    """(error_class, error) of a finished session; (None, None) when it ended well. The result's
+    `is_error` and `terminal_reason` decide, never its `subtype` (an API error still says success).
+    Permission denials are not an error here: the gate judges those of memory tools."""
+    if timed_out:
+        return "session_timeout", f"the session was killed after {agent_seconds}s (never retried)"
+    if session.result is None:
+        return "no_result", f"claude exited {exit_code} without a result: {stderr.strip()[-300:]}"
+    r = session.result
+    if r.get("is_error") or r.get("terminal_reason") not in ("completed", None):
+        return "session_error", (f"is_error={r.get('is_error')}, terminal_reason={r.get('terminal_reason')}: "
+                                 f"{str(r.get('result', ''))[:200]}")
+    return None, None
 
 
 # ---- a grid's claude-code setup -----------------------------------------------------------------
