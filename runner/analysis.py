@@ -29,6 +29,7 @@ FLOOR = "bare"
 DIAGNOSTIC_ARMS = frozenset({"recall_prefetch", "oracle_memory"})  # DESIGN.md: never ranked
 DEFAULT_MIN_EFFECT = 0.10
 RESAMPLES = 10_000
+FEW_TASKS = 5
 BOOTSTRAP_SEED = 20_240_601
 TOKEN_CLASSES = ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output")
 OUTCOMES = ("solved", "neutral_failure", "damaged", "ambiguous")
@@ -264,6 +265,8 @@ def paired_stat(tasks: np.ndarray, arm_pass: np.ndarray, base_pass: np.ndarray, 
         reasons.append(f"no bootstrap interval: {n_tasks} task (needs at least 2 to resample tasks)")
     else:
         low, high = cluster_bootstrap(np.asarray(tasks), diffs, resamples, seed)
+        if n_tasks < FEW_TASKS:  # a percentile interval over so few clusters is narrower than the truth
+            reasons.append(f"only {n_tasks} tasks: the bootstrap interval is rough")
     if arm_only + base_only == 0:
         reasons.append("no McNemar p: no discordant pairs")
     else:

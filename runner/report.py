@@ -119,7 +119,7 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
                 for reason in filter(None, (c.pp.reason or "").split("; ")):
                     reasons[reason] = reasons.get(reason, 0) + 1
             for reason, n in reasons.items():
-                console.print(f"  [dim]– where a figure is missing: {reason} ({n} contrasts)", highlight=False)
+                console.print(f"  [dim]note: {reason} ({n} of {len(rows)} contrasts)", highlight=False)
     for o in a.omitted:
         console.print(f"[yellow]omitted[/] {o.name}: {o.reason}")
     conditions, harm_rows = _harm_matrix(a)
