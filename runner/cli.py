@@ -58,8 +58,9 @@ def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are writ
 
 @images_app.command("build")
 def images_build():
-    """Build base, sandbox and checker images and every arm's own image; only what changed is
-    rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
+    """Build base, sandbox and checker images, every arm's own image, the model sidecars' image and
+    the claude-code layer (the pinned CLI, fetched from the npm registry and checksum-verified) over
+    the sandbox and each arm image; only what changed is rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
     MEMGRID_BASE_SOURCE to force); Python packages are resolved on the host from pinned requirements."""
     from .engine import connect
     from .images import ensure_images
@@ -67,13 +68,18 @@ def images_build():
     from .images import arm_image_needed, ensure_arm_image
     from .spec import load_all_arms
 
+    from .claude_code import ensure_agent_image
+    from .images import ensure_derived
+
     client = connect()
     images = ensure_images(client, log=progress_log)
-    refs = [images.base, images.sandbox, images.checker]
-    refs += [ensure_arm_image(client, a.root, images.sandbox, log=progress_log)
-             for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
+    arm_refs = [ensure_arm_image(client, a.root, images.sandbox, log=progress_log)
+                for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
+    model = ensure_derived(client, "model", images.base, log=progress_log)
+    agent_refs = [ensure_agent_image(client, base, log=progress_log) for base in (images.sandbox, *arm_refs)]
+    refs = [images.base, images.sandbox, images.checker, *arm_refs, model, *agent_refs]
     for ref in refs:
-        console.print(f"{ref.role:8} {ref.tag}  {ref.id[:19]}")
+        console.print(f"{ref.role:24} {ref.tag:36} {ref.id[:19]}")
 
 
 @app.command()
@@ -85,7 +91,11 @@ def grid(
     arms: Optional[str] = typer.Option(None, help="Comma-separated arm names (overrides the spec)."),
     seeds: Optional[int] = typer.Option(None, min=1, help="Number of seeds 0..N-1 (overrides the spec)."),
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (overrides the spec)."),
-    agent: Optional[str] = typer.Option(None, help="Run only this agent (floor, ceiling, reader)."),
+    agent: Optional[str] = typer.Option(None, help="Run only this agent: floor, ceiling, reader (LLM-free) or "
+                                                   "claude-code (the real Claude Code CLI)."),
+    model: Optional[str] = typer.Option(None, help="The model claude-code runs on: 'scripted' (the shipped scripted model "
+                                                   "server: offline, no spend, a wiring smoke before a paid run) or a real "
+                                                   "model id (needs ANTHROPIC_API_KEY and prices in the spec)."),
     run_id: Optional[str] = typer.Option(None, help="Resume this run, or name a new one (default: timestamp-gridname)."),
     concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64, help="Cells in flight at once."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
@@ -108,7 +118,8 @@ def grid(
         from .prereg import check_clean, check_location, check_sizing, load_prereg
 
         given = [name for name, value in (("--spec", spec), ("--tasks", tasks), ("--arms", arms), ("--seeds", seeds),
-                                          ("--conditions", conditions), ("--agent", agent)) if value is not None]
+                                          ("--conditions", conditions), ("--agent", agent), ("--model", model))
+                 if value is not None]
         if given or preset != "default":
             raise UserError(f"{prereg}: {', '.join(given or ['--preset'])} would change a preregistered grid: fix: drop "
                             "it, or preregister the grid you mean to run (memgrid prereg new SLUG)")
@@ -123,7 +134,8 @@ def grid(
     grid_path = spec or preset_path(preset)
     grid_spec = load_grid(grid_path)
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
-                                    "conditions": _csv(conditions), "agents": (agent,) if agent else None}.items() if v}
+                                    "conditions": _csv(conditions), "agents": (agent,) if agent else None,
+                                    "model": model}.items() if v}
     grid_spec = replace(grid_spec, **overrides)
     validate({**grid_spec.as_dict()}, "grid", Path("(command line)") if overrides else grid_path)
     outcome = run_grid(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir,
@@ -138,6 +150,7 @@ def _finish_grid(outcome, resume: str) -> None:
     _print_summary(run_dir)
     console.print(f"run folder: {run_dir}")
     console.print(f"ledger:     {run_dir / 'ledger.parquet'}")
+    _write_grid_report(run_dir)
     if summary.skipped:
         console.print(f"resumed: {summary.skipped} cells already finished were skipped")
     if summary.interrupted:
@@ -146,6 +159,38 @@ def _finish_grid(outcome, resume: str) -> None:
     if outcome.unfinished:
         err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: {resume}")
         raise typer.Exit(1)
+
+
+def _write_grid_report(run_dir: Path) -> None:
+    """The HTML report after every grid; a run with no finished cell yet has none, and says why."""
+    from .analysis import analyse
+    from .report import write_html
+
+    try:
+        console.print(f"report:     {write_html(analyse(run_dir), run_dir / 'report.html')}")
+    except UserError as e:
+        err.print(f"[yellow]no report: {e}", highlight=False)
+
+
+@app.command()
+def report(
+    run: str = typer.Argument(..., help="Run id (a folder under --runs-dir) or a run folder path."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Where to write the HTML page (default: RUN/report.html)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
+    append_to_prereg: Optional[Path] = typer.Option(None, "--append-to-prereg", help="Append the results table, the scored "
+                                                    "predictions and a machine-readable record below this preregistration's marker."),
+    min_effect: Optional[float] = typer.Option(None, "--min-effect", min=0.0, max=1.0, help="Smallest delta that is not noise "
+                                               "(default: the preregistration's, else 0.10)."),
+):
+    """Rates with Wilson intervals (intention-to-treat beside per-protocol), paired contrasts against claude_md
+    with task-cluster bootstrap intervals and exact McNemar tests, damage against bare by condition, discards
+    and costs: as tables here and as a self-contained HTML page with plots."""
+    from .report import make_report
+
+    result = make_report(run, runs_dir, html, append_to_prereg, min_effect, console)
+    console.print(f"report: {result.html_path}")
+    if append_to_prereg is not None:
+        console.print(f"results appended to {append_to_prereg} ({len(result.scored)} predictions scored)")
 
 
 def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bool = False) -> None:

@@ -141,11 +141,15 @@ def permissions_proof(transcript: Transcript, memory_tools: tuple[str, ...]) -> 
                      "no memory tool call denied" if not denied else f"denied: {', '.join(denied)}")
 
 
-def model_reached_proof(gateway_records: list[dict]) -> GateProof:
-    """The session's last model request was answered (a provider's transient error the CLI retried past is not a failure)."""
+def model_reached_proof(gateway_records: list[dict], key_expected: bool = False) -> GateProof:
+    """The session's last model request was answered (a provider's transient error the CLI retried
+    past is not a failure); for a live model, the gateway put the key on every request."""
     calls = [r for r in gateway_records if r.get("kind") == "model"]
     if not calls:
         return GateProof("model_reached", False, "the session sent no request to the model gateway")
+    keyless = [r for r in calls if key_expected and not r.get("key_injected")]
+    if keyless:
+        return GateProof("model_reached", False, f"{len(keyless)} of {len(calls)} requests left the gateway without the key")
     failed = [r for r in calls if r.get("status") != 200]
     last = calls[-1]
     return GateProof("model_reached", last.get("status") == 200,

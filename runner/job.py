@@ -46,13 +46,22 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
         corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=log)
         memory = MemorySource(settings)
 
-    plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora)
     chosen_arms = [all_arms[a] for a in grid_spec.arms]
     runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
     arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=log)
                   for p in runs_on.values() if arm_image_needed(p.root)}
+    claude = None
+    if "claude-code" in grid_spec.agents:
+        from .claude_code import prepare_claude_code
+
+        claude = prepare_claude_code(client, grid_spec, grid_path, images, arm_images, log=log)
+    plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora,
+                    claude.inputs() if claude else None)
 
     lock = lock_document(plan, images, client, root, chosen_arms, arm_images)
+    if claude is not None:
+        lock["claude_code"] = claude.lock()
+        lock["prices"] = {claude.model: vars(claude.price)}
     if prereg is not None:
         lock["preregistration"] = {"path": _relative(prereg.path, root), "sha256": prereg.frozen_sha256}
     if verify_lock is not None:
@@ -61,7 +70,8 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
 
     stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
                            run_id=plan.run_id, log=log) if pairs else {}
-    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images)
+    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
+                       claude=claude)
     log(f"run {plan.run_id}: {len(plan.cells)} cells, concurrency {concurrency} -> {plan.run_dir}")
     summary = execute(ctx, ledger, plan.cells, concurrency, show_progress=progress)
 

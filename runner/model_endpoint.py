@@ -13,6 +13,7 @@ tools each offered the model, every egress decision) that are copied into the ce
 import io
 import json
 import os
+import secrets
 import tarfile
 import time
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ class ModelEndpoint:
     network_name: str = ""
     containers: dict = field(default_factory=dict)
     network: object = None
+    gateway_token: str = ""
 
     @property
     def scripted(self) -> bool:
@@ -64,12 +66,15 @@ class ModelEndpoint:
             self.network = self.client.networks.create(self.network_name, driver="bridge", internal=True,
                                                        labels=self.labels("network"))
             upstream = "http://model:8080" if self.scripted else live_upstream()
-            env = {"MEMGRID_UPSTREAM": upstream, "MEMGRID_ALLOW_HOSTS": ",".join(self.allow_hosts)}
+            self.gateway_token = token = secrets.token_hex(16)  # the model server answers only the gateway
+            env = {"MEMGRID_UPSTREAM": upstream, "MEMGRID_ALLOW_HOSTS": ",".join(self.allow_hosts),
+                   "MEMGRID_GATEWAY_TOKEN": token}
             key = None if self.scripted else live_api_key()
             if key:
                 env["MEMGRID_API_KEY"] = key
             if self.scripted:
-                self.containers["model"] = self._create("model", ["memgrid-model-server", "8080"], {})
+                self.containers["model"] = self._create("model", ["memgrid-model-server", "8080"],
+                                                        {"MEMGRID_GATEWAY_TOKEN": token})
                 self._put_script()
             self.containers["gateway"] = self._create("gateway", ["memgrid-gateway"], env)
             if not self.scripted:  # the only container with a way out
@@ -145,11 +150,3 @@ class ModelEndpoint:
                 pass
             self.network = None
 
-
-def remove_run_networks(client, run_id: str) -> None:
-    """Networks of a run, by label (their containers must be gone first)."""
-    for net in client.api.networks(filters={"label": f"{RUN_LABEL}={run_id}"}):
-        try:
-            client.api.remove_network(net["Id"])
-        except docker.errors.NotFound:
-            pass

@@ -66,7 +66,8 @@ def remove_quietly(container) -> None:
 
 
 def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds: float = 30) -> None:
-    """Remove every container of one run, found by its run label; waits (bounded) until none is left.
+    """Remove every container of one run, found by its run label, waiting (bounded) until none is
+    left; then the run's networks.
 
     Uses the bare list call: the model-level list inspects each container, which races with
     containers being removed concurrently (a finishing cell) and fails with NotFound."""
@@ -84,6 +85,11 @@ def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds
                 if e.status_code != 409:  # 409: a removal is already in progress
                     raise
         time.sleep(0.1)
+    for net in client.api.networks(filters={"label": f"{RUN_LABEL}={run_id}"}):  # claude-code cells' networks
+        try:
+            client.api.remove_network(net["Id"])
+        except docker.errors.NotFound:
+            pass
 
 
 class Sandbox:

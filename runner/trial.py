@@ -209,11 +209,10 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, ag
 
 
 def model_proofs(arm: ArmSpec, transcript: Transcript, records: dict) -> list[gate.GateProof]:
-    """claude-code only: the model was reached, it was offered the tools the treatment needs, and no
-    memory tool call was denied."""
+    """claude-code only, after the arm's own proofs: the model was offered the tools the treatment needs,
+    and no memory tool call was denied."""
     memory_tools = [f"{arm.mcp.prefix}{t}" for t in arm.mcp.required_tools] if arm.kind == "mcp" else []
-    return [gate.model_reached_proof(records.get("gateway", [])),
-            gate.tools_visible_proof([r for r in records.get("gateway", []) if r.get("kind") == "model"],
+    return [gate.tools_visible_proof([r for r in records.get("gateway", []) if r.get("kind") == "model"],
                                      [*claude_code.CORE_TOOLS, *memory_tools]),
             gate.permissions_proof(transcript, (arm.mcp.prefix,) if arm.kind == "mcp" else ())]
 
@@ -288,11 +287,13 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
             proofs += prefetch_in_sandbox(ctx, sandbox, provider(arm, ctx.arms), cell_dir)
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, task.prompt)
-            if endpoint is not None:
-                records = endpoint.collect(cell_dir)
-                proofs += model_proofs(arm, transcript, records)
+            records = endpoint.collect(cell_dir) if endpoint is not None else {}
+            if endpoint is not None:  # an unreachable model explains every later failure: it is checked first
+                proofs.append(gate.model_reached_proof(records.get("gateway", []), key_expected=not endpoint.scripted))
                 timings.update(agent.timings)
             proofs += treatment_proofs(ctx, arm, transcript, cell.agent)
+            if endpoint is not None:
+                proofs += model_proofs(arm, transcript, records)
             proofs.append(gate.agent_proof(transcript))
         else:
             transcript = Transcript(agent=cell.agent, model=None)

@@ -28,8 +28,9 @@ def engine():
             pytest.fail(f"CI is set but no Docker engine answers: {e}")
         pytest.skip(f"no Docker engine: {e}")
     yield client
+    # Only this session's runs: another pytest session on the same engine keeps its containers.
     leftovers = [c for c in client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
-                 if c.labels.get(RUN_LABEL, "").startswith(TEST_RUN_PREFIX)]
+                 if c.labels.get(RUN_LABEL, "").startswith(tuple(ISSUED_RUN_IDS) or ("\0",))]
     for c in leftovers:
         c.remove(force=True)
     assert not leftovers, f"containers survived the suite: {[c.labels for c in leftovers]}"
@@ -62,9 +63,14 @@ def images(engine):
     return ensure_images(engine, log=lambda m: None)
 
 
+ISSUED_RUN_IDS: set[str] = set()
+
+
 @pytest.fixture
 def run_id():
-    return f"{TEST_RUN_PREFIX}{uuid.uuid4().hex[:10]}"
+    issued = f"{TEST_RUN_PREFIX}{uuid.uuid4().hex[:10]}"
+    ISSUED_RUN_IDS.add(issued)
+    return issued
 
 
 @pytest.fixture
@@ -78,12 +84,16 @@ def project(tmp_path) -> Path:
 
 @pytest.fixture
 def no_leftovers(engine, run_id):
-    """Fails the test if any container of its run survives it (cleaning them up either way)."""
+    """Fails the test if any container or network of its run survives it (cleaning them up either way)."""
     yield
     left = engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"})
     for c in left:
         c.remove(force=True)
+    networks = engine.api.networks(filters={"label": f"{RUN_LABEL}={run_id}"})
+    for n in networks:
+        engine.api.remove_network(n["Id"])
     assert not left, f"{len(left)} containers of run {run_id} survived the test"
+    assert not networks, f"{len(networks)} networks of run {run_id} survived the test"
 
 
 def write_grid(path: Path, *, tasks="all", arms=("bare",), agents=("floor", "ceiling"), seeds=1,

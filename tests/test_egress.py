@@ -77,7 +77,7 @@ def record_of(container, path="/srv/record/gateway.jsonl") -> list[dict]:
 def endpoint(engine, images, run_id, no_leftovers):
     model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
     ep = ModelEndpoint(engine, model_image.tag, run_id, f"{run_id}-egress", "scripted", script=None,
-                       allow_hosts=("allowed-target",))
+                       allow_hosts=(f"allowed-target:{PORT}", "bare-name"))
     extra = []  # containers this test adds to the cell's network: removed (by id) before the network
 
     def add(alias, image, command, role, env=None, user="65534:65534"):
@@ -125,6 +125,9 @@ def test_allowlist_admits_only_the_configured_host_and_logs_every_decision(endpo
     assert refused["status"] == 403 and refused["seconds"] < 1.0, refused
     # The allowlist names hosts, not addresses: the allowed host's own IP is refused.
     assert run_py(client, CONNECT, f"{target_ip}:{PORT}", "/")["status"] == 403
+    # An entry with a port admits that port only; a bare host name admits 443 only.
+    assert run_py(client, CONNECT, "allowed-target:22", "/")["status"] == 403
+    assert run_py(client, CONNECT, "bare-name:8443", "/")["status"] == 403
     # Plain HTTP never passes, even to an allowed host.
     plain = run_py(client, HTTP, "proxy", f"http://allowed-target:{PORT}/marker.txt")
     assert plain["status"] == 403 and MARKER not in plain["body"]
@@ -136,6 +139,8 @@ def test_allowlist_admits_only_the_configured_host_and_logs_every_decision(endpo
         {"host": f"allowed-target:{PORT}", "allowed": True, "why": None, "error": None},
         {"host": "other-host:443", "allowed": False, "why": "not in the allowlist", "error": None},
         {"host": f"{target_ip}:{PORT}", "allowed": False, "why": "not in the allowlist", "error": None},
+        {"host": "allowed-target:22", "allowed": False, "why": "not in the allowlist", "error": None},
+        {"host": "bare-name:8443", "allowed": False, "why": "not in the allowlist", "error": None},
         {"host": f"allowed-target:{PORT}", "allowed": False, "why": "plain HTTP through the proxy", "error": None},
     ]
     assert not [r for r in records["gateway"] if r["kind"] == "model"]
@@ -159,11 +164,23 @@ def test_model_route_reaches_the_scripted_server(endpoint, images, tmp_path):
     assert seen["api_key"] == "placeholder" and seen["tools"] == ["Read", "mcp__recall__search"]
 
 
+def test_the_model_answers_only_through_the_gateway(endpoint, images, tmp_path):
+    """The sandbox shares the cell's network with the scripted model: a request around the gateway
+    would escape the record the gate reads, so the model refuses it."""
+    client = endpoint.add("client", images.sandbox.tag, ["sleep", "300"], "test-client")
+    direct = run_py(client, HTTP, "model", "http://model:8080/v1/messages", PLACEHOLDER_KEY)
+    assert direct["status"] == 403
+    records = endpoint.collect(tmp_path)
+    assert [r["step"] for r in records["model"]] == ["refused"]
+    assert not [r for r in records["gateway"] if r["kind"] == "model"]
+
+
 def test_gateway_swaps_the_placeholder_for_its_key(endpoint, images, tmp_path):
     """Scripted cells never configure a key, so the swap a live cell relies on is exercised here with
     a second gateway (same image, same code) given MEMGRID_API_KEY, in front of the scripted server."""
     keyed = endpoint.add("gateway-keyed", endpoint.image, ["memgrid-gateway"], "test-gateway",
-                         env={"MEMGRID_UPSTREAM": "http://model:8080", "MEMGRID_API_KEY": FAKE_KEY})
+                         env={"MEMGRID_UPSTREAM": "http://model:8080", "MEMGRID_API_KEY": FAKE_KEY,
+                              "MEMGRID_GATEWAY_TOKEN": endpoint.gateway_token})
     deadline = time.monotonic() + 20
     while b"ready" not in keyed.logs(stdout=True, stderr=False):
         assert time.monotonic() < deadline, keyed.logs()[-500:]

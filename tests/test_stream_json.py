@@ -237,4 +237,9 @@ def test_model_reached_proof():
     assert not last_failed.passed
     assert last_failed.detail == "1 of 2 model requests failed, the last: 502 ConnectionRefusedError: x"
     assert gate.decide([last_failed]).discard_reason == gate.MODEL_UNREACHABLE
+    # A live model: every request must have left the gateway with the key on it.
+    keyed = {**model_record([]), "key_injected": True}
+    assert gate.model_reached_proof([keyed, keyed], key_expected=True).passed
+    keyless = gate.model_reached_proof([keyed, model_record([])], key_expected=True)
+    assert not keyless.passed and keyless.detail == "1 of 2 requests left the gateway without the key"
 

@@ -1,0 +1,145 @@
+"""The real Claude Code CLI in the sandbox against the scripted model server, and the canaries
+that prove its gate can fail: a failing MCP server, tool search left on, a denied memory tool, an
+unreachable model, and a planted API key that must appear in no file of the run."""
+
+import gzip
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import claude_code
+from runner.job import run_grid
+from runner.ledger import latest_attempts
+from runner.model_endpoint import ModelEndpoint
+from runner.sandbox import RUN_LABEL
+from runner.spec import grid_from_dict
+
+REPO = Path(__file__).resolve().parent.parent
+ALL_ARMS = ["bare", "placebo", "claude_md", "fs_grep", "recall", "recall_prefetch", "oracle_memory"]
+
+
+def run_cc(run_id, tmp_path, arms, **spec):
+    grid = grid_from_dict({"name": "cc", "tasks": ["slug_ids"], "arms": arms, "agents": ["claude-code"], "seeds": 1,
+                           "conditions": ["present"], "model": "scripted", **spec}, Path("(test grid)"))
+    outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                       progress=False, log=lambda m: None)
+    rows = list(latest_attempts([json.loads(line) for line in (outcome.run_dir / "ledger.jsonl").open()]).values())
+    return {r["arm"]: r for r in rows}, outcome.run_dir
+
+
+def proofs(row) -> dict:
+    return {p["name"]: p for p in json.loads(row["gate_proofs"])}
+
+
+def test_scripted_grid_admits_every_arm_and_memory_decides(engine, images, run_id, tmp_path, no_leftovers):
+    rows, run_dir = run_cc(run_id, tmp_path, ALL_ARMS)
+    assert {a: r["admitted"] for a, r in rows.items()} == {a: True for a in ALL_ARMS}, \
+        {a: r["discard_reason"] for a, r in rows.items()}
+    recall = proofs(rows["recall"])
+    assert "mcp__recall__search" in recall["tools_visible"]["detail"]
+    assert recall["mcp_connected"]["passed"] and recall["no_foreign_tools"]["passed"]
+    init = next(json.loads(l) for l in (run_dir / "cells" / rows["recall"]["cell_id"] / "transcript.jsonl").open()
+                if json.loads(l)["type"] == "init")
+    assert {"mcp__recall__search", "mcp__recall__get"} <= set(init["tools"]) and init["cli_version"] == claude_code.load_pin().version
+    for arm in ("bare", "claude_md", "fs_grep"):  # no arm but the mcp one may hold any mcp__ tool
+        assert "no_foreign_tools" in proofs(rows[arm])
+    # What the session retrieved decides what it writes: the injected evidence solves, nothing does not.
+    assert rows["oracle_memory"]["checker_passed"] is True
+    assert rows["bare"]["checker_passed"] is False
+    for r in rows.values():
+        assert r["tokens_fresh_input"] > 0 and r["tokens_output"] > 0 and r["cost_usd"] == 0.0
+        assert set(json.loads(r["timings"])) >= {"container_start", "cli_to_init", "session"}
+        assert (run_dir / "cells" / r["cell_id"] / "claude.stream.jsonl.gz").stat().st_size > 0
+    lock = json.loads((run_dir / "run.json").read_text())
+    assert lock["claude_code"]["cli"]["version"] == claude_code.load_pin().version
+    assert lock["prices"]["scripted"]["input"] == 0
+
+
+def test_failing_mcp_server_is_discarded_and_retried(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
+    monkeypatch.setattr(claude_code, "mcp_config", lambda arm, config: {
+        "mcpServers": {"recall": {"type": "stdio", "command": "false", "args": []}}})
+    rows, run_dir = run_cc(run_id, tmp_path, ["recall"])
+    row = rows["recall"]
+    assert not row["admitted"] and row["discard_reason"] == "mcp_server_failed"
+    assert row["attempt"] == 3 and row["checker_passed"] is None
+    assert "failed" in proofs(row)["mcp_connected"]["detail"]
+
+
+def test_tool_search_left_on_is_caught_by_the_model_side_record(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
+    monkeypatch.setitem(claude_code.SESSION_ENV, "ENABLE_TOOL_SEARCH", "true")
+    rows, _ = run_cc(run_id, tmp_path, ["recall"])
+    row = rows["recall"]
+    checks = proofs(row)
+    assert checks["required_tools_listed"]["passed"], "init still lists the tools: only the model-side proof can catch this"
+    assert not row["admitted"] and row["discard_reason"] == "tools_not_visible", checks["tools_visible"]
+    assert "mcp__recall__search" in checks["tools_visible"]["detail"]
+
+
+def test_denied_memory_tool_is_discarded(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
+    monkeypatch.setattr(claude_code, "allowed_tools", lambda arm: list(claude_code.CORE_TOOLS))
+    rows, _ = run_cc(run_id, tmp_path, ["recall"])
+    row = rows["recall"]
+    assert not row["admitted"] and row["discard_reason"] == "permission_denied"
+    assert "mcp__recall__search" in proofs(row)["memory_tools_permitted"]["detail"]
+
+
+def test_unreachable_model_fails_bounded_and_is_not_scored(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
+    ready = ModelEndpoint._wait_ready
+
+    def then_kill_the_model(self):
+        ready(self)
+        self.containers["model"].kill()
+
+    monkeypatch.setattr(ModelEndpoint, "_wait_ready", then_kill_the_model)
+    started = time.monotonic()
+    rows, _ = run_cc(run_id, tmp_path, ["bare"])
+    row = rows["bare"]
+    assert not row["admitted"] and row["discard_reason"] == "model_unreachable"
+    assert row["error_class"] == "model_unreachable" and row["checker_passed"] is None and row["outcome"] is None
+    assert row["tokens_fresh_input"] == 0 or row["tokens_fresh_input"] is None
+    assert time.monotonic() - started < 120, "the CLI's retries were not bounded"
+
+
+CANARY = "sk-ant-canary-" + "7f3e" * 8
+
+
+def test_canary_key_reaches_the_model_and_no_file(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
+    """A live-model run whose upstream is a model server this test owns: the key must arrive there
+    (injected by the gateway) and appear in no file the run wrote."""
+    from runner.images import ensure_derived
+
+    model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
+    upstream = engine.containers.run(model_image.tag, ["memgrid-model-server", "8080"], detach=True,
+                                     labels={RUN_LABEL: f"{run_id}-upstream"}, network="bridge")  # not the run's own label: the run removes those
+    try:
+        deadline = time.monotonic() + 30
+        while b"ready" not in upstream.logs() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        upstream.reload()
+        ip = upstream.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+        monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", f"http://{ip}:8080")
+        prices = {"canary-model": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_creation": 3.75,
+                                   "as_of": "2026-11-01", "source": "test prices"}}
+        rows, run_dir = run_cc(run_id, tmp_path, ["bare", "claude_md"], model="canary-model", prices=prices)
+        stream, _ = upstream.get_archive("/srv/record/requests.jsonl")
+        received = b"".join(stream)
+    finally:
+        upstream.remove(force=True)
+    assert b'"api_key": "injected"' in received, "the gateway never delivered the key upstream"
+    assert b'"api_key": "placeholder"' not in received
+    for row in rows.values():
+        assert row["admitted"], row["discard_reason"]
+        usage = (row["tokens_fresh_input"], row["tokens_output"], row["tokens_cache_read"], row["tokens_cache_creation"])
+        assert row["cost_usd"] == pytest.approx((usage[0] * 3.0 + usage[1] * 15.0 + usage[2] * 0.3 + usage[3] * 3.75) / 1e6)
+    scanned = 0
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            assert CANARY.encode() not in data, f"the API key leaked into {path}"
+            scanned += 1
+    assert scanned > 10
