@@ -44,6 +44,19 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
             if sandbox else None
         checks.append(Check(f"image arm {arm_dir.name}", ref is not None, ref.tag if ref else f"memgrid-arm-{arm_dir.name}",
                             "" if ref else "memgrid images build"))
+    if base is not None:
+        model = find_image(client, derived_tag("model", base.id))
+        checks.append(Check("image model", model is not None, derived_tag("model", base.id),
+                            "" if model else "memgrid images build"))
+    if found.get("sandbox") is not None:
+        from .claude_code import agent_image_tag, load_pin
+
+        sandbox_ref = ImageRef("sandbox", derived_tag("sandbox", base.id), found["sandbox"].id)
+        pin = load_pin()
+        tag = agent_image_tag(sandbox_ref, pin)
+        layer = find_image(client, tag)
+        checks.append(Check("image claude-code", layer is not None, f"{tag} (CLI {pin.version})",
+                            "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))
     probe = runs_dir if runs_dir.exists() else Path.cwd()
     free_gb = shutil.disk_usage(probe).free / 2**30
     checks.append(Check("disk", free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {probe}",

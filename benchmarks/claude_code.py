@@ -1,0 +1,106 @@
+"""The claude-code agent against the scripted model: wall time of a cell split into its phases,
+admission per arm, and the agent image's build time and size.
+
+Runs a small grid (arms bare and recall, condition present, all tasks, the real CLI, the scripted
+model) through the same path as `memgrid grid`, into a temp runs dir under its own run id, then
+prints medians of: sidecars start (network + gateway + scripted model), sandbox container start,
+CLI start to its init event, MCP connect (the init delay of recall cells beyond bare cells: the CLI
+connects its MCP servers before init) and the session (init to result). With --image it also
+rebuilds the claude-code layer over the sandbox image without the build cache and reports its time
+and size (the layer is removed afterwards).
+
+    .venv/bin/python benchmarks/claude_code.py [--arms bare,recall] [--image] [--run RUN_DIR]
+"""
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from runner.claude_code import CONTEXT, fetch_binary, load_pin
+from runner.engine import connect
+from runner.images import _context_tar, context_files, ensure_images
+from runner.job import run_grid
+from runner.ledger import latest_attempts
+from runner.spec import grid_from_dict
+
+from _engine import cleanup, foreign_containers
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+def summarise(run_dir: Path) -> None:
+    rows = list(latest_attempts([json.loads(l) for l in (run_dir / "ledger.jsonl").open()]).values())
+    rows = [r for r in rows if r["agent"] == "claude-code"]
+    by_arm: dict[str, list[dict]] = {}
+    for r in rows:
+        by_arm.setdefault(r["arm"], []).append(r)
+    print(f"{len(rows)} claude-code cells in {run_dir.name}")
+    print(f"{'arm':16} {'admitted':>9} {'wall':>6} {'sidecars':>9} {'container':>10} {'cli->init':>10} {'session':>8}")
+    inits = {}
+    for arm, cells in sorted(by_arm.items()):
+        t = [json.loads(r["timings"]) if r["timings"] else {} for r in cells]
+        inits[arm] = median([x.get("cli_to_init") for x in t])
+        admitted = sum(r["admitted"] for r in cells)
+        print(f"{arm:16} {admitted:4}/{len(cells):<4} {median([r['wall_seconds'] for r in cells]):6} "
+              f"{median([x.get('sidecars_start') for x in t]):9} {median([x.get('container_start') for x in t]):10} "
+              f"{inits[arm]:10} {median([x.get('session') for x in t]):8}")
+    mcp = [a for a in inits if a.startswith("recall") and a != "recall_prefetch"]
+    if "bare" in inits and mcp:
+        print(f"MCP connect (recall cli->init minus bare): {round(inits[mcp[0]] - inits['bare'], 2)} s")
+    everything = [r for r in rows]
+    print(f"median claude-code cell wall time: {median([r['wall_seconds'] for r in everything])} s; "
+          f"admitted {sum(r['admitted'] for r in everything)}/{len(everything)}")
+
+
+def image_build(client, base_tag: str) -> None:
+    fetch_binary(load_pin(), log=print)
+    tag = f"memgrid-bench-claude-code:{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    with _context_tar(CONTEXT, context_files(CONTEXT)) as archive:
+        image, _ = client.images.build(fileobj=archive, custom_context=True, tag=tag, buildargs={"BASE": base_tag},
+                                       rm=True, forcerm=True, nocache=True)
+    seconds = time.monotonic() - started
+    base = client.images.get(base_tag)
+    print(f"claude-code layer over {base_tag}: built in {seconds:.1f} s without cache; image {image.attrs['Size'] / 2**20:.0f} MiB "
+          f"(layer {(image.attrs['Size'] - base.attrs['Size']) / 2**20:.0f} MiB)")
+    client.images.remove(image.id, force=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--arms", default="bare,recall")
+    parser.add_argument("--image", action="store_true", help="also time an uncached build of the agent layer")
+    parser.add_argument("--run", type=Path, help="summarise this existing run folder instead of running cells")
+    args = parser.parse_args()
+    if args.run:
+        summarise(args.run)
+        return
+    client = connect()
+    if args.image:
+        image_build(client, ensure_images(client, log=lambda m: None).sandbox.tag)
+    run_id = f"bench-cc-{uuid.uuid4().hex[:8]}"
+    runs = Path(tempfile.mkdtemp(prefix="memgrid-bench-cc-"))
+    grid = grid_from_dict({"name": "bench-cc", "tasks": "all", "arms": args.arms.split(","), "agents": ["claude-code"],
+                           "seeds": 1, "conditions": ["present"], "model": "scripted"}, Path("(benchmark)"))
+    try:
+        print(f"other memgrid containers on the engine: {foreign_containers(client, run_id)}")
+        run_grid(grid, Path("(benchmark)"), root=REPO, run_id=run_id, runs_dir=runs, concurrency=1, progress=False,
+                 log=lambda m: None)
+        summarise(runs / run_id)
+    finally:
+        cleanup(client, run_id)
+        shutil.rmtree(runs, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
