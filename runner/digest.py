@@ -27,7 +27,8 @@ def sha256_json(obj) -> str:
 
 CACHES = frozenset({"__pycache__"})
 # What a task or arm is, for its digest: not caches, nor the packages an image build resolves from
-# the committed requirements.txt (they appear on first build and would change the digest mid-run).
+# the committed requirements.txt (they appear on first build and would change the digest mid-run),
+# nor the *.egg-info `pip install -e arms/recall` writes (a checkout without it is the same arm).
 GENERATED = CACHES | {"pydeps"}
 
 
@@ -46,5 +47,6 @@ def tree_files(root: Path, skip: frozenset[str] = CACHES) -> list[Path]:
 
 def tree_digest(root: Path) -> str:
     """sha256 over (relative path, file sha256) pairs: renames and edits both change it."""
-    entries = [[p.relative_to(root).as_posix(), sha256_file(p)] for p in tree_files(root, GENERATED)]
+    entries = [[p.relative_to(root).as_posix(), sha256_file(p)] for p in tree_files(root, GENERATED)
+               if not any(part.endswith(".egg-info") for part in p.relative_to(root).parts)]
     return sha256_json(entries)

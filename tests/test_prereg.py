@@ -203,3 +203,19 @@ def test_reproduce_refuses_drift_by_name_and_agrees_with_itself(engine, images, 
     from_record = memgrid(repo, "reproduce", prereg, "--run-id", f"{run_id}-r3", "--runs-dir", runs, "--no-progress")
     assert from_record.returncode == 0, from_record.stderr
     assert "agreement: 2/2 agent/arm/condition groups (1.00)" in from_record.stdout
+
+
+def test_an_editable_installs_egg_info_is_not_drift(tmp_path):
+    """`make setup` writes memgrid_recall.egg-info into arms/recall; a fresh clone has none until it
+    runs, and reproduce must not call that a different arm."""
+    from runner.digest import tree_digest
+
+    arm = tmp_path / "arm"
+    (arm / "pkg").mkdir(parents=True)
+    (arm / "pkg" / "server.py").write_text("print('serve')\n")
+    before = tree_digest(arm)
+    (arm / "pkg_name.egg-info").mkdir()
+    (arm / "pkg_name.egg-info" / "PKG-INFO").write_text("Name: pkg\n")
+    assert tree_digest(arm) == before
+    (arm / "pkg" / "server.py").write_text("print('changed')\n")
+    assert tree_digest(arm) != before
