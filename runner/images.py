@@ -134,8 +134,22 @@ def installed_dists(target: Path) -> dict[str, str]:
     return found
 
 
+# Bumped when the layout of a resolved pydeps/ changes, so older folders are resolved again.
+PYDEPS_LAYOUT = 2  # 2: no console scripts, and no RECORD line naming one
+
+
 def _pydeps_stamp(requirements: Path) -> dict:
-    return {"requirements_sha256": sha256_file(requirements), "target": pydeps_target()}
+    return {"requirements_sha256": sha256_file(requirements), "target": pydeps_target(), "layout": PYDEPS_LAYOUT}
+
+
+def _drop_console_scripts(target: Path) -> None:
+    """pip writes console scripts whose shebang is the host interpreter's path, and lists them with
+    their hashes in RECORD: the image (and its tag) would then depend on where the checkout lives.
+    The images never run them, so they go, with their RECORD lines."""
+    shutil.rmtree(target / "bin", ignore_errors=True)
+    for record in target.glob("*.dist-info/RECORD"):
+        lines = record.read_text().splitlines(keepends=True)
+        record.write_text("".join(l for l in lines if not l.startswith("../../bin/")))
 
 
 def pydeps_current(context: Path) -> bool:
@@ -202,7 +216,7 @@ def ensure_pydeps(context: Path, log=print) -> Path | None:
                 raise EngineError(f"{requirements} is not a complete lock: pip also installed {', '.join(extra) or '-'}; "
                                   f"pinned but not installed as pinned: {', '.join(wrong) or '-'}: fix: pin exactly "
                                   "what pip installs (every dependency, name==version)")
-            shutil.rmtree(scratch / "bin", ignore_errors=True)  # console scripts with the host's shebang
+            _drop_console_scripts(scratch)
             if target.exists():
                 shutil.rmtree(target)
             shutil.move(str(scratch), str(target))
@@ -370,6 +384,38 @@ def existing_images(client) -> ImageSet | None:
             return None
         refs[role] = ImageRef(role, tag, image.id)
     return ImageSet(ImageRef("base", base_tag(), base.id), refs["sandbox"], refs["checker"])
+
+
+# ---- recipes: what an image is built from, without any machine's image ids ----------------------
+
+def image_recipes(client, images: ImageSet, arm_dirs: list[Path]) -> dict[str, str]:
+    """A digest per image of what defines it and nothing a rebuild changes: the base recipe and the
+    Debian package versions it got, then each image's build context over its parent's recipe. Image
+    ids differ on every machine (build times are part of them); recipes match when the inputs do,
+    which is what a reproduction on another machine can compare."""
+    base = sha256_json({"recipe": BASE_RECIPE, "packages": base_packages(client, images.base)})
+    recipes = {"base": base}
+    for role in (*DERIVED, "model"):
+        recipes[role] = sha256_json({"context": context_digest(IMAGES_DIR / role), "parent": base})
+    layer = IMAGES_DIR / "claude-code"  # its binary is named by the pin (checksums), not hashed again
+    recipes["claude-code"] = sha256_json({f: sha256_bytes((layer / f).read_bytes()) for f in ("Dockerfile", "pin.yaml")})
+    for arm_dir in arm_dirs:
+        recipes[f"arm:{Path(arm_dir).name}"] = sha256_json({"context": context_digest(Path(arm_dir)),
+                                                            "parent": recipes["sandbox"]})
+    return recipes
+
+
+_PACKAGES: dict[str, str] = {}
+
+
+def base_packages(client, base: ImageRef) -> str:
+    """sha256 of the base image's installed Debian packages and versions (an offline build takes
+    whatever the mirror serves that day)."""
+    if base.id not in _PACKAGES:
+        out = client.containers.run(base.tag, ["dpkg-query", "-W", "-f", "${Package} ${Version}\n"], remove=True,
+                                    network_mode="none", labels={"memgrid.role": "probe"})
+        _PACKAGES[base.id] = sha256_bytes(b"\n".join(sorted(out.splitlines())))
+    return _PACKAGES[base.id]
 
 
 # ---- arm images ---------------------------------------------------------------------------------

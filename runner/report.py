@@ -362,7 +362,8 @@ def prereg_record(a: Analysis) -> dict:
             "cells": g.cells, "admitted": g.admitted, "passed": g.passed, "damaged": g.outcomes.get("damaged", 0),
             "harmed": (0 if g.arm == FLOOR else harmed.get(key, 0)) if has_floor else None}
     return {"run_id": a.run_id, "git_commit": a.lock.get("git_commit"), "inputs": a.lock.get("inputs", {}),
-            "image_tags": a.lock.get("image_tags", {}), "per_arm_condition": per}
+            "image_tags": a.lock.get("image_tags", {}), "image_recipes": a.lock.get("image_recipes", {}),
+            **({"claude_code": a.lock["claude_code"]} if a.lock.get("claude_code") else {}), "per_arm_condition": per}
 
 
 def prereg_markdown(a: Analysis, scored: list[ScoredPrediction]) -> str:

@@ -50,11 +50,37 @@ def load_original(prereg: Prereg, run_dir: Path | None) -> Original:
                     record["per_arm_condition"])
 
 
+def _recipe_changes(before: dict, after: dict) -> list[str]:
+    return [f"image recipe '{k}' {(before.get(k) or 'absent')[:19]} -> {(after.get(k) or 'absent')[:19]}"
+            for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+
+
+def _by_recipe(reference: dict, lock: dict) -> dict:
+    """When both runs name their images' recipes, images compare by recipe: an image rebuilt from the
+    same recipe on another machine has another id (build times are part of it) and is not drift."""
+    inputs = {**reference["inputs"], "images": lock["inputs"].get("images", {})}
+    if "model_image" in inputs.get("agent", {}):
+        inputs["agent"] = {**inputs["agent"], "model_image": lock["inputs"].get("agent", {}).get("model_image")}
+    return {**reference, "inputs": inputs}
+
+
+def _agent_changes(before: dict | None, after: dict | None) -> list[str]:
+    """claude-code runs: the pinned CLI and the model (and its price) are inputs like any digest."""
+    before, after = before or {}, after or {}
+    changes = []
+    for field in ("cli", "model"):
+        if before.get(field) != after.get(field):
+            changes.append(f"claude-code {field} {before.get(field)!r} -> {after.get(field)!r}")
+    return changes
+
+
 def drift(original: Original, prereg: Prereg, lock: dict) -> list[str]:
     """Every input of the new run that differs from the original's, by name."""
+    reference = original.lock if original.lock is not None else original.record
+    recipes = reference.get("image_recipes") and lock.get("image_recipes")
     if original.lock is not None:
-        changes = lock_differences(original.lock, lock)
-        for kind, key in (("instructions", "sha256"), ("arm_images", "id")):
+        changes = lock_differences(_by_recipe(original.lock, lock) if recipes else original.lock, lock)
+        for kind, key in (("instructions", "sha256"), *(() if recipes else (("arm_images", "id"),))):
             before, after = original.lock.get(kind, {}), lock.get(kind, {})
             for name in sorted(set(before) | set(after)):
                 b, a = before.get(name, {}).get(key), after.get(name, {}).get(key)
@@ -63,11 +89,16 @@ def drift(original: Original, prereg: Prereg, lock: dict) -> list[str]:
         frozen = (original.lock.get("preregistration") or {}).get("sha256")
     else:
         # The record holds no grid: the frozen preregistration it names stands for it.
-        changes = lock_differences({"grid": lock["grid"], "inputs": original.record["inputs"]}, lock)
-        before, after = original.record.get("image_tags") or {}, lock.get("image_tags") or {}
-        changes += [f"image tag '{k}' {before.get(k)} -> {after.get(k)}" for k in sorted(set(before) | set(after))
-                    if before.get(k) != after.get(k)]
+        record = {"grid": lock["grid"], "inputs": original.record["inputs"]}
+        changes = lock_differences(_by_recipe(record, lock) if recipes else record, lock)
+        if not recipes:
+            before, after = original.record.get("image_tags") or {}, lock.get("image_tags") or {}
+            changes += [f"image tag '{k}' {before.get(k)} -> {after.get(k)}" for k in sorted(set(before) | set(after))
+                        if before.get(k) != after.get(k)]
         frozen = original.record.get("preregistration_sha256")
+    if recipes:
+        changes += _recipe_changes(reference["image_recipes"], lock["image_recipes"])
+    changes += _agent_changes(reference.get("claude_code"), lock.get("claude_code"))
     if frozen is not None and frozen != prereg.frozen_sha256:
         changes.append(f"preregistration {prereg.path.name} above the marker sha256 {frozen[:19]} -> {prereg.frozen_sha256[:19]}")
     return changes

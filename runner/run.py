@@ -24,7 +24,7 @@ from .digest import sha256_bytes, tree_digest
 from .errors import UserError
 from .gate import HARNESS_ERROR, WIRING
 from .grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
-from .images import ImageSet
+from .images import ImageSet, image_recipes
 from .ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from .sandbox import remove_run_containers
 from .spec import CORPUS_KINDS, ArmSpec, GridSpec, TaskSpec
@@ -100,6 +100,7 @@ def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: lis
         "grid": {**plan.grid.as_dict(), "tasks": plan.task_ids},
         "inputs": plan.inputs.as_dict(),
         "image_tags": images.tags(),
+        "image_recipes": image_recipes(client, images, [root / "arms" / name for name in sorted(arm_images or {})]),
         "arm_images": {name: {"tag": ref.tag, "id": ref.id} for name, ref in sorted((arm_images or {}).items())},
         "instructions": {name: {"bytes": len(text), "sha256": sha256_bytes(text)} for name, text in sorted(instructions.items())},
         "arm_order": {str(s): arm_order(plan.grid.arms, s) for s in range(plan.grid.seeds)},

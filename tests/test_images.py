@@ -86,6 +86,23 @@ def test_pydeps_resolved_once_then_stamped(tmp_path):
     assert installed_dists(target) == {"typing-extensions": "4.16.0", "annotated-types": "0.8.0"}
 
 
+def test_pydeps_do_not_depend_on_where_the_checkout_lives(tmp_path):
+    """pip writes console scripts with the host interpreter's path in their shebang and lists them in
+    RECORD; left in, every checkout path would give another image tag (and a reproduction elsewhere
+    would report drift)."""
+    import sys
+
+    context = tmp_path / "ctx"
+    context.mkdir()
+    (context / "requirements.txt").write_text("idna==3.20\n")  # ships a console script
+    target = ensure_pydeps(context, lambda m: None)
+    assert not (target / "bin").exists()
+    records = "".join(p.read_text() for p in target.glob("*.dist-info/RECORD"))
+    assert "idna/core.py" in records and "../../bin/" not in records
+    host = sys.executable.encode()
+    assert not [p for p in target.rglob("*") if p.is_file() and host in p.read_bytes()]
+
+
 def test_pydeps_refuses_an_incomplete_lock(tmp_path):
     context = tmp_path / "ctx"
     context.mkdir()

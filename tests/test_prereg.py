@@ -219,3 +219,25 @@ def test_an_editable_installs_egg_info_is_not_drift(tmp_path):
     assert tree_digest(arm) == before
     (arm / "pkg" / "server.py").write_text("print('changed')\n")
     assert tree_digest(arm) != before
+
+
+def test_images_rebuilt_elsewhere_from_the_same_recipe_are_not_drift(tmp_path):
+    """Image ids differ on every machine (build times are part of them): with recipes on both sides,
+    a reproduction compares recipes, and a changed recipe is drift by name."""
+    from runner.reproduce import Original, drift
+
+    prereg = load_prereg(REPO / "preregistration" / "001-default-reader.md")
+    inputs = {"tasks": {"t": "a" * 64}, "arms": {"bare": "b" * 64}, "images": {"sandbox": "sha256:1111"}, "corpora": {}}
+    recipes = {"base": "r-base", "sandbox": "r-sandbox", "arm:recall": "r-recall"}
+    original = {"grid": {"name": "g"}, "inputs": inputs, "image_recipes": recipes,
+                "arm_images": {"recall": {"tag": "memgrid-arm-recall:x", "id": "sha256:aaaa"}},
+                "preregistration": {"sha256": prereg.frozen_sha256}}
+    elsewhere = {**original, "inputs": {**inputs, "images": {"sandbox": "sha256:2222"}},
+                 "arm_images": {"recall": {"tag": "memgrid-arm-recall:y", "id": "sha256:bbbb"}}}
+    ref = Original("test", "r", original, None, [], {})
+    assert drift(ref, prereg, elsewhere) == []
+    changed = {**elsewhere, "image_recipes": {**recipes, "sandbox": "r-sandbox-2"}}
+    assert drift(ref, prereg, changed) == ["image recipe 'sandbox' r-sandbox -> r-sandbox-2"]
+    # Without recipes on one side (an older run), ids are all there is to compare: drift.
+    old = Original("test", "r", {k: v for k, v in original.items() if k != "image_recipes"}, None, [], {})
+    assert any("sha256:1111" in c for c in drift(old, prereg, elsewhere))
