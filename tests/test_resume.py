@@ -23,7 +23,10 @@ def memgrid(project: Path, *args: str) -> list[str]:
 
 def start(project: Path, args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "MEMGRID_ROOT": str(project)}
-    return subprocess.Popen(memgrid(project, *args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell that starts the suite in the background (`make test &`, nohup) leaves SIGINT ignored, and
+    # children inherit that: give the grid the default disposition a terminal's Ctrl-C meets.
+    return subprocess.Popen(memgrid(project, *args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def wait_for_rows(journal: Path, n: int, proc: subprocess.Popen, seconds: float = 180) -> None:
