@@ -57,9 +57,8 @@ def summarise(run_dir: Path) -> None:
     mcp = [a for a in inits if a.startswith("recall") and a != "recall_prefetch"]
     if "bare" in inits and mcp:
         print(f"MCP connect (recall cli->init minus bare): {round(inits[mcp[0]] - inits['bare'], 2)} s")
-    everything = [r for r in rows]
-    print(f"median claude-code cell wall time: {median([r['wall_seconds'] for r in everything])} s; "
-          f"admitted {sum(r['admitted'] for r in everything)}/{len(everything)}")
+    print(f"median claude-code cell wall time: {median([r['wall_seconds'] for r in rows])} s; "
+          f"admitted {sum(r['admitted'] for r in rows)}/{len(rows)}")
 
 
 def image_build(client, base_tag: str) -> None:

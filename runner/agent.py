@@ -99,6 +99,14 @@ class CeilingAgent(ReferenceAgent):
     reference = "informed"
 
 
+def task_options(task: TaskSpec) -> dict[str, list[str]]:
+    """What a scripted agent looks for in what it retrieved, in order: the fact's terms, then each
+    wrong rule's markers; the reference solution of the same name is what it applies."""
+    options = {"informed": list(task.fact_terms)}
+    options.update({f"damaged/{c}": list(m) for c, m in sorted(task.wrong_rules.items())})
+    return options
+
+
 class ReaderAgent:
     """The LLM-free reader (images/sandbox/memgrid-reader): searches its arm's memory with the prompt
     and applies the rule of the first result that names one of the task's options.
@@ -116,9 +124,7 @@ class ReaderAgent:
         """Nothing to install: memgrid-reader is part of the sandbox image."""
 
     def options(self) -> dict[str, list[str]]:
-        options = {"informed": list(self.task.fact_terms)}
-        options.update({f"damaged/{c}": list(m) for c, m in sorted(self.task.wrong_rules.items())})
-        return options
+        return task_options(self.task)
 
     def channel(self) -> bytes:
         entries = [Entry(".reader/options.json", json.dumps(self.options(), indent=1).encode())]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from .agent import Transcript
+from .agent import Transcript, task_options
 from .bundle import tree_entries
 from .costs import Price, price_for
 from .digest import sha256_bytes, sha256_json
@@ -151,12 +151,6 @@ def grep_ranked(memory, condition: str, seed: int, prompt: str, top: int = 10) -
     return tuple(sorted(score, key=lambda n: (-score[n], n))[:top])
 
 
-def options_of(task: TaskSpec) -> dict[str, list[str]]:
-    options = {"informed": list(task.fact_terms)}
-    options.update({f"damaged/{c}": list(m) for c, m in sorted(task.wrong_rules.items())})
-    return options
-
-
 def build_script(task: TaskSpec, arm: ArmSpec, memory, condition: str, seed: int) -> dict:
     """What the scripted model does in this cell: how it searches (by what the arm gives the session),
     the options it looks for and the solution of each. It reaches the model container only."""
@@ -174,10 +168,10 @@ def build_script(task: TaskSpec, arm: ArmSpec, memory, condition: str, seed: int
         search = {}
     fixture = {e.path for e in tree_entries(task.fixture, "w")}
     solutions = {}
-    for option in ["naive", *options_of(task)]:
+    for option in ["naive", *task_options(task)]:
         solutions[option] = [{"path": f"{WORKSPACE}/{e.path.removeprefix('w/')}", "content": e.data.decode(),
                               "exists": e.path in fixture} for e in tree_entries(task.reference(option), "w")]
-    return {"prompt": task.prompt, "search": search, "options": options_of(task), "solutions": solutions}
+    return {"prompt": task.prompt, "search": search, "options": task_options(task), "solutions": solutions}
 
 
 # ---- run ----------------------------------------------------------------------------------------
@@ -225,8 +219,8 @@ class ClaudeCodeAgent:
         session = parse_stream(line for _, line in result.lines)
         for kind, data in transcript_events(session):
             transcript.add(kind, **data)
-        t_init = next((t for t, line in result.lines if '"subtype":"init"' in line.replace(" ", "")), None)
-        t_result = next((t for t, line in reversed(result.lines) if '"type":"result"' in line.replace(" ", "")), None)
+        t_init = None if session.init_line is None else result.lines[session.init_line][0]
+        t_result = None if session.result_line is None else result.lines[session.result_line][0]
         self.timings = {"cli_to_init": None if t_init is None else round(t_init - started, 3),
                         "session": None if t_init is None or t_result is None else round(t_result - t_init, 3),
                         "exec": round(result.seconds, 3)}

@@ -12,7 +12,6 @@ from .agent import Usage
 from .errors import SpecError
 from .model_endpoint import SCRIPTED
 
-CLASSES = ("input", "output", "cache_read", "cache_creation")
 SCRIPTED_PRICE = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_creation": 0.0, "as_of": "2026-11-29",
                   "source": "memgrid's scripted model server: no provider, no spend"}
 

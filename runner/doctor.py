@@ -33,27 +33,21 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
     base = find_image(client, base_tag())
     checks.append(Check("image base", base is not None, base_tag(), "" if base else "memgrid images build"))
     found = {}
-    for role in DERIVED:
+    for role in (*DERIVED, "model"):
         tag = derived_tag(role, base.id) if base else f"memgrid-{role}"
         found[role] = find_image(client, tag) if base is not None else None
         checks.append(Check(f"image {role}", found[role] is not None, tag, "" if found[role] else "memgrid images build"))
+    sandbox = ImageRef("sandbox", derived_tag("sandbox", base.id), found["sandbox"].id) if found["sandbox"] else None
     arms_dir = root / "arms"
     for arm_dir in sorted(p.parent for p in arms_dir.glob("*/Dockerfile")) if arms_dir.is_dir() else []:
-        sandbox = found.get("sandbox")
-        ref = existing_arm_image(client, arm_dir, ImageRef("sandbox", derived_tag("sandbox", base.id), sandbox.id)) \
-            if sandbox else None
+        ref = existing_arm_image(client, arm_dir, sandbox) if sandbox else None
         checks.append(Check(f"image arm {arm_dir.name}", ref is not None, ref.tag if ref else f"memgrid-arm-{arm_dir.name}",
                             "" if ref else "memgrid images build"))
-    if base is not None:
-        model = find_image(client, derived_tag("model", base.id))
-        checks.append(Check("image model", model is not None, derived_tag("model", base.id),
-                            "" if model else "memgrid images build"))
-    if found.get("sandbox") is not None:
+    if sandbox is not None:
         from .claude_code import agent_image_tag, load_pin
 
-        sandbox_ref = ImageRef("sandbox", derived_tag("sandbox", base.id), found["sandbox"].id)
         pin = load_pin()
-        tag = agent_image_tag(sandbox_ref, pin)
+        tag = agent_image_tag(sandbox, pin)
         layer = find_image(client, tag)
         checks.append(Check("image claude-code", layer is not None, f"{tag} (CLI {pin.version})",
                             "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))

@@ -123,7 +123,8 @@ class ModelEndpoint:
     def collect(self, cell_dir: Path) -> dict[str, list[dict]]:
         """Copy the sidecars' records into the cell folder; returns them parsed."""
         records = {}
-        for name, filename in (("gateway", "gateway.jsonl"), ("model", "requests.jsonl")):
+        for name, filename, target in (("gateway", "gateway.jsonl", "gateway.jsonl"),
+                                       ("model", "requests.jsonl", "model_requests.jsonl")):
             container = self.containers.get(name)
             if container is None:
                 continue
@@ -134,7 +135,6 @@ class ModelEndpoint:
                     text = member.read().decode(errors="replace") if member else ""
             except docker.errors.NotFound:
                 text = ""
-            target = {"gateway": "gateway.jsonl", "model": "model_requests.jsonl"}[name]
             (cell_dir / target).write_text(text)
             records[name] = [json.loads(line) for line in text.splitlines() if line.strip()]
         return records

@@ -41,10 +41,6 @@ class Prereg:
     prices: dict
     frozen_sha256: str  # of the bytes above the marker line
 
-    @property
-    def primary_endpoint(self) -> str:
-        return self.endpoints[0]
-
 
 def _split(path: Path, data: bytes) -> tuple[int, int]:
     """(start, end) byte offsets of the marker line, end past its newline."""

@@ -31,6 +31,8 @@ class StreamSession:
     calls: list[ToolCall] = field(default_factory=list)
     result: dict | None = None
     noise_lines: int = 0
+    init_line: int | None = None  # where init and result stood in the stream (to time them)
+    result_line: int | None = None
 
     @property
     def usage(self) -> Usage:
@@ -61,7 +63,7 @@ def parse_stream(lines) -> StreamSession:
     """`lines`: the CLI's stdout lines, in order. Lines that are not JSON objects are counted, not fatal."""
     session = StreamSession()
     by_id: dict[str, ToolCall] = {}
-    for line in lines:
+    for index, line in enumerate(lines):
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
@@ -72,7 +74,7 @@ def parse_stream(lines) -> StreamSession:
             continue
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init" and session.init is None:
-            session.init = event
+            session.init, session.init_line = event, index
         elif kind == "assistant":
             for block in (event.get("message") or {}).get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
@@ -87,7 +89,7 @@ def parse_stream(lines) -> StreamSession:
                     call.is_error = bool(block.get("is_error"))
                     call.result_excerpt = _text(block.get("content"))[:EXCERPT]
         elif kind == "result":
-            session.result = event
+            session.result, session.result_line = event, index
     return session
 
 

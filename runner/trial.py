@@ -208,13 +208,22 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, ag
     return proofs
 
 
-def model_proofs(arm: ArmSpec, transcript: Transcript, records: dict) -> list[gate.GateProof]:
-    """claude-code only, after the arm's own proofs: the model was offered the tools the treatment needs,
-    and no memory tool call was denied."""
+def session_proofs(ctx: TrialContext, arm: ArmSpec, agent: str, transcript: Transcript, endpoint: ModelEndpoint | None,
+                   cell_dir: Path) -> list[gate.GateProof]:
+    """The proofs read from the session's record, in the order the discard reason is taken from. With a
+    model (claude-code), the sidecars' records add: the model was reached (first: an unreachable model
+    explains every later failure), it was offered the tools the treatment needs, and no memory tool
+    call was denied."""
+    if endpoint is None:
+        return [*treatment_proofs(ctx, arm, transcript, agent), gate.agent_proof(transcript)]
+    gateway = endpoint.collect(cell_dir).get("gateway", [])
     memory_tools = [f"{arm.mcp.prefix}{t}" for t in arm.mcp.required_tools] if arm.kind == "mcp" else []
-    return [gate.tools_visible_proof([r for r in records.get("gateway", []) if r.get("kind") == "model"],
+    return [gate.model_reached_proof(gateway, key_expected=not endpoint.scripted),
+            *treatment_proofs(ctx, arm, transcript, agent),
+            gate.tools_visible_proof([r for r in gateway if r.get("kind") == "model"],
                                      [*claude_code.CORE_TOOLS, *memory_tools]),
-            gate.permissions_proof(transcript, (arm.mcp.prefix,) if arm.kind == "mcp" else ())]
+            gate.permissions_proof(transcript, (arm.mcp.prefix,) if arm.kind == "mcp" else ()),
+            gate.agent_proof(transcript)]
 
 
 @dataclass
@@ -287,14 +296,9 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
             proofs += prefetch_in_sandbox(ctx, sandbox, provider(arm, ctx.arms), cell_dir)
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, task.prompt)
-            records = endpoint.collect(cell_dir) if endpoint is not None else {}
-            if endpoint is not None:  # an unreachable model explains every later failure: it is checked first
-                proofs.append(gate.model_reached_proof(records.get("gateway", []), key_expected=not endpoint.scripted))
-                timings.update(agent.timings)
-            proofs += treatment_proofs(ctx, arm, transcript, cell.agent)
             if endpoint is not None:
-                proofs += model_proofs(arm, transcript, records)
-            proofs.append(gate.agent_proof(transcript))
+                timings.update(agent.timings)
+            proofs += session_proofs(ctx, arm, cell.agent, transcript, endpoint, cell_dir)
         else:
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")
