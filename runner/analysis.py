@@ -170,14 +170,9 @@ class Analysis:
 def load_cells(run_dir: Path) -> pd.DataFrame:
     """The latest attempt of every finished cell, with `passed` (admitted and checker passed)."""
     ledger = Ledger(run_dir)
-    if ledger.journal.is_file():
-        rows = ledger.rows()
-    elif ledger.parquet.is_file():  # a copied run folder may carry only the compacted ledger
-        frame = pd.read_parquet(ledger.parquet)
-        rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
-    else:
+    if not (ledger.journal.is_file() or ledger.parquet.is_file()):
         raise UserError(f"{run_dir}: no ledger.jsonl or ledger.parquet: fix: run `memgrid grid --run-id {run_dir.name}` first")
-    cells = [r for r in latest_attempts(rows).values() if r["final"]]
+    cells = [r for r in latest_attempts(ledger.saved_rows()).values() if r["final"]]
     if not cells:
         raise UserError(f"{ledger.journal}: no finished cells in the ledger: fix: run or resume the grid "
                         f"(`memgrid grid --run-id {run_dir.name}`)")

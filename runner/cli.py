@@ -250,14 +250,9 @@ def cells(
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
 ):
     """List a run's cells (latest attempt of each): identity, admission, verdict."""
-    _print_cells(_run_dir(run, runs_dir), arm, discarded, as_json)
+    from .run import resolve_run_dir
 
-
-def _run_dir(run: str, runs_dir: Path) -> Path:
-    run_dir = Path(run) if Path(run).is_dir() else runs_dir / run
-    if not (run_dir / "run.json").is_file():
-        raise UserError(f"{run_dir}: no run.json: fix: give a run id under {runs_dir}/ or a run folder")
-    return run_dir
+    _print_cells(resolve_run_dir(run, runs_dir), arm, discarded, as_json)
 
 
 cell_app = typer.Typer(help="One cell of a run.", no_args_is_help=True)
@@ -273,8 +268,9 @@ def cell_show(
     """Why a cell was admitted or discarded: identity, digests, every gate proof, the checker's
     verdict and log tail, tokens, and the session's events in order."""
     from .ledger import Ledger
+    from .run import resolve_run_dir
 
-    run_dir = _run_dir(run, runs_dir)
+    run_dir = resolve_run_dir(run, runs_dir)
     rows = [r for r in Ledger(run_dir).rows() if r["cell_id"].startswith(cell)]
     ids = sorted({r["cell_id"] for r in rows})
     if len(ids) != 1:
@@ -521,11 +517,11 @@ def reproduce(
     from .job import run_grid
     from .prereg import load_prereg
     from .reproduce import cell_agreement, counts_by_group, drift, group_agreement, load_original
-    from .run import default_run_id
+    from .run import default_run_id, resolve_run_dir
 
     root = project_root()
     preregistration = load_prereg(prereg)
-    original = load_original(preregistration, _run_dir(run, runs_dir) if run else None)
+    original = load_original(preregistration, resolve_run_dir(run, runs_dir) if run else None)
     drifted: list[str] = []
 
     def refuse_drift(lock: dict) -> None:

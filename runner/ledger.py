@@ -98,6 +98,14 @@ class Ledger:
                     out.append(json.loads(line))
         return out
 
+    def saved_rows(self) -> list[dict]:
+        """The journal's rows; from a copied run folder that carries only the compacted ledger, the parquet's."""
+        if self.journal.is_file() or not self.parquet.is_file():
+            return self.rows()
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.parquet).to_pylist()
+
     def compact(self) -> Path:
         import pyarrow.parquet as pq  # only here: the controller need not carry the parquet writer
 

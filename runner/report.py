@@ -18,6 +18,8 @@ from rich.table import Table
 from .analysis import (BASELINE, FLOOR, OUTCOMES, TOKEN_CLASSES, Analysis, Contrast, PairedStat, ScoredPrediction, analyse,
                        fmt_rate, score_predictions)
 from .errors import UserError
+from .prereg import append_results, load_prereg
+from .run import resolve_run_dir
 
 
 @dataclass(frozen=True)
@@ -25,13 +27,6 @@ class ReportResult:
     analysis: Analysis
     html_path: Path
     scored: list[ScoredPrediction]
-
-
-def resolve_run_dir(run: str, runs_dir: Path) -> Path:
-    run_dir = Path(run) if Path(run).is_dir() else runs_dir / run
-    if not run_dir.is_dir():
-        raise UserError(f"{run_dir}: no such run folder: fix: give a run id under {runs_dir}/ (ls {runs_dir}) or a run folder path")
-    return run_dir
 
 
 # ---------------------------------------------------------------- formatting
@@ -389,14 +384,6 @@ def prereg_markdown(a: Analysis, scored: list[ScoredPrediction]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _prereg_api():
-    try:
-        from . import prereg
-    except ImportError:
-        raise UserError("runner/prereg.py is missing: fix: update the checkout (memgrid prereg) before --append-to-prereg") from None
-    return prereg
-
-
 # ---------------------------------------------------------------- entry point
 
 def make_report(run: str, runs_dir: Path = Path("runs"), html_path: Path | None = None, prereg_path: Path | None = None,
@@ -406,7 +393,7 @@ def make_report(run: str, runs_dir: Path = Path("runs"), html_path: Path | None 
     if prereg_path is not None:
         if not prereg_path.is_file():
             raise UserError(f"{prereg_path}: no such preregistration: fix: give the path of a preregistration/NNN-slug.md")
-        prereg = _prereg_api().load_prereg(prereg_path)
+        prereg = load_prereg(prereg_path)
         if min_effect is None:
             min_effect = prereg.min_effect
     a = analyse(run_dir, min_effect)
@@ -415,6 +402,6 @@ def make_report(run: str, runs_dir: Path = Path("runs"), html_path: Path | None 
         print_terminal(a, console, scored)
     out = write_html(a, html_path or run_dir / "report.html", scored)
     if prereg is not None:
-        _prereg_api().append_results(prereg_path, prereg_markdown(a, scored), prereg_record(a))
+        append_results(prereg_path, prereg_markdown(a, scored), prereg_record(a))
     return ReportResult(a, out, scored)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
-from .ledger import latest_attempts
+from .ledger import Ledger, latest_attempts
 from .prereg import Prereg, read_results
 from .run import lock_differences
 
@@ -32,10 +32,7 @@ def load_original(prereg: Prereg, run_dir: Path | None) -> Original:
         if not ledger.is_file():
             raise UserError(f"{run_dir}: no ledger.parquet: fix: give a run folder whose grid finished, or omit --run "
                             "to reproduce from the results appended to the preregistration")
-        import pyarrow.parquet as pq
-
-        # The parquet, not the journal: it is what a run folder is published with.
-        rows = list(latest_attempts(pq.read_table(ledger).to_pylist()).values())
+        rows = list(latest_attempts(Ledger(run_dir).saved_rows()).values())
         return Original(f"run folder {run_dir}", lock["run_id"], lock, None, rows, counts_by_group(rows))
     records = read_results(prereg.path)
     if not records:

@@ -128,6 +128,14 @@ def lock_differences(old: dict, new: dict) -> list[str]:
     return changes
 
 
+def resolve_run_dir(run: str, runs_dir: Path) -> Path:
+    """A run given as an id under runs_dir or as a folder path; it must hold the run's lock."""
+    run_dir = Path(run) if Path(run).is_dir() else runs_dir / run
+    if not (run_dir / "run.json").is_file():
+        raise UserError(f"{run_dir}: no run.json: fix: give a run id under {runs_dir}/ (ls {runs_dir}) or a run folder path")
+    return run_dir
+
+
 def open_run(plan: RunPlan, lock: dict) -> Ledger:
     """Create the run folder and lock, or check an existing lock still matches (resume)."""
     lock_path = plan.run_dir / "run.json"
