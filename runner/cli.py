@@ -332,16 +332,17 @@ def task_check(
     reference fails with its detector firing (all through the real checker container); each fact
     term appears only in its own fact transcripts."""
     from .spec import load_all_arms, load_all_tasks
-    from .taskcheck import check_behaviour, containment_findings, transcript_findings
+    from .taskcheck import arm_findings, check_behaviour, containment_findings, transcript_findings
 
     root = project_root()
     tasks = load_all_tasks(root)
     if task_id is not None and task_id not in tasks:
         raise UserError(f"task '{task_id}' does not exist: fix: use one of {', '.join(sorted(tasks))}")
     chosen = [tasks[task_id]] if task_id else list(tasks.values())
-    findings = containment_findings(list(tasks.values()), list(load_all_arms(root).values()))
+    arms = list(load_all_arms(root).values())
+    findings = containment_findings(list(tasks.values()), arms)
     findings = [f for f in findings if f.task in {t.id for t in chosen}]
-    findings += [f for t in chosen for f in transcript_findings(t)]
+    findings += [f for t in chosen for f in transcript_findings(t) + arm_findings(t, arms)]
     if not static_only:
         from .engine import connect
         from .images import ensure_images

@@ -11,6 +11,7 @@ from typing import Callable
 from .engine import connect
 from .images import arm_image_needed, ensure_arm_image, ensure_images
 from .ingest import ensure_stores
+from .preflight import check_grid
 from .prereg import Prereg
 from .run import RunPlan, RunSummary, corpus_pairs, execute, lock_document, open_run, plan_run
 from .spec import GridSpec, load_all_arms, load_all_tasks, provider
@@ -34,6 +35,7 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
     """`prereg`: the preregistration the grid comes from, recorded in run.json. `verify_lock`: sees the
     new run's lock before anything is written or run, and raises to refuse it (reproduce's drift check)."""
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
+    check_grid(grid_spec, grid_path, all_tasks, all_arms)
     client = connect(concurrency=concurrency)
     images = ensure_images(client, log=log)
 

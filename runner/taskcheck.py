@@ -3,7 +3,8 @@
 Behaviour, through the real checker container: the untouched fixture, naive fails; informed
 passes; each damaged reference fails and the detector names its condition; the detector names
 nothing on the fixture, naive or informed. Containment, static: each fact term appears in the
-task's own fact transcripts and nowhere else the agent or another task could carry it.
+task's own fact transcripts and nowhere else the agent or another task could carry it. Arms,
+static: each file an arm places in the task's workspace exists and overwrites no fixture file.
 A failing invariant names the task, the rule and the offending file.
 """
 
@@ -18,6 +19,7 @@ from .bundle import tree_entries
 from .checker import CheckerVerdict, run_checker
 from .digest import sha256_bytes, tree_files
 from .images import ImageSet
+from .preflight import arm_needs
 from .sandbox import remove_run_containers
 from .spec import ArmSpec, TaskSpec
 
@@ -124,6 +126,14 @@ def transcript_findings(task: TaskSpec) -> list[Finding]:
     return out
 
 
+def arm_findings(task: TaskSpec, arms: list[ArmSpec]) -> list[Finding]:
+    """What each arm needs from this task: one rule per file an arm places in its workspace, present or not.
+    The grid refuses to start on the same unmet needs (runner/preflight.py)."""
+    return [Finding(task.id, f"arm {n.arm} has its {n.dest} for this task", n.met, n.shown,
+                    f"present, placed at {n.dest}" if n.met else f"{n.problem} ({n.declared}) — fix: {n.fix}")
+            for n in arm_needs(task, arms)]
+
+
 def _hits(text: str, terms: tuple[str, ...]) -> list[str]:
     low = text.lower()
     return [t for t in terms if t.lower() in low]
@@ -141,11 +151,9 @@ def containment_findings(tasks: list[TaskSpec], arms: list[ArmSpec]) -> list[Fin
         for role, files in transcript_files(t).items():
             for f in files:
                 texts.append((f"{t.id}#{role}", f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}", f.read_text(errors="replace")))
-        for arm in arms:
-            for f in arm.files:
-                path = arm.root / f.source.replace("{task}", t.id)
-                if path.is_file():
-                    texts.append((t.id, f"arms/{arm.name}/{path.relative_to(arm.root).as_posix()}", path.read_text()))
+        for need in arm_needs(t, arms):
+            if need.source.is_file():
+                texts.append((t.id, need.shown, need.source.read_text()))
     for t in tasks:
         fact_text = "\n".join(text for owner, _, text in texts if owner == f"{t.id}#fact")
         for term in t.fact_terms:
