@@ -55,6 +55,14 @@ class Transcript:
                 f.write(json.dumps(event, sort_keys=True) + "\n")
 
 
+def record_truncation(transcript: Transcript, result) -> None:
+    """The agent printed more than the controller keeps (the bounded capture's head and tail): say
+    how much of it is missing from the transcript."""
+    if result.dropped_bytes:
+        transcript.add("output_truncated", stdout_bytes=result.stdout_bytes, dropped_bytes=result.dropped_bytes,
+                       dropped_lines=result.stdout_dropped_lines)
+
+
 class Agent(Protocol):
     name: str
 
@@ -141,6 +149,7 @@ class ReaderAgent:
         transcript.add("channel", name="reader:options", sha256=sha256_bytes(archive), options=self.options())
         result = sandbox.exec(["memgrid-reader"], timeout=self.task.agent_seconds, workdir="/sandbox")
         transcript.add_printed(result.stdout)
+        record_truncation(transcript, result)
         if result.exit_code != 0:
             transcript.is_error = True
             transcript.error = (f"memgrid-reader timed out after {self.task.agent_seconds}s" if result.timed_out

@@ -2,6 +2,7 @@
 
 import io
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -61,3 +62,85 @@ def safe_entries(tar_bytes: bytes, strip: str | None = None) -> list[Entry]:
             if member.isfile():
                 files.append(Entry(path.as_posix(), tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644))
     return files
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """An export entry left out: a link, a special file, or a path that would leave the root."""
+    path: str
+    kind: str  # symlink | hardlink | fifo | device | other | escaping
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Export:
+    """The regular files of an exported folder (an agent's workspace), read up to a cap."""
+    entries: tuple[Entry, ...]
+    dropped: tuple[Dropped, ...]
+    file_bytes: int  # content of the files kept
+    cap_bytes: int
+    too_large: bool  # a file would have passed the cap: reading stopped there, `entries` is incomplete
+    over_cap_path: str | None = None
+
+    def record(self) -> dict:
+        """What the cell folder keeps about the export (export.json)."""
+        return {"files": len(self.entries), "file_bytes": self.file_bytes, "cap_bytes": self.cap_bytes,
+                "too_large": self.too_large, "over_cap_path": self.over_cap_path,
+                "dropped": [{"path": d.path, "kind": d.kind, "detail": d.detail} for d in self.dropped]}
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file object over an iterator of byte chunks, read once front to back (tarfile's stream mode)."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self.chunks, self.buffer = iter(chunks), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self.buffer:
+            try:
+                self.buffer = next(self.chunks)
+            except StopIteration:
+                return 0
+        n = min(len(b), len(self.buffer))
+        b[:n], self.buffer = self.buffer[:n], self.buffer[n:]
+        return n
+
+
+def _kind(member: tarfile.TarInfo) -> str:
+    if member.issym():
+        return "symlink"
+    if member.islnk():
+        return "hardlink"
+    if member.isfifo():
+        return "fifo"
+    if member.isdev():
+        return "device"
+    return "other"
+
+
+def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int) -> Export:
+    """Read an exported folder's tar stream (get_archive names entries after the folder, `strip`)
+    without ever holding more than `cap_bytes` of file content: a file that would pass the cap stops
+    the reading before its content is read. Links and special files are dropped and listed, never
+    followed; so are paths that would leave the root (absolute, '..', outside `strip`)."""
+    files, dropped, total = [], [], 0
+    with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks), 1 << 20), mode="r|") as tar:
+        for member in tar:
+            path = PurePosixPath(member.name)
+            if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != strip:
+                dropped.append(Dropped(member.name, "escaping", "outside the exported folder"))
+                continue
+            rel = PurePosixPath(*path.parts[1:]).as_posix() if len(path.parts) > 1 else "."
+            if member.isdir():
+                continue
+            if not member.isfile():
+                dropped.append(Dropped(rel, _kind(member), f"-> {member.linkname}" if member.linkname else ""))
+                continue
+            if total + member.size > cap_bytes:
+                return Export(tuple(files), tuple(dropped), total, cap_bytes, True, rel)
+            total += member.size
+            files.append(Entry(rel, tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644))
+    return Export(tuple(files), tuple(dropped), total, cap_bytes, False)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from .agent import Transcript, task_options
+from .agent import Transcript, record_truncation, task_options
 from .bundle import tree_entries
 from .costs import Price, price_for
 from .digest import sha256_bytes, sha256_json
@@ -219,6 +219,7 @@ class ClaudeCodeAgent:
         session = parse_stream(line for _, line in result.lines)
         for kind, data in transcript_events(session):
             transcript.add(kind, **data)
+        record_truncation(transcript, result)
         t_init = None if session.init_line is None else result.lines[session.init_line][0]
         t_result = None if session.result_line is None else result.lines[session.result_line][0]
         self.timings = {"cli_to_init": None if t_init is None else round(t_init - started, 3),

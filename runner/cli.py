@@ -297,6 +297,14 @@ def cell_show(
     console.print("tokens: " + ("not observed (no model)" if all(t is None for t in tokens) else
                                 f"fresh {tokens[0]} · cache read {tokens[1]} · cache creation {tokens[2]} · output {tokens[3]}"))
     cell_dir = run_dir / "cells" / row["cell_id"]
+    export = cell_dir / "export.json"
+    if export.is_file():
+        record = json.loads(export.read_text())
+        console.print(f"export: {record['files']} files, {record['file_bytes']:,} bytes (cap {record['cap_bytes']:,})"
+                      + (f" · over the cap at {record['over_cap_path']}, not graded" if record["too_large"] else ""),
+                      markup=False, highlight=False)
+        for d in record["dropped"]:  # links and special files never reach the checker
+            console.print(f"  dropped {d['kind']:9} {d['path']} {d['detail']}".rstrip(), markup=False, highlight=False)
     log = cell_dir / "checker.log"
     if log.is_file():
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]

@@ -11,7 +11,35 @@ from .errors import EngineError
 from .images import DERIVED, ImageRef, base_tag, derived_tag, existing_arm_image, find_image
 from .sandbox import RUN_LABEL
 
+# Below this much free space a grid may stop half-way: the run folder takes each cell's artifact (up
+# to its task's cap, 64 MiB by default) and transcripts, and the engine's data root holds the images
+# (about 2 GiB) and every cell's container until it is removed. Sandboxes' own writes are memory
+# (their disk budget is tmpfs), so they do not count here.
 MIN_FREE_GB = 5
+WHY_FREE = "the run folder keeps each cell's artifact and transcripts; the engine keeps images and containers: " \
+           "remove old runs/ folders, 'docker image prune', or pass --runs-dir on a larger disk"
+
+
+def space_to_check(client, runs_dir: Path) -> list[tuple[str, Path]]:
+    """The run folder's file system and, when the engine runs on this machine, its data root's."""
+    places = [("disk (run folder)", runs_dir if runs_dir.exists() else Path.cwd())]
+    try:
+        root = Path(client.info().get("DockerRootDir", ""))
+    except docker.errors.APIError:
+        return places
+    if root.is_dir():
+        places.append(("disk (engine data root)", root))
+    return places
+
+
+def space_warnings(client, runs_dir: Path) -> list[str]:
+    """One line per place short of space, for `grid` to print before it starts."""
+    warnings = []
+    for _, path in space_to_check(client, runs_dir):
+        free_gb = shutil.disk_usage(path).free / 2**30
+        if free_gb < MIN_FREE_GB:
+            warnings.append(f"warning: only {free_gb:.1f} GiB free at {path} (below {MIN_FREE_GB} GiB): {WHY_FREE}")
+    return warnings
 
 
 @dataclass(frozen=True)
@@ -51,10 +79,10 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
         layer = find_image(client, tag)
         checks.append(Check("image claude-code", layer is not None, f"{tag} (CLI {pin.version})",
                             "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))
-    probe = runs_dir if runs_dir.exists() else Path.cwd()
-    free_gb = shutil.disk_usage(probe).free / 2**30
-    checks.append(Check("disk", free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {probe}",
-                        "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB (old runs/ folders, 'docker image prune')"))
+    for name, path in space_to_check(client, runs_dir):
+        free_gb = shutil.disk_usage(path).free / 2**30
+        checks.append(Check(name, free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {path}",
+                            "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})"))
     try:
         leftovers = client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
     except docker.errors.APIError:

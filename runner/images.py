@@ -36,11 +36,12 @@ from .errors import EngineError
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "images"
 
 # What every image starts from. python3 runs fixtures, checkers and the bundle verifier;
-# python3-pytest runs the tests a fixture shows its agent.
+# python3-pytest runs the tests a fixture shows its agent; iproute2 is the network guard's
+# (runner/netguard.py), which locks a cell container's routes from a helper on this image.
 BASE_RECIPE = {
     "suite": "bookworm",
     "variant": "minbase",
-    "packages": ["python3", "python3-pytest"],
+    "packages": ["python3", "python3-pytest", "iproute2"],
     "official_image": "debian:bookworm-slim",
 }
 DERIVED = ("sandbox", "checker")

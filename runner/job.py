@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .doctor import space_warnings
 from .engine import connect
 from .images import arm_image_needed, ensure_arm_image, ensure_images
 from .ingest import ensure_stores
+from .ledger import Ledger
 from .preflight import check_grid
 from .prereg import Prereg
 from .run import RunPlan, RunSummary, corpus_pairs, execute, lock_document, open_run, plan_run
@@ -29,14 +31,37 @@ class GridOutcome:
         return self.plan.run_dir
 
 
+@dataclass
+class PreparedRun:
+    """A run ready for its cells: the plan, the locked run folder with its ledger, the cells' context."""
+    plan: RunPlan
+    ledger: Ledger
+    ctx: TrialContext
+
+
 def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | None, runs_dir: Path,
              concurrency: int, progress: bool, log: Callable[[str], None], prereg: Prereg | None = None,
              verify_lock: Callable[[dict], None] | None = None) -> GridOutcome:
     """`prereg`: the preregistration the grid comes from, recorded in run.json. `verify_lock`: sees the
     new run's lock before anything is written or run, and raises to refuse it (reproduce's drift check)."""
+    run = prepare_run(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
+                      log=log, prereg=prereg, verify_lock=verify_lock)
+    log(f"run {run.plan.run_id}: {len(run.plan.cells)} cells, concurrency {concurrency} -> {run.plan.run_dir}")
+    summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress)
+    unfinished = summary.total - len({r["cell_id"] for r in run.ledger.rows() if r["final"]})
+    return GridOutcome(run.plan, summary, unfinished)
+
+
+def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | None, runs_dir: Path,
+                concurrency: int, log: Callable[[str], None], prereg: Prereg | None = None,
+                verify_lock: Callable[[dict], None] | None = None) -> PreparedRun:
+    """Everything before the first cell: inputs checked, images, corpora, the plan, arm images, the lock
+    (run.json), the arms' stores."""
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
     check_grid(grid_spec, grid_path, all_tasks, all_arms)
     client = connect(concurrency=concurrency)
+    for warning in space_warnings(client, runs_dir):
+        log(warning)
     images = ensure_images(client, log=log)
 
     pairs = corpus_pairs(grid_spec, all_arms)
@@ -73,12 +98,8 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
     stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
                            run_id=plan.run_id, log=log) if pairs else {}
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
-                       claude=claude)
-    log(f"run {plan.run_id}: {len(plan.cells)} cells, concurrency {concurrency} -> {plan.run_dir}")
-    summary = execute(ctx, ledger, plan.cells, concurrency, show_progress=progress)
-
-    unfinished = summary.total - len({r["cell_id"] for r in ledger.rows() if r["final"]})
-    return GridOutcome(plan, summary, unfinished)
+                       claude=claude, disk_mib=grid_spec.disk_mib)
+    return PreparedRun(plan, ledger, ctx)
 
 
 def _relative(path: Path, root: Path) -> str:

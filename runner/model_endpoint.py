@@ -21,6 +21,8 @@ from pathlib import Path
 
 import docker.errors
 
+from . import netguard
+from .gate import GateProof
 from .sandbox import CELL_LABEL, RUN_LABEL, ROLE_LABEL, Limits, hardened, remove_quietly
 
 SCRIPTED = "scripted"
@@ -48,7 +50,9 @@ class ModelEndpoint:
     model: str
     script: dict | None = None  # the scripted model's script; None for a live model
     allow_hosts: tuple[str, ...] = ()
+    guard_image: str = ""  # the image the network guard runs from (it needs iproute2: the base image)
     network_name: str = ""
+    guard_proof: GateProof | None = None  # the scripted model container's route table
     containers: dict = field(default_factory=dict)
     network: object = None
     gateway_token: str = ""
@@ -61,7 +65,9 @@ class ModelEndpoint:
         return {RUN_LABEL: self.run_id, CELL_LABEL: self.cell_id, ROLE_LABEL: role}
 
     def start(self, attempt: int) -> None:
-        self.network_name = f"memgrid-{self.cell_id}-{attempt}"
+        # Unique per start: a cell id is a hash of its inputs, so two runs of one grid on one engine
+        # (a reproduce beside the original, two test sessions) would otherwise share a network name.
+        self.network_name = f"memgrid-{self.cell_id}-{attempt}-{secrets.token_hex(4)}"
         try:
             self.network = self.client.networks.create(self.network_name, driver="bridge", internal=True,
                                                        labels=self.labels("network"))
@@ -81,6 +87,9 @@ class ModelEndpoint:
                 self.client.networks.get("bridge").connect(self.containers["gateway"])
             for container in self.containers.values():
                 container.start()
+            if self.scripted:  # what the session sends can steer the model server: keep the host out of its reach too
+                self.guard_proof = netguard.guard(self.client, self.containers["model"], self.guard_image,
+                                                  run_id=self.run_id, cell_id=self.cell_id, name="model_host_unreachable")
             self._wait_ready()
         except BaseException:
             self.stop()

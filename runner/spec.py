@@ -45,6 +45,8 @@ class TaskSpec:
     wrong_rules: dict[str, tuple[str, ...]]  # condition -> markers of its wrong rule (the reader agent's options)
     plants: PlantsSpec | None = field(compare=False)
     root: Path = field(compare=False)
+    disk_mib: int | None = None  # the sandbox's disk budget; None: the grid's
+    artifact_mib: int = 64  # the largest workspace the checker grades
 
     @property
     def fixture(self) -> Path:
@@ -117,6 +119,7 @@ class GridSpec:
     allow_hosts: tuple[str, ...] = ()
     model: str | None = None  # what claude-code cells run on; None when the grid has no claude-code agent
     prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
+    disk_mib: int = 2048  # each sandbox's disk budget, unless its task sets its own
 
     def as_dict(self) -> dict:
         data = {
@@ -134,6 +137,8 @@ class GridSpec:
             data["model"] = self.model
         if self.prices:
             data["prices"] = self.prices
+        if self.disk_mib != 2048:
+            data["disk_mib"] = self.disk_mib
         return data
 
 
@@ -240,6 +245,8 @@ def load_task(task_dir: Path) -> TaskSpec:
         wrong_rules={c: tuple(m) for c, m in data.get("wrong_rules", {}).items()},
         plants=load_plants(task_dir, tuple(data["conditions"])) if (task_dir / "plants.yaml").exists() else None,
         root=task_dir,
+        disk_mib=data.get("limits", {}).get("disk_mib"),
+        artifact_mib=data.get("limits", {}).get("artifact_mib", 64),
     )
 
 
@@ -316,6 +323,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         allow_hosts=tuple(data.get("allow_hosts", ())),
         model=data.get("model"),
         prices=data.get("prices", {}),
+        disk_mib=data.get("disk_mib", 2048),
     )
 
 

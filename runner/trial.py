@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import claude_code, gate
+from . import claude_code, gate, netguard
 from .agent import Transcript, make_agent
-from .archive import Entry, UnsafeArchive, pack, safe_entries
+from .archive import Entry, Export, pack
 from .bundle import Bundle, arm_instructions, build_bundle
 from .checker import outcome_of, run_checker
 from .corpus import MemorySource
@@ -22,7 +22,7 @@ from .grid import CellSpec
 from .images import ImageSet
 from .ledger import LedgerRow
 from .model_endpoint import SCRIPTED, ModelEndpoint
-from .sandbox import Limits, Sandbox
+from .sandbox import DEFAULT_DISK_MIB, MIB, DiskBudget, Limits, Sandbox
 from .spec import STORE_KINDS, ArmSpec, TaskSpec, provider
 
 VERIFY_SECONDS = 60
@@ -45,6 +45,7 @@ class TrialContext:
     images_by_arm: dict = field(default_factory=dict)  # arm -> ImageRef of an arm that ships its own image
     claude: object | None = None  # ClaudeCodeSetup when the grid runs the claude-code agent
     limits: Limits = Limits()
+    disk_mib: int = DEFAULT_DISK_MIB  # the grid's disk budget per sandbox; a task's own limit wins
     cancel: threading.Event = field(default_factory=threading.Event)
 
     def check_cancel(self) -> None:
@@ -147,17 +148,24 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
                 row["cost_usd"] = ctx.claude.price.cost(transcript.usage)
             if decision.discard_reason == gate.MODEL_UNREACHABLE:
                 row["error_class"] = gate.MODEL_UNREACHABLE
+            limit = next((e for e in transcript.events if e["type"] == "resource_limit"), None)
+            if limit is not None and row["error_class"] is None:  # the agent's own doing: recorded, still scored
+                row.update(error_class="resource_limit",
+                           error_detail=f"disk budget of {limit['budget_mib']} MiB reached: {', '.join(limit['full'])}")
             if not decision.admitted:
                 # A wiring failure gets another attempt (at most MAX_ATTEMPTS), decided on the gate alone.
                 retry = decision.discard_reason in gate.WIRING and attempt < gate.MAX_ATTEMPTS
                 return finish(final=not retry)  # discarded, not scored
             ctx.check_cancel()
-            try:
-                artifact = safe_entries(session.exported, strip="workspace")
-            except UnsafeArchive as e:
-                # The agent's own output is unsafe: a scored failure, the checker never sees it.
-                return finish(checker_passed=False, checker_detail=f"artifact refused: {e}", outcome="neutral_failure",
-                              error_class="unsafe_artifact", error_detail=str(e))
+            export = session.exported
+            write_json(cell_dir / "export.json", export.record())
+            if export.too_large:
+                # The agent's own doing: a scored failure; the checker never sees a partial artifact.
+                detail = (f"the workspace passed the artifact cap of {export.cap_bytes // MIB} MiB at "
+                          f"{export.over_cap_path} (export stopped there)")
+                return finish(checker_passed=False, checker_detail=detail, outcome="neutral_failure",
+                              error_class="artifact_too_large", error_detail=detail)
+            artifact = list(export.entries)
             (cell_dir / "artifact.tar").write_bytes(pack(artifact))
             verdict, log = run_checker(ctx.client, ctx.images.checker.tag, task, artifact,
                                        run_id=ctx.run_id, cell_id=cell.cell_id, limits=ctx.limits)
@@ -230,7 +238,7 @@ def session_proofs(ctx: TrialContext, arm: ArmSpec, agent: str, transcript: Tran
 class Session:
     decision: gate.GateDecision
     transcript: Transcript
-    exported: bytes | None  # the workspace as the agent left it; None when discarded
+    exported: Export | None  # the workspace as the agent left it (up to the artifact cap); None when discarded
     remover: threading.Thread  # removes the sandbox; join it before the cell ends
     timings: dict = field(default_factory=dict)  # seconds per phase (claude-code cells)
 
@@ -252,7 +260,7 @@ def start_endpoint(ctx: TrialContext, cell: CellSpec, attempt: int) -> ModelEndp
     if setup.model == SCRIPTED:
         script = claude_code.build_script(ctx.tasks[cell.task], ctx.arms[cell.arm], ctx.memory, cell.condition, cell.seed)
     endpoint = ModelEndpoint(ctx.client, setup.model_image.tag, ctx.run_id, cell.cell_id, setup.model, script,
-                             setup.allow_hosts)
+                             setup.allow_hosts, guard_image=ctx.images.base.tag)
     endpoint.start(attempt)
     return endpoint
 
@@ -281,10 +289,19 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
         agent.prepare(image)
         sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
                           lifetime=task.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits,
-                          network=endpoint.network_name if endpoint else "none")
+                          network=endpoint.network_name if endpoint else "none",
+                          disk=DiskBudget(task.disk_mib or ctx.disk_mib))
         sandbox.start()
         timings["container_start"] = round(sandbox.started_seconds, 3)
-        proofs = [bundle_verification(sandbox, bundle)]
+        proofs = []
+        if endpoint is not None:  # a network of its own: the host must be out of reach before anything runs
+            t_guard = time.monotonic()
+            proofs.append(netguard.guard(ctx.client, sandbox.container, ctx.images.base.tag,
+                                         run_id=ctx.run_id, cell_id=cell.cell_id))
+            timings["network_guard"] = round(time.monotonic() - t_guard, 3)
+            if endpoint.guard_proof is not None:
+                proofs.append(endpoint.guard_proof)
+        proofs.append(bundle_verification(sandbox, bundle))
         if arm.required_paths:
             check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *arm.required_paths],
                                  timeout=VERIFY_SECONDS, workdir="/sandbox")
@@ -298,6 +315,8 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
             transcript = agent.run(sandbox, task.prompt)
             if endpoint is not None:
                 timings.update(agent.timings)
+            if full := sandbox.full_mounts():
+                transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
             proofs += session_proofs(ctx, arm, cell.agent, transcript, endpoint, cell_dir)
         else:
             transcript = Transcript(agent=cell.agent, model=None)
@@ -306,7 +325,7 @@ def run_session(ctx: TrialContext, cell: CellSpec, bundle: Bundle, cell_dir: Pat
         decision = gate.decide(proofs)
         write_json(cell_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                              "bundle_digest": bundle.digest, "proofs": decision.as_json()})
-        exported = sandbox.get("/sandbox/workspace") if decision.admitted else None
+        exported = sandbox.export("/sandbox/workspace", task.artifact_mib * MIB) if decision.admitted else None
         remover = threading.Thread(target=stop_all, daemon=True)
         remover.start()
         handed_off = True

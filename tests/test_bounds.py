@@ -1,0 +1,126 @@
+"""Bounds the controller keeps without Docker: the output capture and the streamed workspace export."""
+
+import io
+import tarfile
+
+import pytest
+
+from runner.archive import read_export
+from runner.sandbox import BoundedCapture, DiskBudget
+
+
+def feed_all(capture: BoundedCapture, data: bytes, chunk: int) -> None:
+    for i in range(0, len(data), chunk):
+        capture.feed(data[i:i + chunk], float(i))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_capture_under_its_bounds_keeps_every_line(chunk):
+    data = b"".join(b'{"n": %d}\n' % i for i in range(300)) + b"tail without newline"
+    capture = BoundedCapture(head=10_000, tail=10_000)
+    feed_all(capture, data, chunk)
+    lines, dropped_bytes, dropped_lines = capture.result()
+    assert [line for _, line in lines] == data.decode().split("\n")
+    assert (dropped_bytes, dropped_lines) == (0, 0)
+
+
+@pytest.mark.parametrize("chunk", [3, 64, 1000])
+def test_capture_of_a_flood_keeps_head_and_tail_and_counts_the_middle(chunk):
+    first, last = b'{"type": "system", "subtype": "init"}\n', b'{"type": "result"}\n'
+    middle = b"".join(b"line %06d\n" % i for i in range(20_000))  # 12 bytes a line
+    data = first + middle + last
+    capture = BoundedCapture(head=1000, tail=1000)
+    feed_all(capture, data, chunk)
+    lines, dropped_bytes, dropped_lines = capture.result()
+    text = [line for _, line in lines]
+    assert text[0] == first.decode().strip() and text[-1] == last.decode().strip()
+    assert sum(len(line) + 1 for line in text) <= 2000 + 2 * chunk  # bounded, whatever the chunking
+    assert all(line.startswith(("{", "line ")) and len(line) in (len(first) - 1, 11, len(last) - 1) for line in text), \
+        "a line cut by the bounds must be dropped whole"
+    assert dropped_bytes == len(data) - sum(len(line) + 1 for line in text)
+    assert len(text) + dropped_lines == 20_002
+
+
+def test_capture_drops_one_giant_line_whole():
+    data = b"head\n" + b"x" * 50_000 + b"\nend\n"
+    capture = BoundedCapture(head=100, tail=100)
+    feed_all(capture, data, 512)
+    lines, dropped_bytes, dropped_lines = capture.result()
+    assert [line for _, line in lines] == ["head", "end"]
+    assert dropped_lines == 1 and dropped_bytes == 50_001
+
+
+def test_capture_times_each_line_by_its_last_chunk():
+    capture = BoundedCapture(head=1000, tail=1000)
+    capture.feed(b"init\npart", 1.0)
+    capture.feed(b"ial\n", 2.0)
+    capture.feed(b"result\n", 3.0)
+    lines, _, _ = capture.result()
+    assert lines[:3] == ((1.0, "init"), (2.0, "partial"), (3.0, "result"))
+
+
+def test_disk_budget_mounts_sum_to_the_budget():
+    for mib in (64, 100, 2048, 65536):
+        mounts = DiskBudget(mib).mounts()
+        assert sum(mounts.values()) == mib and min(mounts.values()) >= 8
+
+
+def tar_of(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for info, data in members:
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return buf.getvalue()
+
+
+def member(name: str, kind=tarfile.REGTYPE, linkname: str = "", mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.mode = kind, linkname, mode
+    return info
+
+
+def chunked(data: bytes, size: int = 1000):
+    pulled = []
+
+    def gen():
+        for i in range(0, len(data), size):
+            pulled.append(size)
+            yield data[i:i + size]
+    return gen(), pulled
+
+
+def test_export_drops_links_and_special_files_and_keeps_the_rest():
+    data = tar_of([
+        (member("workspace", tarfile.DIRTYPE), None),
+        (member("workspace/app.py", mode=0o755), b"print(1)\n"),
+        (member("workspace/.venv/bin/python", tarfile.SYMTYPE, "/usr/bin/python3"), None),
+        (member("workspace/leak", tarfile.SYMTYPE, "/etc/passwd"), None),
+        (member("workspace/again.py", tarfile.LNKTYPE, "workspace/app.py"), None),
+        (member("workspace/pipe", tarfile.FIFOTYPE), None),
+        (member("workspace/dev", tarfile.CHRTYPE), None),
+        (member("../escape.py"), b"x"),
+        (member("elsewhere/file.py"), b"x"),
+    ])
+    stream, _ = chunked(data)
+    export = read_export(stream, strip="workspace", cap_bytes=1 << 20)
+    assert [(e.path, e.data, e.mode) for e in export.entries] == [("app.py", b"print(1)\n", 0o755)]
+    assert {(d.path, d.kind) for d in export.dropped} == {
+        (".venv/bin/python", "symlink"), ("leak", "symlink"), ("again.py", "hardlink"), ("pipe", "fifo"),
+        ("dev", "device"), ("../escape.py", "escaping"), ("elsewhere/file.py", "escaping")}
+    assert next(d for d in export.dropped if d.path == "leak").detail == "-> /etc/passwd"
+    assert not export.too_large and export.file_bytes == 9
+
+
+def test_export_stops_reading_at_the_cap():
+    big = b"z" * 200_000
+    data = tar_of([(member("workspace/small.py"), b"ok\n"), (member("workspace/big.bin"), big),
+                   (member("workspace/after.py"), b"never read\n")])
+    stream, pulled = chunked(data, 1000)
+    export = read_export(stream, strip="workspace", cap_bytes=50_000)
+    assert export.too_large and export.over_cap_path == "big.bin"
+    assert [e.path for e in export.entries] == ["small.py"]
+    assert sum(pulled) < 50_000, f"read {sum(pulled)} bytes of the stream past a 50,000-byte cap"
+    record = export.record()
+    assert record["too_large"] and record["over_cap_path"] == "big.bin"

@@ -1,0 +1,126 @@
+"""The host is out of a claude-code cell's reach: a listener on every address of this host, and
+connections from the guarded sandbox and the scripted model container to each of them.
+
+A control container on the same cell network, left unguarded, must connect: it proves the probe
+and the listener can see a connection, so the guarded ones' failures are the guard's doing.
+Only this host's own addresses and the cell's own containers are contacted.
+"""
+
+import re
+import socket
+import threading
+
+import pytest
+
+from runner import netguard, probes
+from runner.bundle import build_bundle
+from runner.model_endpoint import ModelEndpoint
+from runner.sandbox import Sandbox
+from runner.spec import load_all_arms, load_all_tasks
+
+from conftest import REPO
+
+
+class Listener:
+    """Accepts on every IPv4 and IPv6 address of the host at one port, counting who connected."""
+
+    def __init__(self):
+        self.v4 = socket.create_server(("0.0.0.0", 0))
+        self.port = self.v4.getsockname()[1]
+        self.v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        self.v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        self.v6.bind(("::", self.port))
+        self.v6.listen()
+        self.peers: list[str] = []
+        self.closed = False
+        for sock in (self.v4, self.v6):
+            sock.settimeout(0.2)
+            threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
+
+    def _accept(self, sock):
+        while not self.closed:
+            try:
+                conn, peer = sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.peers.append(peer[0])
+            conn.close()
+
+    def close(self):
+        self.closed = True
+        self.v4.close()
+        self.v6.close()
+
+
+@pytest.fixture
+def listener():
+    server = Listener()
+    yield server
+    server.close()
+
+
+def targets(port: int) -> list[str]:
+    # A link-local address names the host's interface; inside the container the link is eth0.
+    return [f"{re.sub(r'%[^]]+', '%eth0', a)}:{port}" for a in probes.host_addresses()]
+
+
+def test_no_host_address_answers_the_sandbox_or_the_model(engine, images, run_id, listener, no_leftovers):
+    from runner.images import ensure_derived
+
+    model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
+    endpoint = ModelEndpoint(engine, model_image.tag, run_id, "isolation", "scripted", {}, guard_image=images.base.tag)
+    bundle = build_bundle(load_all_tasks(REPO)["slug_ids"], load_all_arms(REPO)["bare"], {})
+    endpoint.start(1)
+    guarded = control = None
+    try:
+        guarded = Sandbox(engine, images.sandbox.tag, run_id, "isolation", bundle_tar=bundle.tar, lifetime=120,
+                          network=endpoint.network_name)
+        control = Sandbox(engine, images.sandbox.tag, run_id, "isolation-control", bundle_tar=bundle.tar,
+                          lifetime=120, network=endpoint.network_name)
+        guarded.start()
+        control.start()
+        proof = netguard.guard(engine, guarded.container, images.base.tag, run_id=run_id, cell_id="isolation")
+        assert proof.passed and "prohibit" in proof.detail
+        assert endpoint.guard_proof is not None and endpoint.guard_proof.passed
+        hosts = targets(listener.port)
+        assert len(hosts) >= 3, hosts  # loopback, the main interface, the bridges
+
+        # The control proves the probe sees a connection: an unguarded cell container reaches the host.
+        seen = probes.parse(control.exec(probes.command("tcp", targets=hosts, timeout=2), timeout=120).stdout)
+        assert any(v == "connected" for v in seen.values()), f"the control could not reach the host: {seen}"
+        peers_from_control = len(listener.peers)
+        assert peers_from_control > 0
+
+        from_sandbox = probes.parse(guarded.exec(probes.command("tcp", targets=hosts, timeout=2), timeout=120).stdout)
+        model = endpoint.containers["model"]
+        code, out = model.exec_run(probes.command("tcp", targets=hosts, timeout=2))
+        from_model = probes.parse(out.decode())
+        assert not [t for t, v in from_sandbox.items() if v == "connected"], from_sandbox
+        assert not [t for t, v in from_model.items() if v == "connected"], from_model
+        assert len(listener.peers) == peers_from_control, "the host accepted a connection from a guarded container"
+
+        # The cell still works: the gateway answers the sandbox on the cell network.
+        gateway = probes.parse(guarded.exec(probes.command("tcp", targets=["gateway:8080"]), timeout=30).stdout)
+        assert gateway == {"gateway:8080": "connected"}
+        seen_routes = probes.parse(guarded.exec(probes.command("routes"), timeout=30).stdout)
+        assert not [r for r in seen_routes["routes"] if r["destination"] == "0.0.0.0"], seen_routes
+        assert not seen_routes["ipv6_enabled"]
+    finally:
+        for box in (guarded, control):
+            if box is not None:
+                box.stop()
+        endpoint.stop()
+
+
+def test_the_guard_refuses_a_route_table_that_leaves_the_host_reachable():
+    kept_default = {"gateways": ["172.30.0.1"], "ipv6_disabled": True,
+                    "routes": ["default via 172.30.0.1 dev eth0", "172.30.0.0/16 dev eth0 proto kernel scope link"]}
+    assert not netguard.judge(kept_default).passed
+    not_prohibited = {"gateways": ["172.30.0.1"], "ipv6_disabled": True,
+                      "routes": ["172.30.0.0/16 dev eth0 proto kernel scope link"]}
+    assert "not prohibited" in netguard.judge(not_prohibited).detail
+    ipv6_on = {"gateways": ["172.30.0.1"], "ipv6_disabled": False,
+               "routes": ["prohibit 172.30.0.1", "172.30.0.0/16 dev eth0 proto kernel scope link"]}
+    assert not netguard.judge(ipv6_on).passed
+    locked = {**ipv6_on, "ipv6_disabled": True}
+    assert netguard.judge(locked).passed
