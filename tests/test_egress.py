@@ -1,6 +1,7 @@
 """The model gateway sidecar, for real: its CONNECT allowlist admits the configured host only and
 logs every decision; its model route reaches the scripted server and never hands the model a key it
-was not given."""
+was not given; it forwards the two routes the agent needs and refuses every other request before it
+reaches the upstream."""
 
 import json
 import time
@@ -62,7 +63,66 @@ except urllib.error.HTTPError as e:
 """
 
 
-def run_py(container, code: str, *args) -> dict:
+# Run in the counting upstream: answers every request 200 and first appends its request line (and
+# whether the gateway's key came with it) to HITS, so any request that got through is counted.
+COUNTER = r"""
+import json, socketserver, sys
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        line = self.rfile.readline(65536).decode("latin-1").rstrip("\r\n")
+        headers = {}
+        while (raw := self.rfile.readline(65536)) not in (b"\r\n", b"\n", b""):
+            name, _, value = raw.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        with open(sys.argv[2], "a") as f:
+            f.write(json.dumps({"line": line, "key": headers.get("x-api-key") == sys.argv[1]}) + "\n")
+        self.rfile.read(int(headers.get("content-length") or 0))
+        body = b'{"type": "message", "content": []}'
+        self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                         b"content-length: %d\r\n\r\n%s" % (len(body), body))
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+server = socketserver.ThreadingTCPServer(("0.0.0.0", 8000), Handler)
+print("ready", flush=True)
+server.serve_forever()
+"""
+HITS = "/tmp/hits.jsonl"
+
+# Run in the client container: each argument is one raw HTTP request sent as is to the gateway on
+# its own connection; prints the status of each reply (None: no reply within the timeout, as when the
+# gateway waits for a body it should have refused).
+RAW = r"""
+import json, socket, sys
+out = []
+for request in sys.argv[1:]:
+    data = b""
+    try:
+        with socket.create_connection(("gateway-keyed", 8080), timeout=5) as s:
+            s.sendall(request.encode("latin-1"))
+            while chunk := s.recv(65536):
+                data += chunk
+    except OSError:  # a reset after the reply, or a timeout: judge by what arrived
+        pass
+    if data.startswith(b"HTTP/"):
+        status = int(data.split()[1])
+    else:  # an HTTP/0.9 reply has no status line: the gateway's refusal is told by its body
+        status = "refused" if b"the model gateway refuses" in data else data[:60].decode("latin-1") or None
+    out.append(status)
+print(json.dumps(out))
+"""
+PROBE_HEADER = "memgrid-probe-header-value"  # sent on every request: must appear in no record
+
+
+def raw(method: str, target: str, *, body: bytes = b'{"messages": []}', length: str | None = "auto",
+        extra: str = "") -> str:
+    """One HTTP/1.1 request as text; `length` None sends no Content-Length, "auto" the body's."""
+    head = (f"{method} {target} HTTP/1.1\r\nHost: gateway-keyed:8080\r\nx-api-key: {PLACEHOLDER_KEY}\r\n"
+            f"x-probe: {PROBE_HEADER}\r\ncontent-type: application/json\r\n{extra}")
+    if length is not None:
+        head += f"content-length: {len(body) if length == 'auto' else length}\r\n"
+    return head + "\r\n" + body.decode()
+
+
+def run_py(container, code: str, *args) -> dict | list:
     exit_code, out = container.exec_run(["python3", "-c", code, *args])
     assert exit_code == 0, out.decode(errors="replace")[-2000:]
     return json.loads(out.decode().strip().splitlines()[-1])
@@ -77,7 +137,7 @@ def record_of(container, path="/srv/record/gateway.jsonl") -> list[dict]:
 def endpoint(engine, images, run_id, no_leftovers):
     model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
     ep = ModelEndpoint(engine, model_image.tag, run_id, f"{run_id}-egress", "scripted", script=None,
-                       allow_hosts=(f"allowed-target:{PORT}", "bare-name"))
+                       allow_hosts=(f"allowed-target:{PORT}", "bare-name"), guard_image=images.base.tag)
     extra = []  # containers this test adds to the cell's network: removed (by id) before the network
 
     def add(alias, image, command, role, env=None, user="65534:65534"):
@@ -175,16 +235,26 @@ def test_the_model_answers_only_through_the_gateway(endpoint, images, tmp_path):
     assert not [r for r in records["gateway"] if r["kind"] == "model"]
 
 
+def wait_ready(container) -> None:
+    deadline = time.monotonic() + 20
+    while b"ready" not in container.logs(stdout=True, stderr=False):
+        assert time.monotonic() < deadline, container.logs()[-500:]
+        time.sleep(0.05)
+
+
+def start_keyed_gateway(endpoint, upstream: str):
+    """A second gateway (same image, same code) given MEMGRID_API_KEY, as a live cell's is."""
+    keyed = endpoint.add("gateway-keyed", endpoint.image, ["memgrid-gateway"], "test-gateway",
+                         env={"MEMGRID_UPSTREAM": upstream, "MEMGRID_API_KEY": FAKE_KEY,
+                              "MEMGRID_GATEWAY_TOKEN": endpoint.gateway_token})
+    wait_ready(keyed)
+    return keyed
+
+
 def test_gateway_swaps_the_placeholder_for_its_key(endpoint, images, tmp_path):
     """Scripted cells never configure a key, so the swap a live cell relies on is exercised here with
-    a second gateway (same image, same code) given MEMGRID_API_KEY, in front of the scripted server."""
-    keyed = endpoint.add("gateway-keyed", endpoint.image, ["memgrid-gateway"], "test-gateway",
-                         env={"MEMGRID_UPSTREAM": "http://model:8080", "MEMGRID_API_KEY": FAKE_KEY,
-                              "MEMGRID_GATEWAY_TOKEN": endpoint.gateway_token})
-    deadline = time.monotonic() + 20
-    while b"ready" not in keyed.logs(stdout=True, stderr=False):
-        assert time.monotonic() < deadline, keyed.logs()[-500:]
-        time.sleep(0.05)
+    a keyed gateway in front of the scripted server."""
+    keyed = start_keyed_gateway(endpoint, "http://model:8080")
     client = endpoint.add("client", images.sandbox.tag, ["sleep", "300"], "test-client")
 
     reply = run_py(client, HTTP, "model", "http://gateway-keyed:8080/v1/messages", PLACEHOLDER_KEY)
@@ -198,3 +268,62 @@ def test_gateway_swaps_the_placeholder_for_its_key(endpoint, images, tmp_path):
     for text in ((tmp_path / "gateway.jsonl").read_text(), (tmp_path / "model_requests.jsonl").read_text(),
                  json.dumps(record_of(keyed))):
         assert FAKE_KEY not in text  # never a key in any record
+
+
+REFUSED = [  # (request, status): none of these may reach the upstream
+    *[(raw("GET", path, body=b"", length=None), 403)
+      for path in ("/v1/models", "/v1/files", "/v1/organizations/me", "/admin", "/v1/messages/batches")],
+    *[(raw("POST", path), 403) for path in (
+        "/v1/messages/batches", "/v1/messages/batches?beta=true", "/v1/files", "/v1/messages/../models",
+        "/v1/messages/%2e%2e/models", "/v1/messages/%2E%2E/files", "/v1/%6dessages", "//v1/messages",
+        "/v1//messages", "/v1/messages/", "/v1/messages/count_tokens/", "/V1/messages",
+        "/v1/messages?a=/../../models", "http://x/v1/models", "http://gateway-keyed:8080/v1/messages", "*")],
+    *[(raw(method, "/v1/messages?beta=true"), 403) for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "HEAD",
+                                                                  "GET", "TRACE", "post")],
+    (raw("GET", "/v1/messages/count_tokens?beta=true", body=b"", length=None), 403),
+    (raw("CONNECT", "api.anthropic.com:443", body=b"", length=None), 403),
+    ("GET /v1/models\r\n\r\n", "refused"),  # HTTP/0.9: no version, no status line
+    # The allowed route with a body the gateway must not take in: never read, never forwarded.
+    (raw("POST", "/v1/messages", length=str(100 * 1024**3)), 413),
+    (raw("POST", "/v1/messages", length=str(32 * 1024**2 + 1)), 413),
+    (raw("POST", "/v1/messages", length="abc"), 400),
+    (raw("POST", "/v1/messages", length="-5"), 400),
+    (raw("POST", "/v1/messages", length=None, extra="content-length: 16\r\ncontent-length: 99\r\n"), 400),
+    (raw("POST", "/v1/messages", length=None), 411),
+    (raw("POST", "/v1/messages", body=b"10\r\n" + b'{"messages": []}' + b"\r\n0\r\n\r\n", length=None,
+         extra="transfer-encoding: chunked\r\n"), 411),
+]
+ALLOWED = ["/v1/messages?beta=true", "/v1/messages/count_tokens?beta=true", "/v1/messages"]
+
+
+def test_gateway_forwards_only_the_agents_routes(endpoint, images, tmp_path):
+    """The gateway puts the real key on what it forwards, so everything but the two routes the CLI
+    calls (POST /v1/messages?beta=true and .../count_tokens?beta=true) is refused and recorded before
+    it reaches the upstream, which counts every request it receives; the allowed routes, sent after
+    the refusals, prove the gateway survived them."""
+    counter = endpoint.add("counter", images.sandbox.tag, ["python3", "-c", COUNTER, FAKE_KEY, HITS], "test-upstream")
+    wait_ready(counter)
+    keyed = start_keyed_gateway(endpoint, "http://counter:8000")
+    client = endpoint.add("client", images.sandbox.tag, ["sleep", "300"], "test-client")
+
+    requests = [*REFUSED, *[(raw("POST", target), 200) for target in ALLOWED]]
+    statuses = run_py(client, RAW, *[request for request, _ in requests])
+    lines = [request.split("\r\n")[0] for request, _ in requests]
+    assert list(zip(lines, statuses)) == [(line, status) for line, (_, status) in zip(lines, requests)]
+
+    exit_code, out = counter.exec_run(["cat", HITS])
+    hits = [json.loads(line) for line in out.decode().splitlines()] if exit_code == 0 else []
+    # Only the allowed routes reached the upstream, as sent, each with the gateway's key.
+    assert hits == [{"line": f"POST {target} HTTP/1.1", "key": True} for target in ALLOWED]
+
+    record = record_of(keyed)
+    refused = [(r["method"], r["target"], r["status"]) for r in record if r["kind"] == "refused"]
+    expected = [(line.split()[0], line.split()[1], 403 if status == "refused" else status)
+                for line, (_, status) in zip(lines, REFUSED)]
+    assert refused == expected
+    assert [(r["path"], r["status"], r["key_injected"]) for r in record if r["kind"] == "model"] == [
+        ("/v1/messages", 200, True), ("/v1/messages/count_tokens", 200, True), ("/v1/messages", 200, True)]
+    text = json.dumps(record)
+    assert PROBE_HEADER not in text and FAKE_KEY not in text and PLACEHOLDER_KEY not in text  # never a header value
+    keyed.reload()
+    assert keyed.status == "running"
