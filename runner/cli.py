@@ -3,6 +3,7 @@
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -573,6 +574,28 @@ def reproduce(
     console.print(f"run folder: {outcome.run_dir}")
     if outcome.unfinished:
         err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: {resume}")
+        raise typer.Exit(1)
+
+
+@app.command()
+def selftest(runs_dir: Path = typer.Option(Path("runs"), help="Where its run folder (selftest-*) is written.")):
+    """Before a paid run: prove on this machine that the gate and the sandbox still work. Runs the
+    reference agents (floor must fail, ceiling must pass), canary cells of the real claude-code agent
+    on the scripted model with one piece of wiring broken each (server never attaches, tools deferred,
+    memory tool denied, another arm's tools present; the gate must discard each), and escape probes
+    inside a real cell (host reachability, route out, gateway paths, disk budget, artifact cap, links,
+    output flood). One line per check, PASS or FAIL with what was tried; exit 1 on any FAIL. Offline,
+    no spend, about two minutes once the images are built."""
+    from .selftest import run_selftest
+
+    started = time.monotonic()
+    checks = run_selftest(project_root(), runs_dir,
+                          emit=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
+                          log=progress_log)
+    failed = [c for c in checks if not c.passed]
+    console.print(f"selftest: {len(checks) - len(failed)} passed, {len(failed)} failed in {time.monotonic() - started:.0f}s"
+                  " (memgrid cell show RUN CELL explains a cell; the run folder is under --runs-dir)")
+    if failed:
         raise typer.Exit(1)
 
 
