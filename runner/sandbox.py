@@ -63,8 +63,8 @@ def memory_bytes(value: str) -> int:
 
 # Bounds on what the controller keeps of a process's output: the head (a stream-json session's init)
 # and the tail (its result); the middle is counted, not kept.
-HEAD_BYTES = 16 * MIB
-TAIL_BYTES = 16 * MIB
+HEAD_BYTES = 8 * MIB
+TAIL_BYTES = 8 * MIB
 
 
 class BoundedCapture:

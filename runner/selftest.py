@@ -255,7 +255,7 @@ def escape_checks(client, images, model_image: str, run_id: str, cell_dir: Path)
                                 f"dropped {dropped}; kept {len(export.entries)} files; passwd content exported: {leaked_passwd}"))
             flood = sandbox.exec(probes.command("flood", bytes=FLOOD_BYTES), timeout=300, workdir="/sandbox")
             checks.append(Check("escape", "output flood bounded",
-                                flood.stdout_bytes >= FLOOD_BYTES and len(flood.stdout) <= 33 * MIB
+                                flood.stdout_bytes >= FLOOD_BYTES and len(flood.stdout) <= 17 * MIB
                                 and flood.stdout_dropped_bytes > 0,
                                 f"print {FLOOD_BYTES // MIB} MiB on stdout",
                                 f"kept {len(flood.stdout) // MIB} MiB of {flood.stdout_bytes // MIB} MiB, "

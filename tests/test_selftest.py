@@ -1,0 +1,40 @@
+"""`memgrid selftest` passes on this machine, and fails when a defence it checks is taken away."""
+
+import os
+import subprocess
+import sys
+from unittest import mock
+
+from runner import model_endpoint, netguard, selftest
+from runner.gate import GateProof
+from runner.images import ensure_derived
+
+from conftest import REPO
+
+
+def test_selftest_passes_every_check(engine, images, tmp_path):
+    proc = subprocess.run([sys.executable, "-c", "from runner.cli import main; main()", "selftest",
+                           "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "MEMGRID_ROOT": str(REPO), "COLUMNS": "300"})
+    lines = [l for l in proc.stdout.splitlines() if l.startswith(("PASS", "FAIL"))]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert len(lines) == 14 and all(l.startswith("PASS") for l in lines), "\n".join(lines)
+    for name in ("floor fails", "ceiling passes", "server never attaches", "tools deferred", "memory tool denied",
+                 "another arm's tools present", "host unreachable", "no route out", "gateway forwards only",
+                 "disk budget", "artifact cap", "links dropped", "output flood bounded"):
+        assert any(name in l for l in lines), name
+    assert "14 passed, 0 failed" in proc.stdout
+
+
+def test_escape_probes_fail_without_the_network_guard(engine, images, run_id, tmp_path, no_leftovers):
+    """The host probes are not a formality: with the guard a no-op they report the way out."""
+    def no_guard(client, container, image, *, run_id, cell_id, name="host_unreachable"):
+        return GateProof(name, True, "guard skipped")
+
+    model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
+    with mock.patch.object(netguard, "guard", no_guard), mock.patch.object(model_endpoint.netguard, "guard", no_guard):
+        checks = {c.name: c for c in selftest.escape_checks(engine, images, model_image.tag, run_id, tmp_path)}
+    assert not checks["host unreachable"].passed, checks["host unreachable"].saw
+    assert "guarded reached 0" not in checks["host unreachable"].saw
+    assert not checks["no route out"].passed
+    assert checks["disk budget"].passed  # the others still hold: each check answers for its own defence
