@@ -4,6 +4,7 @@ Resuming an existing run id skips every cell with a final ledger row and reruns 
 changed inputs are refused with a message naming each change.
 """
 
+import fcntl
 import json
 import os
 import platform
@@ -136,8 +137,33 @@ def resolve_run_dir(run: str, runs_dir: Path) -> Path:
     return run_dir
 
 
+_CONTROLLER_LOCKS: dict[Path, int] = {}  # run folder -> the open descriptor that holds its flock
+
+
+def claim_run(run_dir: Path) -> None:
+    """One controller per run: a second `memgrid grid --run-id` on a running run would remove the
+    first one's containers and append to its ledger. The flock is the kernel's, so it goes with the
+    process however it ends (kill -9 included) and a resume after a crash is never refused."""
+    run_dir = run_dir.resolve()
+    if run_dir in _CONTROLLER_LOCKS:
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "controller.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise UserError(f"{run_dir}: run {run_dir.name} is being run by another memgrid process (pid {holder}): "
+                        "fix: wait for it to finish (or stop it), or start a new run (omit --run-id)") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _CONTROLLER_LOCKS[run_dir] = fd
+
+
 def open_run(plan: RunPlan, lock: dict) -> Ledger:
     """Create the run folder and lock, or check an existing lock still matches (resume)."""
+    claim_run(plan.run_dir)
     lock_path = plan.run_dir / "run.json"
     if lock_path.exists():
         old = json.loads(lock_path.read_text())

@@ -124,3 +124,26 @@ def test_export_stops_reading_at_the_cap():
     assert sum(pulled) < 50_000, f"read {sum(pulled)} bytes of the stream past a 50,000-byte cap"
     record = export.record()
     assert record["too_large"] and record["over_cap_path"] == "big.bin"
+
+
+def test_one_controller_per_run_and_a_killed_one_leaves_no_lock(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from runner.errors import UserError
+    from runner.run import claim_run
+
+    run_dir = tmp_path / "runs" / "r1"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from runner.run import claim_run; claim_run(Path(sys.argv[1])); print('held', flush=True); "
+                               "time.sleep(60)", str(run_dir)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match=f"another memgrid process \\(pid {holder.pid}\\)"):
+            claim_run(run_dir)
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(timeout=10)
+    claim_run(run_dir)  # the kernel dropped the dead controller's lock: resuming is never refused
