@@ -6,6 +6,9 @@ the cell's own sidecars, never anything outside. Tests and `memgrid selftest` ju
 """
 
 import json
+import re
+import socket
+import threading
 
 PROBE_PROGRAM = r'''
 import errno, json, os, socket, sys, http.client
@@ -118,3 +121,44 @@ def host_addresses() -> list[str]:
                 local = f"[{local}%{iface['ifname']}]" if addr.get("scope") == "link" else f"[{local}]"
             addresses.append(local)
     return addresses
+
+
+class HostListener:
+    """Accepts TCP on every IPv4 and IPv6 address of this host at one port and counts the peers."""
+
+    def __init__(self):
+        self.sockets = [socket.create_server(("0.0.0.0", 0))]
+        self.port = self.sockets[0].getsockname()[1]
+        try:
+            v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            v6.bind(("::", self.port))
+            v6.listen()
+            self.sockets.append(v6)
+        except OSError:
+            pass  # a host without IPv6
+        self.peers: list[str] = []
+        self.closed = False
+        for sock in self.sockets:
+            sock.settimeout(0.2)
+            threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
+
+    def _accept(self, sock):
+        while not self.closed:
+            try:
+                conn, peer = sock.accept()
+            except OSError:
+                continue
+            self.peers.append(peer[0])
+            conn.close()
+
+    def close(self):
+        self.closed = True
+        for sock in self.sockets:
+            sock.close()
+
+
+def host_targets(port: int) -> list[str]:
+    """host:port for every address of this host, as a probe inside a cell names them."""
+    # A link-local address names the host's interface; inside the container the link is eth0.
+    return [f"{re.sub(r'%[^]]+', '%eth0', a)}:{port}" for a in host_addresses()]

@@ -15,8 +15,6 @@ Three parts, each check one line PASS or FAIL with what was tried and what was s
 Its run folder (runs/selftest-*) is an ordinary one: `memgrid cell show` explains its cells.
 """
 
-import socket
-import threading
 import time
 import uuid
 from contextlib import contextmanager
@@ -125,47 +123,6 @@ def canary_checks(run: PreparedRun) -> list[Check]:
 
 # ---- escape probes: commands inside a real cell -------------------------------------------------
 
-class HostListener:
-    """Accepts TCP on every IPv4 and IPv6 address of this host at one port and counts the peers."""
-
-    def __init__(self):
-        self.sockets = [socket.create_server(("0.0.0.0", 0))]
-        self.port = self.sockets[0].getsockname()[1]
-        try:
-            v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-            v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            v6.bind(("::", self.port))
-            v6.listen()
-            self.sockets.append(v6)
-        except OSError:
-            pass  # a host without IPv6
-        self.peers: list[str] = []
-        self.closed = False
-        for sock in self.sockets:
-            sock.settimeout(0.2)
-            threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
-
-    def _accept(self, sock):
-        while not self.closed:
-            try:
-                conn, peer = sock.accept()
-            except OSError:
-                continue
-            self.peers.append(peer[0])
-            conn.close()
-
-    def close(self):
-        self.closed = True
-        for sock in self.sockets:
-            sock.close()
-
-
-def _targets(port: int) -> list[str]:
-    import re
-    # A link-local address names the host's interface; inside the container the link is eth0.
-    return [f"{re.sub(r'%[^]]+', '%eth0', a)}:{port}" for a in probes.host_addresses()]
-
-
 def _probe(sandbox: Sandbox, kind: str, timeout: int = 120, **args) -> dict:
     return probes.parse(sandbox.exec(probes.command(kind, **args), timeout=timeout, workdir="/sandbox").stdout)
 
@@ -196,10 +153,10 @@ def probe_cell(client, images, model_image: str, run_id: str):
 
 def escape_checks(client, images, model_image: str, run_id: str, cell_dir: Path) -> list[Check]:
     checks = []
-    listener = HostListener()
+    listener = probes.HostListener()
     try:
         with probe_cell(client, images, model_image, run_id) as (endpoint, sandbox, control, guard):
-            hosts = _targets(listener.port)
+            hosts = probes.host_targets(listener.port)
             seen = _probe(control, "tcp", targets=hosts)
             control_reached = [t for t, v in seen.items() if v == "connected"]
             before = len(listener.peers)

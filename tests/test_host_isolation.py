@@ -6,10 +6,6 @@ and the listener can see a connection, so the guarded ones' failures are the gua
 Only this host's own addresses and the cell's own containers are contacted.
 """
 
-import re
-import socket
-import threading
-
 import pytest
 
 from runner import netguard, probes
@@ -21,47 +17,11 @@ from runner.spec import load_all_arms, load_all_tasks
 from conftest import REPO
 
 
-class Listener:
-    """Accepts on every IPv4 and IPv6 address of the host at one port, counting who connected."""
-
-    def __init__(self):
-        self.v4 = socket.create_server(("0.0.0.0", 0))
-        self.port = self.v4.getsockname()[1]
-        self.v6 = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-        self.v6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        self.v6.bind(("::", self.port))
-        self.v6.listen()
-        self.peers: list[str] = []
-        self.closed = False
-        for sock in (self.v4, self.v6):
-            sock.settimeout(0.2)
-            threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
-
-    def _accept(self, sock):
-        while not self.closed:
-            try:
-                conn, peer = sock.accept()
-            except (TimeoutError, OSError):
-                continue
-            self.peers.append(peer[0])
-            conn.close()
-
-    def close(self):
-        self.closed = True
-        self.v4.close()
-        self.v6.close()
-
-
 @pytest.fixture
 def listener():
-    server = Listener()
+    server = probes.HostListener()
     yield server
     server.close()
-
-
-def targets(port: int) -> list[str]:
-    # A link-local address names the host's interface; inside the container the link is eth0.
-    return [f"{re.sub(r'%[^]]+', '%eth0', a)}:{port}" for a in probes.host_addresses()]
 
 
 def test_no_host_address_answers_the_sandbox_or_the_model(engine, images, run_id, listener, no_leftovers):
@@ -82,7 +42,7 @@ def test_no_host_address_answers_the_sandbox_or_the_model(engine, images, run_id
         proof = netguard.guard(engine, guarded.container, images.base.tag, run_id=run_id, cell_id="isolation")
         assert proof.passed and "prohibit" in proof.detail
         assert endpoint.guard_proof is not None and endpoint.guard_proof.passed
-        hosts = targets(listener.port)
+        hosts = probes.host_targets(listener.port)
         assert len(hosts) >= 3, hosts  # loopback, the main interface, the bridges
 
         # The control proves the probe sees a connection: an unguarded cell container reaches the host.
