@@ -9,7 +9,9 @@ connects its MCP servers before init) and the session (init to result). With --i
 rebuilds the claude-code layer over the sandbox image without the build cache and reports its time
 and size (the layer is removed afterwards).
 
-    .venv/bin/python benchmarks/claude_code.py [--arms bare,recall] [--image] [--run RUN_DIR]
+    .venv/bin/python benchmarks/claude_code.py [--arms bare,recall] [--image] [--run RUN_DIR] [--quick]
+
+--quick runs one cell: the first task, arm bare (no corpus, no store ingest); --arms still overrides it.
 """
 
 import argparse
@@ -26,7 +28,7 @@ from runner.engine import connect
 from runner.images import _context_tar, context_files, ensure_images
 from runner.job import run_grid
 from runner.ledger import latest_attempts
-from runner.spec import grid_from_dict
+from runner.spec import grid_from_dict, load_all_tasks
 
 from _engine import cleanup, foreign_containers
 
@@ -57,7 +59,7 @@ def summarise(run_dir: Path) -> None:
     mcp = [a for a in inits if a.startswith("recall") and a != "recall_prefetch"]
     if "bare" in inits and mcp:
         print(f"MCP connect (recall cli->init minus bare): {round(inits[mcp[0]] - inits['bare'], 2)} s")
-    print(f"median claude-code cell wall time: {median([r['wall_seconds'] for r in rows])} s; "
+    print(f"figure: median claude-code cell wall time: {median([r['wall_seconds'] for r in rows])} s; "
           f"admitted {sum(r['admitted'] for r in rows)}/{len(rows)}")
 
 
@@ -77,10 +79,12 @@ def image_build(client, base_tag: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--arms", default="bare,recall")
+    parser.add_argument("--arms", help="comma-separated arms (default bare,recall; bare with --quick)")
     parser.add_argument("--image", action="store_true", help="also time an uncached build of the agent layer")
     parser.add_argument("--run", type=Path, help="summarise this existing run folder instead of running cells")
+    parser.add_argument("--quick", action="store_true", help="one cell: the first task, arm bare")
     args = parser.parse_args()
+    args.arms = args.arms or ("bare" if args.quick else "bare,recall")
     if args.run:
         summarise(args.run)
         return
@@ -89,7 +93,8 @@ def main() -> None:
         image_build(client, ensure_images(client, log=lambda m: None).sandbox.tag)
     run_id = f"bench-cc-{uuid.uuid4().hex[:8]}"
     runs = Path(tempfile.mkdtemp(prefix="memgrid-bench-cc-"))
-    grid = grid_from_dict({"name": "bench-cc", "tasks": "all", "arms": args.arms.split(","), "agents": ["claude-code"],
+    tasks = sorted(load_all_tasks(REPO))[:1] if args.quick else "all"
+    grid = grid_from_dict({"name": "bench-cc", "tasks": tasks, "arms": args.arms.split(","), "agents": ["claude-code"],
                            "seeds": 1, "conditions": ["present"], "model": "scripted"}, Path("(benchmark)"))
     try:
         print(f"other memgrid containers on the engine: {foreign_containers(client, run_id)}")

@@ -3,10 +3,11 @@ and the BM25 probe (hit@1 / hit@10 of the fact documents with the task prompt as
 
 Builds into a temp dir; nothing under corpus/build/ is touched.
 
-    .venv/bin/python benchmarks/corpus_build.py [--seeds 0,1]
+    .venv/bin/python benchmarks/corpus_build.py [--seeds 0,1] [--quick]
 """
 
 import argparse
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -16,6 +17,7 @@ from runner.corpus import build, load_settings, locus_findings, probe, verify_di
 from runner.spec import CONDITIONS, load_all_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
+QUICK_SCALE = 200  # haystack documents per condition x seed in --quick (every tier still drawn)
 
 
 def disk_bytes(path: Path) -> int:
@@ -25,16 +27,21 @@ def disk_bytes(path: Path) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0", help="comma-separated seeds to build and probe")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a haystack of {QUICK_SCALE} documents instead of corpus.yaml's scale")
     args = parser.parse_args()
     seeds = tuple(int(s) for s in args.seeds.split(","))
     settings, tasks = load_settings(ROOT), list(load_all_tasks(ROOT).values())
+    if args.quick:
+        settings = dataclasses.replace(settings, scale=QUICK_SCALE)
     print(f"corpus: {len(tasks)} tasks, scale {settings.scale}, seeds {list(seeds)}")
     with tempfile.TemporaryDirectory(prefix="memgrid-bench-corpus-") as tmp:
         out = Path(tmp)
         t0 = time.monotonic()
         build(settings, tasks, ("present",), seeds[:1], out, log=lambda m: None)
         one = time.monotonic() - t0
-        print(f"build one condition x seed (present, seed {seeds[0]}, haystack included): {one:.1f} s (target <= 30 s)")
+        print(f"figure: build one condition x seed (present, seed {seeds[0]}, haystack of {settings.scale} included): "
+              f"{one:.1f} s (target <= 30 s at scale {load_settings(ROOT).scale})")
         t0 = time.monotonic()
         build(settings, tasks, CONDITIONS, seeds, out, log=lambda m: None)
         every = time.monotonic() - t0
@@ -62,7 +69,7 @@ def main() -> None:
                 continue
             print(f"  {condition:14} n={len(rows):3}  hit@1 {sum(r.hit(1) for r in rows) / len(rows):.2f}  "
                   f"hit@10 {sum(r.hit(10) for r in rows) / len(rows):.2f}")
-        print(f"overall hit@1 {sum(r.hit(1) for r in results) / len(results):.2f}, "
+        print(f"figure: overall hit@1 {sum(r.hit(1) for r in results) / len(results):.2f}, "
               f"hit@10 {sum(r.hit(10) for r in results) / len(results):.2f} (must stay < 1.0)")
 
 

@@ -1,13 +1,15 @@
 """recall figures: ingest one full condition (wall time, store size, documents, determinism), then 200
 `search` calls end to end through MCP stdio (p50 / p95 ms), and the same searches in-process.
 
-Needs the package: `.venv/bin/pip install -e arms/recall`, and a built corpus (`memgrid corpus build`).
-The store goes to a temp dir; nothing under corpus/ is touched.
+Needs the package: `.venv/bin/pip install -e arms/recall`, and a built corpus (`memgrid corpus build`);
+--quick builds a small one (present, seed 0) in a temp dir instead and makes 20 calls. The store goes to
+a temp dir; nothing under corpus/ is touched.
 
-    .venv/bin/python benchmarks/recall.py [--corpus corpus/build/present/seed-0] [--calls 200] [--seed 0]
+    .venv/bin/python benchmarks/recall.py [--corpus corpus/build/present/seed-0] [--calls 200] [--seed 0] [--quick]
 """
 
 import argparse
+import dataclasses
 import json
 import random
 import statistics
@@ -28,6 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from recall.store import TOKEN, Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+QUICK = {"scale": 200, "calls": 20}
 
 
 def disk_bytes(path: Path) -> int:
@@ -76,16 +79,31 @@ async def through_mcp(store: Path, qs: list[str], k: int) -> tuple[float, list[f
     return startup, latencies, ranked
 
 
+def small_corpus(build_dir: Path, scale: int) -> Path:
+    """The present condition of seed 0 with a haystack of `scale` documents, built by the real corpus builder."""
+    from runner.corpus import build, load_settings
+    from runner.spec import load_all_tasks
+
+    settings = dataclasses.replace(load_settings(ROOT), scale=scale)
+    build(settings, list(load_all_tasks(ROOT).values()), ("present",), (0,), build_dir, log=lambda m: None)
+    return settings.condition_dir("present", 0, build_dir)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=ROOT / "corpus/build/present/seed-0")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"build a corpus of {QUICK['scale']} haystack documents in a temp dir, "
+                             f"make {QUICK['calls']} calls")
     args = parser.parse_args()
-    if not (args.corpus / "docs").is_dir():
-        sys.exit(f"{args.corpus}: not built: run '.venv/bin/memgrid corpus build --seeds 0'")
     with tempfile.TemporaryDirectory(prefix="recall-bench-") as tmp:
+        if args.quick:
+            args.corpus, args.calls = small_corpus(Path(tmp) / "corpus", QUICK["scale"]), QUICK["calls"]
+        if not (args.corpus / "docs").is_dir():
+            sys.exit(f"{args.corpus}: not built: run '.venv/bin/memgrid corpus build --seeds 0'")
         store_dir = Path(tmp) / "store"
         wall, receipt = ingest(args.corpus, store_dir)
         print(f"ingest {args.corpus.relative_to(ROOT) if args.corpus.is_relative_to(ROOT) else args.corpus}: "
@@ -123,7 +141,7 @@ def main() -> None:
             inproc.append((time.perf_counter() - t) * 1000)
         print(f"server-side search alone (Store.search in-process, same {len(qs)} queries): "
               f"p50 {statistics.median(inproc):.2f} ms, p95 {pct(inproc, 95):.2f} ms")
-        print(f"search through MCP stdio, {len(qs)} calls ({len(prompts)} task prompts + {len(pairs)} word pairs, k={args.k}): "
+        print(f"figure: search through MCP stdio, {len(qs)} calls ({len(prompts)} task prompts + {len(pairs)} word pairs, k={args.k}): "
               f"p50 {statistics.median(latencies):.2f} ms, p95 {pct(latencies, 95):.2f} ms, max {max(latencies):.2f} ms "
               f"(target p50 <= 50 ms)")
 

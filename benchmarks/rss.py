@@ -3,18 +3,23 @@
 Two child processes, so each measurement is clean: one only imports the runner modules (the baseline),
 the other also expands a synthetic grid, appends a synthetic LedgerRow per cell to a Ledger in a temp
 dir, compacts it to parquet and reads that back with pandas. Peak RSS is ru_maxrss (KiB on Linux).
+The synthetic tasks and arms are copies of shipped ones, so they keep up with the spec's fields.
 
-    .venv/bin/python benchmarks/rss.py [--tasks 20] [--seeds 5]
+    .venv/bin/python benchmarks/rss.py [--tasks 20] [--seeds 5] [--quick]
 """
 
 import argparse
+import dataclasses
 import json
 import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
 TARGET_MB = 300
+QUICK = {"tasks": 2, "seeds": 1}
 ARMS = ("bare", "claude_md")
 AGENTS = ("floor", "ceiling")
 
@@ -40,14 +45,12 @@ def child_baseline() -> dict:
 
 
 def synthetic_tasks(n: int) -> dict:
-    from pathlib import Path
+    """n copies of the first shipped task under new ids, each supporting every condition."""
+    from runner.spec import CONDITIONS, load_all_tasks
 
-    from runner.spec import CONDITIONS, CheckerSpec, TaskSpec
-
-    return {f"task_{i:03d}": TaskSpec(id=f"task_{i:03d}", title=f"Synthetic task {i}", prompt="Implement it. " * 40,
-                                      fact_summary="A synthetic fact.", fact_terms=("synthetic",), conditions=CONDITIONS,
-                                      checker=CheckerSpec(("python3", "/oracle/check.py", "/artifact")),
-                                      agent_seconds=600, root=Path(f"/nonexistent/tasks/task_{i:03d}"))
+    template = next(iter(load_all_tasks(REPO).values()))
+    return {f"task_{i:03d}": dataclasses.replace(template, id=f"task_{i:03d}", conditions=CONDITIONS,
+                                                 root=Path(f"/nonexistent/tasks/task_{i:03d}"))
             for i in range(n)}
 
 
@@ -57,22 +60,21 @@ def synthetic_row(cell, run_id: str):
     proofs = [{"name": "bundle_verified", "passed": True, "detail": f"7 files match {'ab' * 6}"},
               {"name": "agent_ok", "passed": True, "detail": f"{cell.agent} finished without error"}]
     passed = cell.agent == "ceiling"
-    return LedgerRow(
+    values = {f.name: None for f in dataclasses.fields(LedgerRow)}  # columns added since: unobserved
+    values.update(
         run_id=run_id, cell_id=cell.cell_id, attempt=1, final=True, task=cell.task, arm=cell.arm, seed=cell.seed,
-        condition=cell.condition, agent=cell.agent, order_index=cell.order_index, model=None,
+        condition=cell.condition, agent=cell.agent, order_index=cell.order_index,
         sandbox_image="sha256:" + "1" * 64, checker_image="sha256:" + "2" * 64, bundle_digest="3" * 64,
-        store_digest=None, started_at="2026-01-01T00:00:00.000+00:00", ended_at="2026-01-01T00:00:00.700+00:00",
-        wall_seconds=0.7, admitted=True, discard_reason=None, gate_proofs=json.dumps(proofs),
+        started_at="2026-01-01T00:00:00.000+00:00", ended_at="2026-01-01T00:00:00.700+00:00",
+        wall_seconds=0.7, admitted=True, gate_proofs=json.dumps(proofs),
         checker_passed=passed, checker_exit_code=0 if passed else 1,
         checker_detail="exit 0" if passed else "exit 1: AssertionError: expected 2024-03-01T12:00:00.000Z",
-        checker_seconds=0.3, outcome="solved" if passed else "neutral_failure", tokens_fresh_input=None,
-        tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None, cost_usd=None, cli_cost_usd=None, timings=None,
-        error_class=None, error_detail=None)
+        checker_seconds=0.3, outcome="solved" if passed else "neutral_failure", damage_fired="[]")
+    return LedgerRow(**values)
 
 
 def child_grid(n_tasks: int, seeds: int) -> dict:
     import tempfile
-    from pathlib import Path
 
     t0 = time.monotonic()
     import_runner()
@@ -80,15 +82,16 @@ def child_grid(n_tasks: int, seeds: int) -> dict:
 
     from runner.grid import GridInputs, expand, select
     from runner.ledger import Ledger
-    from runner.spec import CONDITIONS, ArmSpec, GridSpec
+    from runner.spec import CONDITIONS, GridSpec, load_all_arms
 
     out = {"import_seconds": time.monotonic() - t0, "after_import_kib": peak_kib()}
     tasks = synthetic_tasks(n_tasks)
-    arms = {a: ArmSpec(a, "none", "synthetic arm", "", (), Path(f"/nonexistent/arms/{a}")) for a in ARMS}
+    shipped = load_all_arms(REPO)
+    arms = {a: shipped[a] for a in ARMS}
     grid = GridSpec(name="rss", tasks="all", arms=ARMS, agents=AGENTS, seeds=seeds, conditions=CONDITIONS)
     inputs = GridInputs(tasks={t: "a" * 64 for t in tasks}, arms={a: "b" * 64 for a in arms},
                         images={"base": "sha256:" + "c" * 64, "sandbox": "sha256:" + "d" * 64,
-                                "checker": "sha256:" + "e" * 64})
+                                "checker": "sha256:" + "e" * 64}, corpora={})
 
     t0 = time.monotonic()
     task_ids, _ = select(grid, tasks, arms, Path("(synthetic grid)"))
@@ -120,7 +123,9 @@ def child_grid(n_tasks: int, seeds: int) -> dict:
 
 
 def run_child(*args: str) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True)
+    if proc.returncode != 0:  # the child's own traceback says what broke; a CalledProcessError would not
+        sys.exit(f"rss: the measured child {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -132,8 +137,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20, help="synthetic tasks (each has all 5 conditions)")
     parser.add_argument("--seeds", type=int, default=5, help="seeds; cells = tasks x 5 conditions x 2 arms x 2 agents x seeds")
+    parser.add_argument("--quick", action="store_true", help=f"smallest grid that runs every step: {QUICK}")
     parser.add_argument("--child", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.quick:
+        args.tasks, args.seeds = QUICK["tasks"], QUICK["seeds"]
 
     if args.child is not None:  # inside a measured subprocess: print one JSON line and leave
         result = child_baseline() if args.child == ["baseline"] else child_grid(args.tasks, args.seeds)
@@ -153,7 +161,7 @@ def main() -> int:
           f"read back {grid['read_seconds']:.3f} s; journal {grid['journal_bytes'] / 1e6:.2f} MB, "
           f"parquet {grid['parquet_bytes'] / 1e6:.2f} MB")
     peak_mb = grid["peak_kib"] * 1024 / 1e6
-    print(f"peak RSS = {mib(grid['peak_kib'])} ({peak_mb:.1f} MB; the grid adds {mib(added)} over the baseline); "
+    print(f"figure: peak RSS = {mib(grid['peak_kib'])} ({peak_mb:.1f} MB; the grid adds {mib(added)} over the baseline); "
           f"target <= {TARGET_MB} MB: {'met' if peak_mb <= TARGET_MB else 'NOT met'}")
     return 0
 

@@ -67,6 +67,9 @@ class GroupStats:
     pp: Rate
     discards: dict[str, int]  # reason -> cells
     outcomes: dict[str, int]  # outcome class -> admitted cells
+    # The damage detector's own rate: admitted cells whose outcome is `damaged` over admitted cells it
+    # scored. Unlike harm against bare it needs no paired bare cell, so it shows damage bare cannot.
+    damage: Rate
 
 
 @dataclass(frozen=True)
@@ -279,10 +282,14 @@ def group_stats(df: pd.DataFrame) -> list[GroupStats]:
         passed = int(g["passed"].sum())
         discards = g.loc[~g["admitted"], "discard_reason"].fillna("unknown").value_counts()
         outcomes = admitted["outcome"].fillna("unscored").value_counts()
+        scored = int(admitted["outcome"].notna().sum())
+        damage = (wilson(int((admitted["outcome"] == "damaged").sum()), scored) if scored
+                  else Rate(0, 0, None, None, None, "no admitted cell was scored"))
         out.append(GroupStats(agent, arm, condition, len(g), len(admitted), passed,
                               itt=wilson(passed, len(g)), pp=wilson(passed, len(admitted)),
                               discards={str(k): int(v) for k, v in sorted(discards.items())},
-                              outcomes={str(k): int(v) for k, v in outcomes.items()}))
+                              outcomes={str(k): int(v) for k, v in outcomes.items()},
+                              damage=damage))
     return out
 
 

@@ -184,7 +184,8 @@ def report(
                                                "(default: the preregistration's, else 0.10)."),
 ):
     """Rates with Wilson intervals (intention-to-treat beside per-protocol), paired contrasts against claude_md
-    with task-cluster bootstrap intervals and exact McNemar tests, damage against bare by condition, discards
+    with task-cluster bootstrap intervals and exact McNemar tests, the damage detector's rate (damaged / admitted)
+    and, apart from it, harm against bare by condition, discards
     and costs: as tables here and as a self-contained HTML page with plots."""
     from .report import make_report
 

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .analysis import BASELINE, Analysis  # noqa: E402
+from .analysis import BASELINE, FLOOR, Analysis  # noqa: E402
 
 DPI = 110
 ITT_COLOUR, PP_COLOUR, NOISE_COLOUR, DIAGNOSTIC_COLOUR = "#888888", "#1f5fa8", "#e8e8e8", "#b35806"
@@ -131,35 +131,60 @@ def forest_plot(a: Analysis) -> Plot:
     return Plot("forest", title, alt, _png(fig))
 
 
-def damage_plot(a: Analysis) -> Plot:
-    title = "Damage against bare by condition"
-    alt = "Heatmap: share of admitted pairs where bare solved and the arm failed, per arm and condition"
-    if not a.harm:
-        return Plot("damage", title, alt, _empty("no bare arm (or no admitted pair with it): damage is undefined"))
-    agents, arms, conditions = axes_order(a)
-    arms = [x for x in arms if any(h.arm == x for h in a.harm)]
+Count = tuple[int, int]  # (numerator, denominator) of one heatmap cell
+
+
+def _heatmap(a: Analysis, arms: list[str], counts: dict[tuple[str, str, str], Count], panel: str, colour_label: str,
+             cmap: str) -> bytes:
+    """Arm x condition heatmaps, one panel per agent; a cell without a denominator shows a dash, not a zero."""
+    agents, _, conditions = axes_order(a)
     fig, axes = plt.subplots(len(agents), 1, squeeze=False, sharex=True,
-                             figsize=(2.4 + 1.25 * len(conditions), (0.5 + 0.32 * len(arms)) * len(agents) + 0.6))
-    by_key = {(h.agent, h.arm, h.condition): h for h in a.harm}
+                             figsize=(2.4 + 1.25 * len(conditions), (0.5 + 0.32 * len(arms)) * len(agents) + 0.9))
     for i, agent in enumerate(agents):
         ax = axes[i][0]
         grid = np.full((len(arms), len(conditions)), np.nan)
         for r, arm in enumerate(arms):
             for c, condition in enumerate(conditions):
-                h = by_key.get((agent, arm, condition))
-                if h and h.pairs:
-                    grid[r, c] = h.harmed / h.pairs
-                    ax.text(c, r, f"{h.harmed}/{h.pairs}", ha="center", va="center", fontsize=8,
+                num, den = counts.get((agent, arm, condition), (0, 0))
+                if den:
+                    grid[r, c] = num / den
+                    ax.text(c, r, f"{num}/{den}", ha="center", va="center", fontsize=8,
                             color="white" if grid[r, c] > 0.5 else "#222222")
                 else:
                     ax.text(c, r, "–", ha="center", va="center", fontsize=8, color="#888888")
-        image = ax.imshow(grid, cmap="Reds", vmin=0, vmax=1, aspect="auto")
+        image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=1, aspect="auto")
         ax.set_xticks(range(len(conditions)), conditions)
         ax.set_yticks(range(len(arms)), arms)
-        ax.set_title(f"{agent}: harmed / admitted pairs" if len(agents) > 1 else "harmed / admitted pairs")
+        ax.set_ylabel("arm")
+        ax.set_title(f"{agent}: {panel}" if len(agents) > 1 else panel)
         ax.spines[:].set_visible(False)
-    fig.colorbar(image, ax=[row[0] for row in axes], fraction=0.04, label="damage rate")
-    return Plot("damage", title, alt, _png(fig))
+    axes[-1][0].set_xlabel("condition")
+    fig.colorbar(image, ax=[row[0] for row in axes], fraction=0.04, label=colour_label)
+    return _png(fig)
+
+
+def detector_damage_plot(a: Analysis) -> Plot:
+    title = "Damage detector: damaged / admitted cells by arm and condition"
+    alt = ("Heatmap: share of admitted cells the task's damage detector classed as damaged "
+           "(the wrong rule applied), per arm and condition")
+    counts = {(g.agent, g.arm, g.condition): (g.damage.passed, g.damage.n) for g in a.groups}
+    if not any(n for _, n in counts.values()):
+        return Plot("damage", title, alt, _empty("no admitted cell was scored: the damage detector's rate is undefined"))
+    return Plot("damage", title, alt, _heatmap(a, a.arms, counts, "damage detector: damaged / admitted cells",
+                                               "damage detector rate (damaged / admitted)", "Reds"))
+
+
+def harm_plot(a: Analysis) -> Plot:
+    title = f"Harm against {FLOOR}: pairs where {FLOOR} solved and the arm failed"
+    alt = (f"Heatmap: share of admitted (task, seed) pairs where {FLOOR} solved and the arm failed, per arm and "
+           f"condition; zero wherever {FLOOR} never solves, whatever the damage detector saw")
+    if not a.harm:
+        return Plot("harm", title, alt,
+                    _empty(f"no {FLOOR} arm (or no admitted pair with it): harm against {FLOOR} is undefined"))
+    arms = [x for x in a.arms if any(h.arm == x for h in a.harm)]
+    counts = {(h.agent, h.arm, h.condition): (h.harmed, h.pairs) for h in a.harm}
+    return Plot("harm", title, alt, _heatmap(a, arms, counts, f"harm against {FLOOR}: harmed / admitted pairs",
+                                             f"harm against {FLOOR} (harmed / pairs)", "Purples"))
 
 
 def discard_plot(a: Analysis) -> Plot:
@@ -224,4 +249,4 @@ def cost_plot(a: Analysis) -> Plot:
 
 
 def all_plots(a: Analysis) -> list[Plot]:
-    return [success_plot(a), forest_plot(a), damage_plot(a), discard_plot(a), cost_plot(a)]
+    return [success_plot(a), forest_plot(a), detector_damage_plot(a), harm_plot(a), discard_plot(a), cost_plot(a)]

@@ -64,22 +64,28 @@ def _discards_by_arm(a: Analysis) -> list[tuple[str, str, str, int]]:
     return [(agent, arm, reason, n) for (agent, arm, reason), n in sorted(counts.items())]
 
 
-def _harm_matrix(a: Analysis) -> tuple[list[str], list[tuple[str, str, list[str]]]]:
+Matrix = tuple[list[str], list[tuple[str, str, list[str]]]]  # (conditions, rows of (agent, arm, one cell per condition))
+
+
+def _matrix(a: Analysis, cells: dict[tuple[str, str, str], str], skip: frozenset[str] = frozenset()) -> Matrix:
     from .plots import axes_order
 
     agents, arms, conditions = axes_order(a)
-    by_key = {(h.agent, h.arm, h.condition): h for h in a.harm}
-    rows = []
-    for agent in agents:
-        for arm in arms:
-            if arm == FLOOR or not any(h.agent == agent and h.arm == arm for h in a.harm):
-                continue
-            cells = []
-            for condition in conditions:
-                h = by_key.get((agent, arm, condition))
-                cells.append("–" if h is None or h.net_harm is None else f"{h.harmed}/{h.pairs} (net {h.net_harm:+.2f})")
-            rows.append((agent, arm, cells))
+    rows = [(agent, arm, [cells.get((agent, arm, condition), "–") for condition in conditions])
+            for agent in agents for arm in arms
+            if arm not in skip and any(key[:2] == (agent, arm) for key in cells)]
     return conditions, rows
+
+
+def _damage_matrix(a: Analysis) -> Matrix:
+    """The damage detector's rate per agent x arm x condition: damaged / admitted cells it scored."""
+    return _matrix(a, {(g.agent, g.arm, g.condition): "–" if g.damage.rate is None
+                       else f"{g.damage.passed}/{g.damage.n} ({g.damage.rate:.2f})" for g in a.groups})
+
+
+def _harm_matrix(a: Analysis) -> Matrix:
+    return _matrix(a, {(h.agent, h.arm, h.condition): "–" if h.net_harm is None
+                       else f"{h.harmed}/{h.pairs} (net {h.net_harm:+.2f})" for h in a.harm}, skip=frozenset({FLOOR}))
 
 
 # ---------------------------------------------------------------- terminal
@@ -98,8 +104,9 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     console.print(f"[bold]run {a.run_id}[/]: {a.cells} finished cells of {a.lock.get('cells', '?')} · "
                   f"{len(grid.get('tasks', []))} tasks · seeds {grid.get('seeds', '?')} · "
                   f"minimum effect {a.min_effect:.2f} · bootstrap {a.resamples:,} task resamples (seed {a.seed})")
-    head = _rt("agent", "arm", "condition", "cells", "adm.", "ITT [Wilson 95%]", "PP [Wilson 95%]",
-               "solved", "damaged", "disc.", title="headline: intention-to-treat (ITT) beside per-protocol (PP, admitted cells)")
+    head = _rt("agent", "arm", "condition", "cells", "adm.", "ITT [Wilson 95%]", "PP [Wilson 95%]", "solved", "damaged",
+               "disc.", title="headline: intention-to-treat (ITT) beside per-protocol (PP, admitted cells); damaged = the "
+               "damage detector's class")
     for g in a.groups:
         head.add_row(g.agent, g.arm, g.condition, str(g.cells), str(g.admitted), fmt_rate(g.itt), fmt_rate(g.pp),
                      str(g.outcomes.get("solved", 0)), str(g.outcomes.get("damaged", 0)),
@@ -117,14 +124,20 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
                 console.print(f"  [dim]note: {reason} ({n} of {len(rows)} contrasts)", highlight=False)
     for o in a.omitted:
         console.print(f"[yellow]omitted[/] {o.name}: {o.reason}")
+    conditions, damage_rows = _damage_matrix(a)
+    damage = _rt("agent", "arm", *conditions, title="damage detector by condition (damaged / admitted cells)")
+    for agent, arm, cells in damage_rows:
+        damage.add_row(agent, arm, *cells)
+    console.print(damage)
     conditions, harm_rows = _harm_matrix(a)
     if harm_rows:
-        harm = _rt("agent", "arm", *conditions, title=f"damage against {FLOOR} by condition (harmed / admitted pairs; net = harmed − helped)")
+        harm = _rt("agent", "arm", *conditions, title=f"harm against {FLOOR} by condition (harmed / admitted pairs where {FLOOR} "
+                   f"solved and the arm failed; net = (harmed − helped) / pairs)")
         for agent, arm, cells in harm_rows:
             harm.add_row(agent, arm, *cells)
         console.print(harm)
     else:
-        console.print(f"damage: no {FLOOR} arm in this run, so damage is undefined")
+        console.print(f"harm against {FLOOR}: no {FLOOR} arm in this run, so harm against {FLOOR} is undefined")
     discards = _discards_by_arm(a)
     if discards:
         why = _rt("agent", "arm", "discard reason", "cells", title="discarded, not scored")
@@ -284,11 +297,18 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
         parts.append("<ul id=\"omitted\">" + "".join(f"<li>omitted <code>{_e(o.name)}</code>: {_e(o.reason)}</li>"
                                                     for o in a.omitted) + "</ul>")
 
+    conditions, damage_rows = _damage_matrix(a)
+    parts.append("<h2>Damage detector by condition</h2><p class=\"note\">damaged / admitted cells: the task's damage "
+                 "detector found the condition's wrong rule (stale, rival or another subsystem's) in the artifact. "
+                 "Never pooled across conditions.</p>")
+    parts.append(_table(["agent", "arm", *conditions], [[agent, arm, *cells] for agent, arm, cells in damage_rows],
+                        table_id="damage"))
     conditions, harm_rows = _harm_matrix(a)
-    parts.append(f"<h2>Damage against {FLOOR} by condition</h2><p class=\"note\">harmed = an admitted cell failing where "
-                 f"the paired {FLOOR} cell solved; net = (harmed − helped) / admitted pairs. Never pooled across conditions.</p>")
+    parts.append(f"<h2>Harm against {FLOOR} by condition</h2><p class=\"note\">harmed = an admitted cell failing where "
+                 f"the paired {FLOOR} cell solved; net = (harmed − helped) / admitted pairs. Where {FLOOR} never solves, "
+                 f"harm is 0 whatever the damage detector saw. Never pooled across conditions.</p>")
     parts.append(_table(["agent", "arm", *conditions], [[agent, arm, *cells] for agent, arm, cells in harm_rows], table_id="harm")
-                 if harm_rows else f"<p id=\"harm\">no {FLOOR} arm in this run: damage is undefined</p>")
+                 if harm_rows else f"<p id=\"harm\">no {FLOOR} arm in this run: harm against {FLOOR} is undefined</p>")
     parts.append("<h3>Outcome classes (admitted cells)</h3>" + _table(
         ["agent", "arm", "condition", *OUTCOMES, "unscored"],
         [[g.agent, g.arm, g.condition, *[g.outcomes.get(k, 0) for k in OUTCOMES], g.outcomes.get("unscored", 0)] for g in a.groups],

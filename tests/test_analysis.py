@@ -150,6 +150,26 @@ def test_damage_is_against_the_paired_bare_cell_and_per_condition(tmp_path):
     assert harm["superseded"].net_harm == pytest.approx(0.5)
 
 
+def test_the_detector_damage_rate_counts_damaged_among_admitted_cells_even_where_bare_never_passes(tmp_path):
+    rows = [cell(f"t{i}", "bare", False) for i in range(4)]
+    rows += [cell("t0", "recall", False, outcome="damaged"), cell("t1", "recall", False, outcome="damaged"),
+             cell("t2", "recall", False), cell("t3", "recall", None, admitted=False)]  # a discard is not in the denominator
+    a = analyse(write_run(tmp_path / "run", rows))
+    groups = {g.arm: g for g in a.groups}
+    damage = groups["recall"].damage
+    assert (damage.passed, damage.n) == (2, 3) and damage.rate == pytest.approx(2 / 3)
+    assert damage.low < damage.rate < damage.high
+    assert groups["bare"].damage.rate == 0.0
+    assert [(h.harmed, h.pairs) for h in a.harm] == [(0, 3)]  # harm against bare cannot see it: bare never solves
+
+
+def test_an_admitted_cell_the_detector_did_not_score_is_unobserved_not_undamaged(tmp_path):
+    rows = [cell("t0", "recall", False, outcome=None), cell("t1", "recall", False, outcome=None)]
+    a = analyse(write_run(tmp_path / "run", rows))
+    damage = a.groups[0].damage
+    assert damage.rate is None and damage.n == 0 and "scored" in damage.reason
+
+
 def test_no_bare_arm_means_no_damage_figures(tmp_path):
     a = analyse(write_run(tmp_path / "run", [cell("t0", "claude_md", True), cell("t0", "recall", False)]))
     assert a.harm == []

@@ -13,12 +13,15 @@ from pathlib import Path
 import pytest
 import yaml
 from PIL import Image
+from rich.console import Console
 from synthetic_ledger import cell, write_run
 
-from runner.report import SCRIPT, make_report
+from runner import plots
+from runner.analysis import analyse
+from runner.report import SCRIPT, make_report, print_terminal
 
 REPO = Path(__file__).resolve().parent.parent
-PLOTS = ("success", "forest", "damage", "discards", "cost")
+PLOTS = ("success", "forest", "damage", "harm", "discards", "cost")
 ARMS = ("bare", "placebo", "claude_md", "fs_grep", "recall", "recall_prefetch", "oracle_memory")
 
 
@@ -184,3 +187,74 @@ def test_report_command_writes_the_page_and_prints_its_path(run_dir, tmp_path):
     assert f"report: {target}" in out.stdout
     assert "contrasts against claude_md" in out.stdout and "discarded, not scored" in out.stdout
     assert target.stat().st_size > 50_000
+
+
+@pytest.fixture(scope="module")
+def bare_never_passes(tmp_path_factory) -> Path:
+    """The default grid's shape: bare never passes, yet the damage detector fires on recall under
+    superseded (3 of 4 tasks) and on oracle_memory under adjacent (4 of 4)."""
+    rows = []
+    for t in range(4):
+        for condition in ("superseded", "adjacent"):
+            for arm in ("bare", "recall", "oracle_memory"):
+                damaged = ((arm, condition) == ("recall", "superseded") and t < 3
+                           or (arm, condition) == ("oracle_memory", "adjacent"))
+                passed = arm == "oracle_memory" and condition == "superseded"
+                rows.append(cell(f"task_{t}", arm, passed, condition=condition,
+                                 outcome="damaged" if damaged else "solved" if passed else "neutral_failure"))
+    return write_run(tmp_path_factory.mktemp("runs") / "bare-never-passes", rows)
+
+
+def _drawn(monkeypatch, draw, analysis):
+    """The matplotlib figure behind a Plot, captured as it is rendered to PNG."""
+    figures, render = [], plots._png
+    monkeypatch.setattr(plots, "_png", lambda fig: figures.append(fig) or render(fig))
+    plot = draw(analysis)
+    assert len(figures) == 1
+    heatmap, colour_bar = figures[0].axes
+    return plot, heatmap, colour_bar
+
+
+def _cell_value(ax, arms: list[str], conditions: list[str], arm: str, condition: str) -> tuple[float, str]:
+    value = ax.images[0].get_array()[arms.index(arm), conditions.index(condition)]
+    text = next(t.get_text() for t in ax.texts if t.get_position() == (conditions.index(condition), arms.index(arm)))
+    return float(value), text
+
+
+def test_the_detector_damage_figure_shows_damage_that_harm_against_bare_cannot(bare_never_passes, monkeypatch):
+    a = analyse(bare_never_passes)
+    arms, conditions = a.arms, a.conditions
+
+    plot, ax, bar = _drawn(monkeypatch, plots.detector_damage_plot, a)
+    assert plot.id == "damage" and "damage detector" in plot.title.lower()
+    assert "damage detector" in ax.get_title() and "damage detector" in bar.get_ylabel()
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("condition", "arm")
+    assert _cell_value(ax, arms, conditions, "recall", "superseded") == (pytest.approx(0.75), "3/4")
+    assert _cell_value(ax, arms, conditions, "oracle_memory", "adjacent") == (pytest.approx(1.0), "4/4")
+    assert _cell_value(ax, arms, conditions, "recall", "adjacent") == (0.0, "0/4")
+
+    plot, ax, bar = _drawn(monkeypatch, plots.harm_plot, a)
+    assert plot.id == "harm" and plot.title.lower().startswith("harm against bare")
+    assert "harm against bare" in ax.get_title() and "harm against bare" in bar.get_ylabel()
+    assert "damage" not in bar.get_ylabel()
+    harm_arms = [label.get_text() for label in ax.get_yticklabels()]
+    assert harm_arms == ["recall", "oracle_memory"]
+    assert _cell_value(ax, harm_arms, conditions, "recall", "superseded") == (0.0, "0/4")  # bare never solves
+
+
+def test_page_and_terminal_label_detector_damage_and_harm_against_bare_apart(bare_never_passes, tmp_path):
+    console = Console(record=True, width=200)
+    result = make_report(str(bare_never_passes), html_path=tmp_path / "r.html", console=console)
+    html = result.html_path.read_text()
+    damage = html[html.index('<table id="damage">'):]
+    damage = damage[:damage.index("</table>")]
+    assert "3/4 (0.75)" in damage and "4/4 (1.00)" in damage
+    assert "<h2>Damage detector by condition</h2>" in html and "<h2>Harm against bare by condition</h2>" in html
+    captions = dict(re.findall(r'id="plot-([a-z]+)".*?<figcaption>([^<]+)</figcaption>', html))
+    assert captions["damage"].startswith("Damage detector") and captions["harm"].startswith("Harm against bare")
+
+    text = " ".join(console.export_text().split())  # rich wraps a title to its table's width
+    start = text.index("damage detector by condition (damaged / admitted cells)")
+    detector = text[start:text.index("harm against bare by condition")]
+    assert "recall 3/4 (0.75) 0/4 (0.00)" in detector and "oracle_memory 0/4 (0.00) 4/4 (1.00)" in detector
+    assert "damage against" not in text

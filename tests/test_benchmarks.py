@@ -1,0 +1,88 @@
+"""Every benchmark still runs: each `benchmarks/*.py` (but private helpers, `_*.py`) is run with `--quick`
+and must exit 0 and print its figure, a line starting with `figure:` (benchmarks/README.md). The scripts
+are discovered, so a benchmark added later is covered without touching this file. A benchmark that
+imports benchmarks/_engine.py needs the Docker engine: it gets the engine fixture (skipped without an
+engine, failed under CI). Figures' values are not judged here: a benchmark is a script, never a timed test,
+so two run at a time (most of a quick run is waiting on containers and interpreter start)."""
+
+import re
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS = REPO / "benchmarks"
+FIGURE = "figure:"
+# A hard stop for a hung benchmark; a quick run takes seconds (the slowest, claude_code.py, ~30 s, more
+# when it builds the recall corpus for the first time on this checkout).
+TIMEOUT_SECONDS = 300
+PARALLEL = 2  # the machine's cores
+
+
+def discovered() -> list[Path]:
+    return sorted(p for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
+
+
+def needs_engine(script: Path) -> bool:
+    return re.search(r"^\s*(from _engine import|import _engine)\b", script.read_text(), re.MULTILINE) is not None
+
+
+DRY = [s for s in discovered() if not needs_engine(s)]
+ENGINE = [s for s in discovered() if needs_engine(s)]
+
+
+def run_quick(script: Path) -> subprocess.CompletedProcess | None:
+    """None when it ran over the timeout."""
+    try:
+        return subprocess.run([sys.executable, str(script), "--quick"], cwd=REPO, capture_output=True, text=True,
+                              timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+@pytest.fixture(scope="module")
+def quick_runs(request):
+    """start(scripts) queues the quick runs of those whose tests were selected (each once); the returned
+    futures give their results."""
+    selected = {item.callspec.params["script"] for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec")}
+    pool, futures = ThreadPoolExecutor(max_workers=PARALLEL), {}
+
+    def start(scripts: list[Path]) -> dict[Path, Future]:
+        for script in scripts:
+            if script in selected and script not in futures:
+                futures[script] = pool.submit(run_quick, script)
+        return futures
+
+    yield start
+    pool.shutdown(cancel_futures=True)
+
+
+def check(script: Path, out: subprocess.CompletedProcess | None) -> None:
+    if out is None:
+        pytest.fail(f"{script.name} --quick ran over {TIMEOUT_SECONDS} s: its quick mode must take seconds")
+    assert out.returncode == 0, (f"{script.name} --quick exited {out.returncode}\n--- stdout\n{out.stdout[-3000:]}"
+                                 f"\n--- stderr\n{out.stderr[-5000:]}")
+    figures = [line for line in out.stdout.splitlines() if line.startswith(FIGURE)]
+    assert figures, f"{script.name} --quick printed no line starting with {FIGURE!r}:\n{out.stdout[-3000:]}"
+
+
+def test_discovery_finds_the_shipped_benchmarks_and_sorts_them_by_engine():
+    names = {s.stem for s in discovered()}
+    assert {"rss", "report_time", "haystack_stats", "overhead", "claude_code"} <= names
+    assert not any(n.startswith("_") for n in names)
+    assert {s.stem for s in ENGINE} >= {"overhead", "throughput", "task_check", "claude_code"}
+    assert "rss" in {s.stem for s in DRY}
+
+
+@pytest.mark.parametrize("script", DRY, ids=lambda s: s.stem)
+def test_dry_benchmark_runs_quick_and_prints_its_figure(script, quick_runs):
+    check(script, quick_runs(DRY)[script].result())
+
+
+@pytest.mark.parametrize("script", ENGINE, ids=lambda s: s.stem)
+def test_engine_benchmark_runs_quick_and_prints_its_figure(script, engine, images, quick_runs):
+    check(script, quick_runs(ENGINE)[script].result())
