@@ -344,31 +344,57 @@ def ensure_built(settings: CorpusSettings, tasks: list[TaskSpec], pairs, log=pri
     return digests
 
 
-class MemorySource:
-    """The built corpus as the sandbox receives it, rendered once per document and shared by every cell."""
+class CorpusChanged(Exception):
+    """The corpus on disk is no longer the one the run was locked to (another process rebuilt it)."""
 
-    def __init__(self, settings: CorpusSettings, build_dir: Path | None = None):
-        self.settings, self.build_dir = settings, build_dir
+
+class MemorySource:
+    """The built corpus as the sandbox receives it, rendered once per document and shared by every cell.
+
+    With `locked` (the digests the run recorded in run.json), every read is checked against them: the
+    corpus is read lazily over the whole run, and another process (a grid after a generator change,
+    `memgrid corpus build`) may rebuild it meanwhile. A cell then fails as a harness error naming the
+    change, never quietly reading another corpus than the one its run is locked to."""
+
+    def __init__(self, settings: CorpusSettings, build_dir: Path | None = None,
+                 locked: dict[tuple[str, int], str] | None = None):
+        self.settings, self.build_dir, self.locked = settings, build_dir, locked
         self._rendered: dict[str, bytes] = {}  # source sha256 -> rendered text (the haystack repeats across conditions)
+
+    def _manifest(self, condition: str, seed: int) -> tuple[Path, str]:
+        path = self.settings.condition_dir(condition, seed, self.build_dir)
+        text = (path / MANIFEST).read_text()
+        expected = (self.locked or {}).get((condition, seed))
+        if expected is not None and sha256_bytes(text.encode()) != expected:
+            raise CorpusChanged(f"corpus {condition} seed {seed} changed under the run (manifest "
+                                f"{sha256_bytes(text.encode())[:12]} != locked {expected[:12]}): another process rebuilt it")
+        return path, text
+
+    def _read(self, path: Path, digest: str) -> str:
+        data = path.read_bytes()
+        if self.locked is not None and sha256_bytes(data) != digest:
+            raise CorpusChanged(f"{path}: changed under the run (sha256 {sha256_bytes(data)[:12]} != manifest {digest[:12]})")
+        return data.decode("utf-8")
 
     def _render(self, path: Path, digest: str) -> bytes:
         if digest not in self._rendered:
-            self._rendered[digest] = render_session(path.read_text(encoding="utf-8")).encode()
+            self._rendered[digest] = render_session(self._read(path, digest)).encode()
         return self._rendered[digest]
 
     def documents(self, condition: str, seed: int) -> list[tuple[str, bytes]]:
         """Every document of the condition, rendered: [(name, text)] in name order."""
-        path = self.settings.condition_dir(condition, seed, self.build_dir)
+        path, manifest = self._manifest(condition, seed)
         out = []
-        for line in (path / MANIFEST).read_text().splitlines():
+        for line in manifest.splitlines():
             digest, _, rel = line.partition("  ")
             out.append((Path(rel).stem, self._render(path / rel, digest)))
         return out
 
     def evidence(self, task: TaskSpec, condition: str, seed: int) -> str:
         """Exactly this task's planted documents for the condition, oldest first; empty under absent."""
-        path = self.settings.condition_dir(condition, seed, self.build_dir)
+        path, manifest = self._manifest(condition, seed)
+        digests = {Path(rel).stem: digest for digest, _, rel in (l.partition("  ") for l in manifest.splitlines())}
         key = json.loads((path / "key.json").read_text())
         mine = sorted(((e["date"], name) for name, e in key.items() if e["task"] == task.id))
-        return "\n".join(f"## memory {i + 1} ({day})\n\n" + render_session((path / "docs" / f"{name}.jsonl").read_text())
+        return "\n".join(f"## memory {i + 1} ({day})\n\n" + render_session(self._read(path / "docs" / f"{name}.jsonl", digests[name]))
                          for i, (day, name) in enumerate(mine))

@@ -71,7 +71,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
 
         settings = load_settings(root)
         corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=log)
-        memory = MemorySource(settings)
+        memory = MemorySource(settings, locked=corpora)
 
     chosen_arms = [all_arms[a] for a in grid_spec.arms]
     runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use

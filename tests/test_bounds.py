@@ -147,3 +147,32 @@ def test_one_controller_per_run_and_a_killed_one_leaves_no_lock(tmp_path):
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(timeout=10)
     claim_run(run_dir)  # the kernel dropped the dead controller's lock: resuming is never refused
+
+
+def test_a_corpus_rebuilt_under_a_run_is_refused_not_read(tmp_path):
+    """A run reads its corpus lazily; another process may rebuild it meanwhile (measured: a grid after a
+    generator change did, under a running grid). The run must fail loudly, never read the new corpus."""
+    import json as json_module
+
+    from runner.corpus import MANIFEST, CorpusChanged, MemorySource, load_settings, write_condition
+    from runner.digest import sha256_file
+
+    from conftest import REPO
+
+    settings = load_settings(REPO)
+    target = settings.condition_dir("present", 0, tmp_path)
+
+    def session(text):
+        return json_module.dumps({"ts": "2026-01-01", "role": "user", "content": text}) + "\n"
+
+    write_condition(target, [("a", session("retry with backoff")), ("b", session("hello"))], [], {})
+    locked = {("present", 0): sha256_file(target / MANIFEST)}
+    memory = MemorySource(settings, tmp_path, locked=locked)
+    assert [name for name, _ in memory.documents("present", 0)] == ["a", "b"]
+    write_condition(target, [("a", session("a rival rule")), ("b", session("hello"))], [], {})  # the rebuild
+    with pytest.raises(CorpusChanged, match="changed under the run"):
+        memory.documents("present", 0)
+    (target / "docs" / "b.jsonl").write_text(session("edited in place"))  # a file swapped behind its manifest
+    fresh = MemorySource(settings, tmp_path, locked={("present", 0): sha256_file(target / MANIFEST)})
+    with pytest.raises(CorpusChanged, match="b.jsonl"):
+        fresh.documents("present", 0)
