@@ -111,8 +111,9 @@ def grid(
     """
     from dataclasses import replace
 
+    from .grid import check_names
     from .job import run_grid
-    from .spec import load_grid, preset_path, validate
+    from .spec import load_all_arms, load_all_tasks, load_grid, preset_path
 
     root = project_root()
     if prereg is not None:
@@ -138,7 +139,7 @@ def grid(
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
                                     "model": model}.items() if v}
     grid_spec = replace(grid_spec, **overrides)
-    validate({**grid_spec.as_dict()}, "grid", Path("(command line)") if overrides else grid_path)
+    check_names(grid_spec, grid_path, load_all_tasks(root), load_all_arms(root), frozenset(overrides))
     outcome = run_grid(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir,
                        concurrency=concurrency, progress=progress, log=progress_log)
     _finish_grid(outcome, f"memgrid grid --run-id {outcome.plan.run_id}")
@@ -485,9 +486,14 @@ def arm_check(
     run_id: Optional[str] = typer.Option(None, "--run-id", hidden=True, help="Label its containers with this run id."),
 ):
     """Preflight an arm without a model: arm.yaml, its image, and for an mcp arm the ingest of a tiny
-    corpus and the reader agent against its server. One line per step; exit 1 on any problem."""
+    corpus and the reader agent against its server. One line per step; exit 1 on any problem (a malformed
+    arm.yaml: one line and exit 2, like every spec error)."""
     from .armcheck import check_arm
+    from .spec import load_arm
 
+    arm_dir = project_root() / "arms" / name
+    if (arm_dir / "arm.yaml").is_file():
+        load_arm(arm_dir)  # a malformed arm.yaml is bad input (one line, exit 2), not a failed preflight step
     report = check_arm(project_root(), name, run_id=run_id,
                        emit=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
                        log=progress_log)

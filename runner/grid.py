@@ -5,11 +5,17 @@ permuted per seed (recorded in run.json), so drift over a long run spreads acros
 """
 
 import random
+import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from .digest import sha256_json
 from .errors import SpecError
-from .spec import ArmSpec, GridSpec, TaskSpec
+from .spec import ArmSpec, GridSpec, TaskSpec, validate
+
+# The `memgrid grid` options that replace a grid spec field, by the field they replace.
+FLAGS = {"tasks": "--tasks", "arms": "--arms", "agents": "--agent", "seeds": "--seeds", "conditions": "--conditions",
+         "model": "--model"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,20 @@ def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
     if not task_ids:
         raise SpecError(grid_path, "tasks", "selects no task", "add a task under tasks/ or list existing ones")
     return task_ids, list(grid.arms)
+
+
+def check_names(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
+                flags: frozenset[str] = frozenset()) -> None:
+    """Validate the grid and the names it uses before anything runs. `flags`: the fields command-line options
+    set; an error in one of them names the option, not the spec file the user did not write it in."""
+    try:
+        validate(grid.as_dict(), "grid", grid_path)
+        select(grid, tasks, arms, grid_path)
+    except SpecError as e:
+        field_name = re.split(r"[.\[]", e.field, maxsplit=1)[0]
+        if field_name in flags:
+            raise SpecError(Path("(command line)"), FLAGS[field_name], e.problem, e.fix) from None
+        raise
 
 
 def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs,

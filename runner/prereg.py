@@ -14,10 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from .errors import SpecError, UserError
-from .spec import GridSpec, grid_from_dict, validate
+from .spec import GridSpec, grid_from_dict, parse_yaml, read_spec_bytes, spec_text, validate
 
 MARKER = "<!-- memgrid:frozen: everything above this line is the preregistration; results are appended below it -->"
 FOLDER = "preregistration"
@@ -62,16 +60,7 @@ def _front_matter(path: Path, text: str) -> dict:
         close = next(i for i, line in enumerate(lines[1:], 1) if line.strip() == "---")
     except StopIteration:
         raise SpecError(path, "(front matter)", "has no closing '---' line", "close the YAML fields with a '---' line") from None
-    try:
-        data = yaml.safe_load("\n".join(lines[1:close]))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 2}" if mark else "(front matter)"
-        raise SpecError(path, where, f"YAML syntax error: {getattr(e, 'problem', None) or e}",
-                        "fix the YAML syntax at that line") from None
-    if not isinstance(data, dict):
-        raise SpecError(path, "(front matter)", "is not a mapping of fields", "write 'field: value' lines")
-    return data
+    return parse_yaml(path, "\n".join(lines[1:close]), first_line=2, top="(front matter)")
 
 
 def _todo(value, where: str = "") -> str | None:
@@ -93,20 +82,13 @@ def frozen_bytes(path: Path) -> bytes:
 
 def load_prereg(path: Path) -> Prereg:
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecError(path, "(file)", "does not exist", "give a file under preregistration/ (memgrid prereg new SLUG writes one)") from None
+    data = read_spec_bytes(path, missing_fix="give a file under preregistration/ (memgrid prereg new SLUG writes one)")
     start, _ = _split(path, data)
-    try:
-        text = data[:start].decode("utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(path, "(file)", "is not UTF-8 text", "save it as UTF-8") from None
-    fields = _front_matter(path, text)
+    fields = _front_matter(path, spec_text(path, data[:start]))
     placeholder = _todo(fields)
     if placeholder:
         raise SpecError(path, placeholder, "still holds the template's TODO", "replace the TODO with the real value")
-    for p in fields.get("predictions") or []:
+    for p in fields["predictions"] if isinstance(fields.get("predictions"), list) else ():
         if isinstance(p, dict) and "expect" in p and p["expect"] is None:
             p["expect"] = "null"  # YAML reads a bare `null` as None; it means "no effect" here
     validate(fields, "prereg", path)
@@ -159,7 +141,10 @@ def count_cells(grid: GridSpec, root: Path, where: Path) -> int:
 
 
 def check_sizing(prereg: Prereg, root: Path) -> None:
-    n = count_cells(prereg.grid, root, prereg.path)
+    try:
+        n = count_cells(prereg.grid, root, prereg.path)
+    except SpecError as e:  # the grid's fields sit under grid: in a preregistration
+        raise SpecError(prereg.path, f"grid.{e.field}", e.problem, e.fix) from None
     if n != prereg.cells:
         raise SpecError(prereg.path, "sizing.cells", f"says {prereg.cells} but the grid expands to {n} cells here",
                         f"set sizing.cells to {n} in a new preregistration, or restore the tasks the grid was sized for")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jsonschema
 import yaml
+from yaml.reader import ReaderError
 
 from .errors import SpecError
 
@@ -147,23 +148,128 @@ def _schema(name: str) -> dict:
     return json.loads(resources.files("runner").joinpath(f"schemas/{name}.schema.json").read_text())
 
 
-def read_yaml(path: Path) -> dict:
+MAX_SPEC_BYTES = 4 << 20  # far above any spec file; bounds what a wrong path (a device, a dump) costs
+MAX_DEPTH = 32  # specs nest a few levels; deeper is a nesting bomb that would exhaust the recursive constructor
+_PLAIN = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present, for speed; both read specs alike
+# Implicit types a spec never means: a date stays the text it was written as (as_of: 2026-11-01), '<<' and '='
+# stay plain text instead of a merge key or a value marker.
+_NOT_IMPLICIT = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"}
+
+
+class _SpecLoader(_PLAIN):
+    """Plain data: text keys, each key once (a repeated key would silently replace the first)."""
+
+    yaml_implicit_resolvers = {first: [(tag, regexp) for tag, regexp in resolvers if tag not in _NOT_IMPLICIT]
+                               for first, resolvers in _PLAIN.yaml_implicit_resolvers.items()}
+
+    def __init__(self, text: str, path, first_line: int):
+        super().__init__(text)
+        self.path, self.first_line = path, first_line
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + self.first_line
+            if not isinstance(key, str):
+                raise SpecError(self.path, f"line {line}", f"has the key {key!r}, which is not text",
+                                "write a field name (quote it if it reads as a number, boolean or null)")
+            if key in seen:
+                raise SpecError(self.path, f"line {line}", f"repeats the key '{key}' (first on line {seen[key]})",
+                                "keep one of them")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def read_spec_bytes(path: Path, missing_fix: str = "create it or check the path") -> bytes:
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError(path, "(file)", "does not exist", "create it or check the path") from None
-    except UnicodeDecodeError:
-        raise SpecError(path, "(file)", "is not UTF-8 text", "save it as UTF-8") from None
+        raise SpecError(path, "(file)", "does not exist", missing_fix) from None
+    except IsADirectoryError:
+        raise SpecError(path, "(file)", "is a folder, not a file", "give the path of the YAML file") from None
+    except OSError as e:
+        raise SpecError(path, "(file)", f"cannot be read ({e.strerror})", "check the path and its permissions") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(path, "(file)", f"is larger than {MAX_SPEC_BYTES >> 20} MiB, far more than a spec",
+                        "give the path of the YAML spec")
+    return raw
+
+
+def read_yaml(path: Path) -> dict:
+    """The one reader of spec YAML files (task, plants, arm, grid, corpus settings; preregistrations use parse_yaml)."""
+    return parse_yaml(path, read_spec_bytes(path))
+
+
+def spec_text(path, raw: bytes) -> str:
     try:
-        data = yaml.safe_load(text)
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(path, "(file)", f"is not UTF-8 text (byte {e.start} is 0x{e.object[e.start]:02x})",
+                        "save it as UTF-8 text; a binary file is not a spec") from None
+
+
+def parse_yaml(path, raw: bytes | str, *, first_line: int = 1, top: str = "(top level)") -> dict:
+    """A spec's YAML as plain data (text keys; text, numbers, booleans, null, lists, mappings), or one SpecError.
+    `first_line`: the file line `raw` starts on (a preregistration's front matter starts on line 2);
+    `top`: how errors name the whole document."""
+    text = spec_text(path, raw) if isinstance(raw, bytes) else raw
+    try:
+        _refuse_non_data(path, text, first_line)
+        loader = _SpecLoader(text, path, first_line)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "(syntax)"
-        problem = getattr(e, "problem", None) or "is not valid YAML"
-        raise SpecError(path, where, f"YAML syntax error: {problem}", "fix the YAML syntax at that line") from None
+        raise _yaml_error(path, e, first_line) from None
+    if data is None:
+        raise SpecError(path, top, "is empty", "write the spec's fields as 'field: value' lines")
     if not isinstance(data, dict):
-        raise SpecError(path, "(top level)", "is not a mapping of fields", "write 'field: value' lines")
+        raise SpecError(path, top, f"is a {_yaml_kind(data)}, not a mapping of fields", "write 'field: value' lines")
     return data
+
+
+def _refuse_non_data(path, text: str, first_line: int) -> None:
+    """Refuse, from the event stream and before anything is built, what plain data never needs: anchors and
+    aliases (an alias bomb expands exponentially when validated or dumped), tags (they name constructors)
+    and nesting deeper than MAX_DEPTH."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_PLAIN):
+        where = f"line {event.start_mark.line + first_line}"
+        if isinstance(event, yaml.AliasEvent):
+            raise SpecError(path, where, f"uses the YAML alias *{event.anchor}", "write the value out in full; "
+                            "specs allow no anchors (&) or aliases (*)")
+        if getattr(event, "anchor", None) is not None:
+            raise SpecError(path, where, f"defines the YAML anchor &{event.anchor}", "remove it and write values out "
+                            "in full; specs allow no anchors (&) or aliases (*)")
+        if getattr(event, "tag", None) is not None:
+            raise SpecError(path, where, f"has the YAML tag {event.tag}", "remove the tag; a spec holds plain text, "
+                            "numbers, lists and mappings (quote a value that starts with '!')")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SpecError(path, where, f"nests lists or mappings deeper than {MAX_DEPTH} levels",
+                                "flatten it; a spec is a few levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _yaml_error(path, e: yaml.YAMLError, first_line: int) -> SpecError:
+    if isinstance(e, ReaderError):
+        return SpecError(path, "(file)", f"holds a character YAML does not allow ({e.reason})",
+                         "remove it; a binary file is not a spec")
+    mark = getattr(e, "problem_mark", None)
+    where = f"line {mark.line + first_line}" if mark else "(syntax)"
+    problem = getattr(e, "problem", None) or "is not valid YAML"
+    if getattr(e, "context", None) == "expected a single document in the stream":
+        return SpecError(path, where, "holds a second YAML document ('---')", "keep one document: remove the '---' line")
+    return SpecError(path, where, f"YAML syntax error: {problem}", "fix the YAML syntax at that line")
+
+
+def _yaml_kind(data) -> str:
+    return {list: "list", str: "text", bool: "boolean", int: "number", float: "number"}.get(type(data), type(data).__name__)
 
 
 def _field_path(error: jsonschema.ValidationError) -> str:
@@ -172,13 +278,28 @@ def _field_path(error: jsonschema.ValidationError) -> str:
 
 
 def _nearest_hint(error: jsonschema.ValidationError, schema: dict) -> str | None:
-    """The x-fix of the deepest schema node on the failing path (an item's hint sits on its array)."""
+    """The x-fix of the deepest schema node on the failing path (an item's hint sits on its array), through
+    local $refs as the validator followed them."""
     node, hint = schema, schema.get("x-fix")
     for key in list(error.absolute_schema_path)[:-1]:
-        node = node[key]
+        if isinstance(node, dict) and key not in node and "$ref" in node:
+            node = _local_ref(schema, node["$ref"])
+            hint = node.get("x-fix", hint)
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            break  # a path this walk does not model: the deepest hint found so far
         if isinstance(node, dict) and "x-fix" in node:
             hint = node["x-fix"]
     return hint
+
+
+def _local_ref(schema: dict, ref: str) -> dict:
+    """The node a local reference (#/$defs/name) names; {} for any other reference."""
+    node = schema if ref.startswith("#/") else {}
+    for part in ref.removeprefix("#/").split("/"):
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    return node if isinstance(node, dict) else {}
 
 
 def _fix_for(error: jsonschema.ValidationError, schema: dict) -> str:
@@ -200,7 +321,7 @@ def _fix_for(error: jsonschema.ValidationError, schema: dict) -> str:
 
 def validate(data: dict, schema_name: str, path: Path) -> None:
     schema = _schema(schema_name)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     error = jsonschema.exceptions.best_match(validator.iter_errors(data))
     if error is None:
         return

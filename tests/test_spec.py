@@ -98,3 +98,145 @@ def test_run_id_must_be_a_plain_folder_name(run_id):
     grid = GridSpec(name="g", tasks=("slug_ids",), arms=("bare",), agents=("floor",), seeds=1, conditions=("present",))
     with pytest.raises(UserError, match="not a plain folder name"):
         plan_run(grid, "grid.yaml", {}, {}, ImageSet(ref, ref, ref), Path("/tmp/runs"), run_id)
+
+
+# ---------------------------------------------------------------- YAML that is not plain data, names on the command line
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def readme_live_grid() -> str:
+    """The grid fields README.md's 'The real agent' section shows for a live model, as written there."""
+    section = (REPO / "README.md").read_text().split("## The real agent", 1)[1]
+    return section.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readmes_live_model_example_is_accepted_with_its_date_as_text(tmp_path):
+    text = readme_live_grid()
+    assert "as_of: 2026-11-01" in text  # unquoted: YAML would read a date
+    grid = load_grid(write(tmp_path / "live.yaml", GOOD_GRID.replace("agents: [floor]\n", "") + text))
+    (prices,) = grid.prices.values()
+    assert prices["as_of"] == "2026-11-01" and grid.agents == ("claude-code",)
+
+
+def test_an_impossible_date_is_one_line(tmp_path):
+    text = readme_live_grid().replace("as_of: 2026-11-01", "as_of: 2026-13-01")
+    with pytest.raises(SpecError, match=r"prices\.claude-sonnet-4-5\.as_of: '2026-13-01' is not a 'date' — fix: "):
+        load_grid(write(tmp_path / "live.yaml", GOOD_GRID.replace("agents: [floor]\n", "") + text))
+
+
+def test_corpus_dates_may_be_written_without_quotes(tmp_path):
+    from runner.corpus import load_settings
+
+    text = (REPO / "corpus" / "corpus.yaml").read_text().replace('"2023-01-02"', "2023-01-02")
+    assert "start: 2023-01-02" in text
+    write(tmp_path / "corpus" / "corpus.yaml", text)
+    assert load_settings(tmp_path).start.isoformat() == "2023-01-02"
+
+
+@pytest.mark.parametrize("text, says", [
+    (GOOD_GRID + "name: h\n", "line 7: repeats the key 'name' (first on line 1) — fix: keep one of them"),
+    (GOOD_GRID + "prices: {m: {input: 1, input: 2}}\n", "line 7: repeats the key 'input' (first on line 7)"),
+    (GOOD_GRID + "x: !!python/object/apply:os.system ['true']\n", "line 7: has the YAML tag tag:yaml.org,2002:python/object/apply"),
+    ("a: &a [x, x]\nb: [*a, *a]\n", "line 1: defines the YAML anchor &a"),
+    (GOOD_GRID + "3: three\n", "line 7: has the key 3, which is not text"),
+    (GOOD_GRID + "x: " + "[" * 40 + "]" * 40 + "\n", "line 7: nests lists or mappings deeper than 32 levels"),
+    (GOOD_GRID + "---\n" + GOOD_GRID, "holds a second YAML document"),
+    ("", "(top level): is empty"),
+    ("- a\n", "(top level): is a list, not a mapping of fields"),
+])
+def test_yaml_beyond_plain_data_is_refused_with_the_line(tmp_path, text, says):
+    path = write(tmp_path / "grid.yaml", text)
+    with pytest.raises(SpecError) as e:
+        load_grid(path)
+    assert str(e.value).startswith(f"{path}: ") and says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):
+    """Nine levels of nine aliases: 9**9 strings if anything walked it; refused from the event stream."""
+    lines = ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 10)]
+    path = write(tmp_path / "grid.yaml", GOOD_GRID + "\n".join(lines) + "\n")
+    with pytest.raises(SpecError, match=r"line 7: defines the YAML anchor &l0"):
+        load_grid(path)
+
+
+def test_unreadable_and_oversized_files_are_one_line(tmp_path):
+    from runner.spec import MAX_SPEC_BYTES
+
+    with pytest.raises(SpecError, match=r": \(file\): is a folder, not a file"):
+        load_grid(tmp_path)
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"#" * (MAX_SPEC_BYTES + 1))
+    with pytest.raises(SpecError, match=r"big\.yaml: \(file\): is larger than 4 MiB"):
+        load_grid(big)
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(bytes(range(256)))
+    with pytest.raises(SpecError, match=r"binary\.yaml: \(file\): is not UTF-8 text \(byte 128 is 0x80\)"):
+        load_grid(binary)
+
+
+def test_a_nested_reference_hint_is_found_not_a_key_error(project):
+    """plants.schema.json reaches its file lists through $ref; the hint walk follows it."""
+    plants = project / "tasks" / "slug_ids" / "plants.yaml"
+    plants.write_text(plants.read_text().replace("fact: [corpus/fact.jsonl]", "fact: [7]"))
+    with pytest.raises(SpecError, match=r"roles\.fact\[0\]: 7 is not of type 'string' — fix: list transcripts as corpus/"):
+        load_task(project / "tasks" / "slug_ids")
+
+
+def test_a_preregistered_grid_naming_an_unknown_arm_names_grid_arms(tmp_path):
+    from runner.prereg import check_sizing, load_prereg
+
+    text = (REPO / "preregistration" / "001-default-reader.md").read_text()
+    path = write(tmp_path / "001-ghost.md", text.replace("  arms: [bare, ", "  arms: [ghost, bare, ", 1))
+    with pytest.raises(SpecError, match=r"001-ghost\.md: grid\.arms: names unknown arm 'ghost' — fix: use one of: bare, "):
+        check_sizing(load_prereg(path), REPO)
+
+
+def memgrid_in_process(monkeypatch, capsys, project: Path, cwd: Path, *args: str) -> tuple[int, list[str]]:
+    """`memgrid ARGS` through the console script's entry point, in this process, with the engine out of reach."""
+    import docker
+
+    from runner.cli import main
+
+    def no_engine(*a, **k):
+        raise AssertionError("the command reached for the Docker engine before refusing its input")
+
+    monkeypatch.setattr(docker, "from_env", no_engine)
+    monkeypatch.setenv("MEMGRID_ROOT", str(project))
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", ["memgrid", *args])
+    with pytest.raises(SystemExit) as e:
+        main()
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return e.value.code, (out + err).strip().splitlines()
+
+
+@pytest.mark.parametrize("edit, flags, says", [
+    (("arms: [bare]", "arms: [ghost]"), (), "grid.yaml: arms: names unknown arm 'ghost' — fix: use one of: bare, claude_md, "),
+    (("tasks: all", "tasks: [ghost]"), (), "grid.yaml: tasks: names unknown task 'ghost' — fix: use one of: api_version_header, "),
+    (("agents: [floor]", "agents: [ghost]"), (), "grid.yaml: agents[0]: 'ghost' is not one of"),
+    (("conditions: [present]", "conditions: [ghost]"), (), "grid.yaml: conditions[0]: 'ghost' is not one of"),
+    (None, ("--arms", "bare,ghost"), "(command line): --arms: names unknown arm 'ghost' — fix: use one of: bare, "),
+    (None, ("--tasks", "ghost"), "(command line): --tasks: names unknown task 'ghost' — fix: use one of: "),
+    (None, ("--agent", "ghost"), "(command line): --agent: 'ghost' is not one of ['floor', "),
+    (None, ("--conditions", "present,ghost"), "(command line): --conditions: 'ghost' is not one of ['absent', "),
+], ids=["arm", "task", "agent", "condition", "--arms", "--tasks", "--agent", "--conditions"])
+def test_unknown_names_in_the_spec_or_the_options_are_one_line_before_the_engine(tmp_path, monkeypatch, capsys,
+                                                                                  edit, flags, says):
+    text = GOOD_GRID.replace(*edit) if edit else GOOD_GRID
+    spec = write(tmp_path / "grid.yaml", text)
+    code, lines = memgrid_in_process(monkeypatch, capsys, REPO, tmp_path, "grid", "--spec", str(spec), *flags,
+                                     "--no-progress")
+    assert code == 2 and len(lines) == 1, lines
+    assert says in lines[0], lines[0]
+    assert sorted(tmp_path.iterdir()) == [spec]
+
+
+def test_a_malformed_arm_yaml_is_one_line_for_arm_check(project, monkeypatch, capsys):
+    arm = project / "arms" / "recall" / "arm.yaml"
+    arm.write_text(arm.read_text() + "kind: files\n")
+    code, lines = memgrid_in_process(monkeypatch, capsys, project, project, "arm", "check", "recall")
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0] == f"memgrid: {arm}: line 17: repeats the key 'kind' (first on line 5) — fix: keep one of them"
