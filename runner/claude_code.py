@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from .agent import Transcript, record_truncation, task_options
 from .bundle import tree_entries
 from .costs import Price, price_for
@@ -33,7 +31,7 @@ from .errors import EngineError, SpecError, UserError
 from .images import IMAGES_DIR, ImageRef, _build, ensure_derived, find_image
 from .model_endpoint import SCRIPTED, live_api_key
 from .sandbox import Sandbox
-from .spec import ArmSpec, TaskSpec
+from .spec import ArmSpec, TaskSpec, read_yaml
 from .stream_json import StreamSession, parse_stream, transcript_events
 
 NAME = "claude-code"
@@ -68,8 +66,17 @@ class ClaudeCodePin:
         return {"package": self.package, "version": self.version, "integrity": self.integrity, "shasum": self.shasum}
 
 
+PIN_FIELDS = ("package", "version", "tarball", "integrity", "shasum")
+
+
 def load_pin() -> ClaudeCodePin:
-    return ClaudeCodePin(**yaml.safe_load((CONTEXT / "pin.yaml").read_text()))
+    path = CONTEXT / "pin.yaml"
+    data = read_yaml(path)
+    wrong = sorted(set(PIN_FIELDS) ^ set(data)) or [k for k in PIN_FIELDS if not isinstance(data[k], str)]
+    if wrong:
+        raise SpecError(path, wrong[0], "is missing, unknown or not text",
+                        f"give exactly {', '.join(PIN_FIELDS)}, each as text, as the npm registry publishes them")
+    return ClaudeCodePin(**data)
 
 
 def verify_tarball(data: bytes, pin: ClaudeCodePin) -> None:

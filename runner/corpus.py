@@ -174,7 +174,7 @@ def build(settings: CorpusSettings, tasks: list[TaskSpec], conditions=CONDITIONS
 
 
 def save_digests(settings: CorpusSettings, tasks: list[TaskSpec], digests: dict[str, dict[int, str]]) -> None:
-    existing = yaml.safe_load(settings.digests_path.read_text()) if settings.digests_path.exists() else {}
+    existing = read_yaml(settings.digests_path) if settings.digests_path.exists() else {}
     recorded = existing.get("digests", {}) if existing.get("generator_digest") == generator_digest(settings, tasks) else {}
     for condition, by_seed in digests.items():
         recorded.setdefault(condition, {}).update(by_seed)
@@ -187,7 +187,7 @@ def check(settings: CorpusSettings, tasks: list[TaskSpec], conditions=CONDITIONS
     """Rebuild in a scratch folder and compare with the committed digests; returns the differences."""
     if not settings.digests_path.exists():
         raise UserError(f"{settings.digests_path}: missing: fix: run 'memgrid corpus build' and commit the file")
-    recorded = yaml.safe_load(settings.digests_path.read_text())
+    recorded = read_yaml(settings.digests_path)
     problems = []
     if recorded.get("generator_digest") != generator_digest(settings, tasks):
         problems.append(f"generator digest changed ({str(recorded.get('generator_digest'))[:12]} -> "

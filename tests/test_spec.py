@@ -240,3 +240,21 @@ def test_a_malformed_arm_yaml_is_one_line_for_arm_check(project, monkeypatch, ca
     code, lines = memgrid_in_process(monkeypatch, capsys, project, project, "arm", "check", "recall")
     assert code == 2 and len(lines) == 1, lines
     assert lines[0] == f"memgrid: {arm}: line 17: repeats the key 'kind' (first on line 5) — fix: keep one of them"
+
+
+def test_a_malformed_pin_or_digests_file_is_one_line(tmp_path, monkeypatch):
+    """pin.yaml and corpus/digests.yaml go through the same reader as every spec: no traceback."""
+    from runner import claude_code
+    from runner.corpus import check, load_settings
+    from runner.errors import SpecError
+
+    (tmp_path / "pin.yaml").write_text("package: x\nversion: [1]\n")
+    monkeypatch.setattr(claude_code, "CONTEXT", tmp_path)
+    with pytest.raises(SpecError, match="pin.yaml"):
+        claude_code.load_pin()
+    settings = load_settings(REPO)
+    bad = tmp_path / "digests.yaml"
+    bad.write_text("generator_digest: a\ngenerator_digest: b\n")
+    monkeypatch.setattr(type(settings), "digests_path", property(lambda self: bad))
+    with pytest.raises(SpecError, match="digests.yaml"):
+        check(settings, [])
