@@ -374,6 +374,32 @@ def task_check(
         raise typer.Exit(1)
 
 
+@task_app.command("import")
+def task_import(
+    path: Path = typer.Argument(..., help="An agent-memory-bench task folder (tasks/<id>/) or its tasks/ folder."),
+    fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench)."),
+    into: Path = typer.Option(Path("tasks"), "--into", help="Where the memgrid tasks are written."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported or refused; write nothing."),
+    render_unrecorded: bool = typer.Option(False, "--render-unrecorded",
+                                           help="Render a staged but unrecorded session from its prompt, stage files "
+                                                "and followup instead of refusing the task."),
+):
+    """Convert agent-memory-bench tasks into memgrid tasks (one line per task: imported or refused, and why).
+    Then run `memgrid task check` on them."""
+    from .importer import import_tasks
+
+    result = import_tasks(path, project_root(), into, fmt=fmt, dry_run=dry_run, render=render_unrecorded)
+    verb = "would import" if dry_run else "imported"
+    for plan in result.plans:
+        console.print(("(dry run) " if dry_run else "") + plan.line(), markup=False, highlight=False, soft_wrap=True)
+    for refusal in result.refusals:
+        err.print(refusal.line(), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"{verb} {len(result.plans)}, refused {len(result.refusals)}"
+                  + ("" if dry_run or not result.plans else "; next: memgrid task check <id>"))
+    if result.refusals:
+        raise typer.Exit(1)
+
+
 @corpus_app.command("build")
 def corpus_build(
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (default: all five)."),

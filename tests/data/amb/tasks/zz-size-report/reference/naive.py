@@ -1,0 +1,8 @@
+"""Synthetic reference for the importer tests."""
+from pathlib import Path
+
+SOURCE = 'def render(total: int) -> str:\n    return f"total: {total} bytes"\n'
+
+
+def apply(workdir: Path) -> None:
+    (Path(workdir) / "report.py").write_text(SOURCE)

@@ -1,0 +1,6 @@
+"""The nightly report line."""
+
+
+def render(total: int) -> str:
+    """The report line for `total` bytes processed."""
+    raise NotImplementedError

@@ -1,0 +1,230 @@
+"""`memgrid task import --format amb`: a synthetic agent-memory-bench checkout (tests/data/amb/, written for
+these tests in amb's layout, none of amb's content) imports into a memgrid task that passes `task check`
+through the real checker container; each reason a task cannot be imported refuses that task alone."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.importer import import_tasks
+from runner.spec import load_all_arms, load_all_tasks
+from runner.taskcheck import arm_findings, check_behaviour, containment_findings, transcript_findings
+
+REPO = Path(__file__).resolve().parent.parent
+AMB = REPO / "tests" / "data" / "amb"
+GOOD = "zz-size-report"
+IMPORTED = "amb_zz_size_report"
+
+
+def failures(findings):
+    return [f"{f.task}: {f.rule}: {f.file}: {f.detail}" for f in findings if not f.passed]
+
+
+@pytest.fixture
+def amb(tmp_path) -> Path:
+    """A private copy of the synthetic amb checkout that a test may break."""
+    root = tmp_path / "amb"
+    shutil.copytree(AMB, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def clone(root: Path, new_id: str) -> Path:
+    """A second task: the good one under another id, with its recorded sessions and oracle."""
+    for base in ("tasks", "oracles", "corpus/sessions", "corpus/plants"):
+        shutil.copytree(root / base / GOOD, root / base / new_id)
+    meta = root / "tasks" / new_id / "task.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "task_id": new_id}))
+    return root / "tasks" / new_id
+
+
+def test_a_synthetic_amb_task_imports_and_passes_task_check(engine, images, project, amb):
+    result = import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
+    assert [p.task_id for p in result.plans] == [IMPORTED] and not result.refusals
+    task = load_all_tasks(project)[IMPORTED]
+    assert task.conditions == ("absent", "present", "superseded", "contradictory", "adjacent")
+    arms = list(load_all_arms(project).values())
+    findings = containment_findings(list(load_all_tasks(project).values()), arms)
+    findings = [f for f in findings if f.task == IMPORTED] + transcript_findings(task) + arm_findings(task, arms)
+    behaviour = check_behaviour(engine, images, [task])
+    assert not failures(findings + behaviour)
+    # the verdicts are amb's own: its checker's reason reaches memgrid's detail line
+    assert any("render(4096) gave 'total: 4096 bytes'" in f.detail for f in behaviour if f.rule == "naive fails")
+    assert {f.rule for f in behaviour} >= {"exits-at-import fails", "detector names contradictory on damaged/contradictory"}
+
+
+IN_PROCESS_CHECKER = '''import json, sys
+
+
+def check(workdir, oracle_dir):
+    sys.path.insert(0, str(workdir))
+    from report import render
+    for total, expected in json.loads((oracle_dir / "cases.json").read_text()):
+        if render(total) != expected:
+            return False, f"render({total}) gave {render(total)!r}"
+    return True, "all cases"
+'''
+
+
+def test_an_amb_checker_that_runs_the_artifact_in_process_cannot_be_fooled_by_an_early_exit(engine, images, project, amb):
+    """amb calls check() in its own process; an artifact that exits 0 at import would end the checker with 0.
+    The wrapper judges only the child's complete report."""
+    from runner.checker import run_checker
+    from runner.taskcheck import artifact_variants
+
+    (amb / "tasks" / GOOD / "checker.py").write_text(IN_PROCESS_CHECKER)
+    import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
+    task = load_all_tasks(project)[IMPORTED]
+    variants = artifact_variants(task)
+    verdicts = {name: run_checker(engine, images.checker.tag, task, variants[name], run_id=f"pytest-import-{name}",
+                                  cell_id=name)[0] for name in ("exits-at-import", "informed")}
+    assert verdicts["informed"].passed, verdicts["informed"].detail
+    assert not verdicts["exits-at-import"].passed
+    assert "gave no complete report" in verdicts["exits-at-import"].detail
+
+
+def test_import_maps_transcripts_references_plants_and_provenance(project, amb):
+    import_tasks(amb / "tasks", project, Path("tasks"))
+    root = project / "tasks" / IMPORTED
+    fact = [json.loads(line) for line in (root / "corpus/fact_p01.jsonl").read_text().splitlines()]
+    # amb's assistant event carries its tool's result; memgrid's is a separate tool event; ts goes (the build dates)
+    assert [e["role"] for e in fact] == ["user", "assistant", "tool", "assistant", "user"]
+    assert fact[1]["tool_input"] == {"file_path": "C:\\tmp\\project\\incident\\friday.txt"}
+    assert fact[2] == {"role": "tool", "tool_name": "Read", "content": "1\tdashboard: 10.24 kB\n2\tnightly: 10240\n"}
+    assert not any("ts" in e for e in fact)
+    plants = load_all_tasks(project)[IMPORTED].plants
+    assert plants.roles["rival"] == ("corpus/rival_equals_form.jsonl", "corpus/rival_upper_total.jsonl")
+    assert plants.conditions == {"absent": (), "present": ("fact",), "superseded": ("stale", "fact"),
+                                 "contradictory": ("rival",), "adjacent": ("adjacent",)}
+    # a reference is what amb's apply() wrote over the fixture, nothing else
+    assert sorted(p.name for p in (root / "references/informed").rglob("*") if p.is_file()) == ["report.py"]
+    assert "total // 1024" in (root / "references/informed/report.py").read_text()
+    # amb's checker, detector and the harness module they import travel unchanged; its package __init__ does not
+    assert (root / "oracle/amb/checker.py").read_bytes() == (amb / "tasks" / GOOD / "checker.py").read_bytes()
+    assert (root / "oracle/amb/harness/checker_run.py").read_bytes() == (amb / "harness/checker_run.py").read_bytes()
+    assert (root / "oracle/amb/harness/__init__.py").read_bytes() == b""
+    assert json.loads((root / "oracle/amb_conditions.json").read_text()) == ["superseded", "contradictory", "adjacent"]
+    wrong = load_all_tasks(project)[IMPORTED].wrong_rules
+    assert wrong["adjacent"] == ("two-decimal MiB figures",)  # 'MiB' is under the schema's 4 characters
+    provenance = json.loads((root / "provenance.json").read_text())
+    assert provenance["format"] == "amb" and len(provenance["source"]["inputs_sha256"]) == 64
+    assert provenance["mapped"]["transcripts"]["corpus/fact_p01.jsonl"] == f"recorded: corpus/sessions/{GOOD}/p01.jsonl"
+    assert provenance["not_mapped"] == ["damaged_contradictory__upper.py"]
+    claude_md = (project / "arms/claude_md/tasks" / IMPORTED / "CLAUDE.md").read_text()
+    assert "`report.py` renders the one line" in claude_md
+    placebo = (project / "arms/placebo/tasks" / IMPORTED / "CLAUDE.md").read_text()
+    assert len(placebo.splitlines()) == len(claude_md.splitlines()) and "report.py" not in placebo
+
+
+def test_dry_run_lists_and_writes_nothing(project, amb):
+    before = sorted(p for p in project.rglob("*"))
+    result = import_tasks(amb / "tasks", project, Path("tasks"), dry_run=True)
+    assert [p.task_id for p in result.plans] == [IMPORTED]
+    assert f"tasks/{IMPORTED}/task.yaml" in result.plans[0].files
+    assert sorted(p for p in project.rglob("*")) == before
+
+
+def test_an_unrecorded_session_is_rendered_only_when_asked(project, amb):
+    (amb / "corpus/sessions" / GOOD / "p01.jsonl").unlink()
+    refused = import_tasks(amb / "tasks", project, Path("tasks"))
+    assert [r.reason for r in refused.refusals][0].startswith(f"corpus/sessions/{GOOD}/p01.jsonl: (file): is missing")
+    result = import_tasks(amb / "tasks", project, Path("tasks"), render=True)
+    assert result.plans and "1 transcript(s) rendered from staging" in result.plans[0].notes
+    events = [json.loads(line) for line in (project / "tasks" / IMPORTED / "corpus/fact_p01.jsonl").read_text().splitlines()]
+    assert [e["role"] for e in events] == ["user", "assistant", "tool", "user"]
+    assert events[1]["tool_input"] == {"file_path": "incident/friday.txt"}
+    assert events[2]["content"] == "dashboard: 10.24 kB\nnightly: 10240\n"
+    assert "binary-thousands rule" in events[3]["content"]
+
+
+def _write_json(path: Path, **changes) -> None:
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+
+def _reference(task: Path, name: str, body: str) -> None:
+    (task / "reference" / f"{name}.py").write_text(f"from pathlib import Path\n\n\ndef apply(workdir):\n{body}\n")
+
+
+def _plants(task: Path, edit) -> None:
+    data = json.loads((task / "plants.json").read_text())
+    edit(data)
+    (task / "plants.json").write_text(json.dumps(data))
+
+
+REFUSALS = {
+    "control task": (lambda t, r: _write_json(t / "task.json", kind="control"), "kind: is 'control'"),
+    "task.json not JSON": (lambda t, r: (t / "task.json").write_text("{"), "task.json: (file): is not JSON"),
+    "no fact terms": (lambda t, r: _write_json(t / "task.json", fact_terms=[]), "fact_terms: is not a non-empty list"),
+    "task_id mismatch": (lambda t, r: _write_json(t / "task.json", task_id="other"), "task_id: is 'other'"),
+    "no tree": (lambda t, r: shutil.rmtree(t / "tree"), "tree/: is missing"),
+    "no precursors": (lambda t, r: shutil.rmtree(t / "precursors"), "precursors/: holds no session"),
+    "unrecorded session": (lambda t, r: (r / "corpus/sessions/zz-broken/p01.jsonl").unlink(),
+                           "was staged but never recorded"),
+    "session with a foreign role": (
+        lambda t, r: (r / "corpus/sessions/zz-broken/p01.jsonl").write_text('{"role": "system", "content": "x"}\n'),
+        "line 1: has role 'system'"),
+    "checker runs git": (lambda t, r: (t / "checker.py").write_text(
+        "import subprocess\n\ndef check(workdir, oracle_dir):\n    subprocess.run(['git', 'diff'])\n    return True, ''\n"),
+        "checker.py: git: needs git or bash"),
+    "checker needs a third-party module": (lambda t, r: (t / "checker.py").write_text(
+        "import yaml\n\ndef check(workdir, oracle_dir):\n    return True, ''\n"), "import: needs 'yaml'"),
+    "harness module missing": (lambda t, r: (t / "damage.py").write_text(
+        "from harness.nowhere import x\n\ndef detect(workdir, oracle_dir, condition):\n    return False, ''\n"),
+        "harness/nowhere.py: (file): is missing"),
+    "checker not Python": (lambda t, r: (t / "checker.py").write_text("def check(:\n"), "checker.py: line 1: is not valid Python"),
+    "oracle missing": (lambda t, r: shutil.rmtree(r / "oracles/zz-broken"),
+                       "oracles/zz-broken: (folder): is missing but the checker reads oracle_dir"),
+    "reference fails": (lambda t, r: _reference(t, "naive", "    raise RuntimeError('boom')"),
+                        "reference/naive.py: apply: failed on the fixture (RuntimeError: boom)"),
+    "reference deletes": (lambda t, r: _reference(t, "naive", "    (Path(workdir) / 'README.md').unlink()"),
+                          "apply: deletes README.md"),
+    "reference changes nothing": (lambda t, r: _reference(t, "naive", "    pass"), "apply: changes nothing"),
+    "reference missing": (lambda t, r: (t / "reference/informed.py").unlink(), "reference/informed.py: (file): is missing"),
+    "undeclared plant": (lambda t, r: _plants(t, lambda d: d["conditions"]["adjacent"].update(plants=["ghost"])),
+                         "conditions.adjacent.plants: names undeclared plant 'ghost'"),
+    "condition of the wrong shape": (lambda t, r: _plants(t, lambda d: d["conditions"]["superseded"].update(include_real=False)),
+                                     "conditions.superseded.include_real: differs from amb's preregistered shape"),
+    "markers too short": (lambda t, r: _plants(t, lambda d: d["plants"]["adjacent_mib_dashboard"].update(wrong_terms=["MiB"])),
+                          "adjacent wrong_terms: are all shorter than 4 characters"),
+    "already imported": (lambda t, r: None, "amb_zz_broken: (folder): already exists"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_a_task_that_cannot_be_imported_is_refused_and_the_others_go_on(case, project, amb):
+    breaks, reason = REFUSALS[case]
+    broken = clone(amb, "zz-broken")
+    breaks(broken, amb)
+    if case == "already imported":
+        (project / "tasks/amb_zz_broken").mkdir()
+    result = import_tasks(amb / "tasks", project, Path("tasks"))
+    assert [p.task_id for p in result.plans] == [IMPORTED]
+    assert len(result.refusals) == 1 and result.refusals[0].source.name == "zz-broken"
+    line = result.refusals[0].line()
+    assert line.startswith("refuse zz-broken: ") and reason in line and "— fix: " in line and "\n" not in line, line
+    assert (project / "tasks" / IMPORTED / "task.yaml").is_file()
+    assert case == "already imported" or not (project / "tasks/amb_zz_broken").exists()
+
+
+def memgrid(*args, root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO / ".venv/bin/memgrid"), "task", "import", *args], capture_output=True, text=True,
+                          env={**os.environ, "MEMGRID_ROOT": str(root)}, timeout=120)
+
+
+def test_the_command_line_reports_one_line_per_task_and_bad_input_in_one_line(project, amb):
+    clone(amb, "zz-broken")
+    (amb / "tasks/zz-broken/tree").rename(amb / "tasks/zz-broken/gone")
+    dry = memgrid(str(amb / "tasks"), "--dry-run", root=project)
+    assert dry.returncode == 1, dry.stderr
+    assert f"(dry run) import {GOOD} -> tasks/{IMPORTED}: conditions absent, present, superseded" in dry.stdout
+    assert "refuse zz-broken: tasks/zz-broken: tree/: is missing — fix: add the fixture repository as tree/" in dry.stderr
+    assert not (project / "tasks" / IMPORTED).exists()
+    for args, expected in (([str(amb / "nowhere")], "does not exist or is not a folder"),
+                           ([str(amb / "harness")], "holds no task.json"),
+                           ([str(amb / "tasks"), "--format", "swe"], "--format: 'swe' is not a format")):
+        done = memgrid(*args, root=project)
+        assert done.returncode == 2 and expected in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
