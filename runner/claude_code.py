@@ -219,8 +219,8 @@ class ClaudeCodeAgent:
                        env_names=sorted({**SESSION_ENV, **self.endpoint_env}), prompt_sha256=sha256_bytes(prompt.encode()),
                        instructions_sha256=sha256_bytes(self.instructions.encode()))
         started = time.monotonic()
-        result = sandbox.exec_stream(self.command(prompt), timeout=self.task.agent_seconds, workdir=WORKSPACE,
-                                     env={**SESSION_ENV, **self.endpoint_env})
+        result = sandbox.exec(self.command(prompt), timeout=self.task.agent_seconds, workdir=WORKSPACE,
+                              env={**SESSION_ENV, **self.endpoint_env})
         with gzip.open(self.raw_path, "wt", encoding="utf-8") as f:
             f.write(result.stdout + ("\n" if result.stdout else ""))
         session = parse_stream(line for _, line in result.lines)

@@ -287,7 +287,6 @@ class Sandbox:
                             "\n".join(line for _, line in err_lines), time.monotonic() - started,
                             dropped + err_dropped, lines, out.total, dropped, dropped_lines)
 
-    exec_stream = exec
 
     def export(self, path: str, cap_bytes: int) -> Export:
         """The folder at `path` as the agent left it, read as a stream that stops at `cap_bytes` of file
