@@ -32,7 +32,7 @@ def engine():
     leftovers = [c for c in client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
                  if c.labels.get(RUN_LABEL, "").startswith(tuple(ISSUED_RUN_IDS) or ("\0",))]
     for c in leftovers:
-        c.remove(force=True)
+        c.remove(force=True, v=True)
     assert not leftovers, f"containers survived the suite: {[c.labels for c in leftovers]}"
 
 
@@ -88,7 +88,7 @@ def no_leftovers(engine, run_id):
     yield
     left = engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"})
     for c in left:
-        c.remove(force=True)
+        c.remove(force=True, v=True)
     networks = engine.api.networks(filters={"label": f"{RUN_LABEL}={run_id}"})
     for n in networks:
         engine.api.remove_network(n["Id"])
