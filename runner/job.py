@@ -15,7 +15,7 @@ from .ingest import ensure_stores
 from .ledger import Ledger
 from .preflight import check_grid
 from .prereg import Prereg
-from .run import RunPlan, RunSummary, corpus_pairs, execute, lock_document, open_run, plan_run
+from .run import RunPlan, RunSummary, check_run_id, corpus_pairs, execute, lock_document, open_run, plan_run
 from .spec import GridSpec, load_all_arms, load_all_tasks, provider
 from .trial import TrialContext
 
@@ -59,6 +59,8 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     (run.json), the arms' stores."""
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
     check_grid(grid_spec, grid_path, all_tasks, all_arms)
+    if run_id is not None:  # before any engine work, as every other input
+        check_run_id(run_id)
     client = connect(concurrency=concurrency)
     for warning in space_warnings(client, runs_dir):
         log(warning)

@@ -74,13 +74,18 @@ def corpus_pairs(grid: GridSpec, arms: dict[str, ArmSpec]) -> list[tuple[str, in
     return [(c, s) for s in range(grid.seeds) for c in grid.conditions]
 
 
+def check_run_id(run_id: str) -> None:
+    """A run id names a folder under the runs dir: a plain name, never a path."""
+    if not RUN_ID.match(run_id):
+        raise UserError(f"--run-id {run_id!r}: not a plain folder name: fix: use letters, digits, '.', '_' and '-' "
+                        "(at most 100), starting with a letter or digit")
+
+
 def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
              runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None,
              agent_inputs: dict[str, str] | None = None) -> RunPlan:
     run_id = run_id or default_run_id(grid)
-    if not RUN_ID.match(run_id):
-        raise UserError(f"--run-id {run_id!r}: not a plain folder name: fix: use letters, digits, '.', '_' and '-' "
-                        "(at most 100), starting with a letter or digit")
+    check_run_id(run_id)
     task_ids, arm_names = select(grid, tasks, arms, grid_path)
     inputs = GridInputs(tasks={t: tree_digest(tasks[t].root) for t in task_ids},
                         arms={a: tree_digest(arms[a].root) for a in arm_names},

@@ -176,3 +176,20 @@ def test_a_corpus_rebuilt_under_a_run_is_refused_not_read(tmp_path):
     fresh = MemorySource(settings, tmp_path, locked={("present", 0): sha256_file(target / MANIFEST)})
     with pytest.raises(CorpusChanged, match="b.jsonl"):
         fresh.documents("present", 0)
+
+
+def test_a_bad_run_id_is_refused_before_the_engine_is_asked(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    proc = subprocess.run([sys.executable, "-c", "from runner.cli import main; main()", "grid", "--preset", "harness",
+                           "--run-id", "../escape", "--runs-dir", str(tmp_path / "runs")],
+                          env={**os.environ, "MEMGRID_ROOT": str(REPO), "DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--run-id '../escape'" in lines[0], proc.stderr
+    assert not (tmp_path / "runs").exists()
