@@ -14,7 +14,6 @@ in a child process, on a writable copy of the artifact, and judge only a complet
 """
 
 import ast
-import hashlib
 import json
 import re
 import shutil
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from .digest import sha256_bytes, sha256_json, tree_files
 from .errors import SpecError, UserError
 from .spec import validate
 
@@ -37,7 +37,7 @@ ROLE_OF = {"superseded": "stale", "contradictory": "rival", "adjacent": "adjacen
 CHECKER_SECONDS = 300
 APPLY_SECONDS = 60
 MIN_MARKER = 4  # runner/schemas/task.schema.json: wrong-rule markers are at least 4 characters
-SKIP = {".git", "__pycache__", ".pytest_cache", ".ruff_cache"}
+SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache"})
 # What the checker image lacks: amb fixtures are git repositories and its shell helpers need bash.
 NEEDS_GIT_OR_BASH = {"git", "git_bash", "run_bash"}
 CLAUDE_MD_RULES = ("Keep changes small and focused, and leave unrelated files alone.",
@@ -126,16 +126,10 @@ def read_json(path: Path, src: Source) -> dict:
 
 def files_under(root: Path) -> dict[str, bytes]:
     """Regular files under root by relative path, without caches and .git; links are refused."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if SKIP & set(rel.parts) or p.suffix == ".pyc":
-            continue
-        if p.is_symlink():
-            raise Refused(str(p), "(file)", "is a symbolic link", "replace it with a copy of the file")
-        if p.is_file():
-            out[rel.as_posix()] = p.read_bytes()
-    return out
+    try:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in tree_files(root, SKIP)}
+    except ValueError as e:  # a link: tree_files names it
+        raise Refused(str(e).split(":", 1)[0], "(file)", "is a symbolic link", "replace it with a copy of the file") from None
 
 
 # ---------------------------------------------------------------- task.json, fixture, references
@@ -597,10 +591,8 @@ def provenance_source(src: Source) -> dict:
 
 
 def digest_files(files: dict[str, bytes]) -> str:
-    h = hashlib.sha256()
-    for rel in sorted(files):
-        h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).hexdigest().encode() + b"\n")
-    return h.hexdigest()
+    """What digest.tree_digest computes for a tree, over files already read."""
+    return sha256_json([[rel, sha256_bytes(files[rel])] for rel in sorted(files)])
 
 
 @dataclass
