@@ -20,26 +20,23 @@ WHY_FREE = "the run folder keeps each cell's artifact and transcripts; the engin
            "remove old runs/ folders, 'docker image prune', or pass --runs-dir on a larger disk"
 
 
-def space_to_check(client, runs_dir: Path) -> list[tuple[str, Path]]:
-    """The run folder's file system and, when the engine runs on this machine, its data root's."""
+def free_space(client, runs_dir: Path) -> list[tuple[str, Path, float]]:
+    """(check name, place, free GiB) for the run folder's file system and, when the engine runs on this
+    machine, its data root's."""
     places = [("disk (run folder)", runs_dir if runs_dir.exists() else Path.cwd())]
     try:
         root = Path(client.info().get("DockerRootDir", ""))
     except docker.errors.APIError:
-        return places
-    if root.is_dir():
+        root = None
+    if root is not None and root.is_dir():
         places.append(("disk (engine data root)", root))
-    return places
+    return [(name, path, shutil.disk_usage(path).free / 2**30) for name, path in places]
 
 
 def space_warnings(client, runs_dir: Path) -> list[str]:
     """One line per place short of space, for `grid` to print before it starts."""
-    warnings = []
-    for _, path in space_to_check(client, runs_dir):
-        free_gb = shutil.disk_usage(path).free / 2**30
-        if free_gb < MIN_FREE_GB:
-            warnings.append(f"warning: only {free_gb:.1f} GiB free at {path} (below {MIN_FREE_GB} GiB): {WHY_FREE}")
-    return warnings
+    return [f"warning: only {free_gb:.1f} GiB free at {path} (below {MIN_FREE_GB} GiB): {WHY_FREE}"
+            for _, path, free_gb in free_space(client, runs_dir) if free_gb < MIN_FREE_GB]
 
 
 @dataclass(frozen=True)
@@ -79,8 +76,7 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
         layer = find_image(client, tag)
         checks.append(Check("image claude-code", layer is not None, f"{tag} (CLI {pin.version})",
                             "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))
-    for name, path in space_to_check(client, runs_dir):
-        free_gb = shutil.disk_usage(path).free / 2**30
+    for name, path, free_gb in free_space(client, runs_dir):
         checks.append(Check(name, free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {path}",
                             "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})"))
     try:

@@ -43,25 +43,23 @@ def judge(report: dict, name: str = "host_unreachable") -> GateProof:
     """The route table proves the host unreachable: no default route, every former gateway
     prohibited, every other route on-link (a subnet of the cell's network), IPv6 off."""
     routes = report.get("routes", [])
-    problems = []
-    if not report.get("gateways"):
-        problems.append("no default gateway was found to prohibit")
-    if any(r.split()[0] == "default" for r in routes if r.split()):
-        problems.append("a default route remains")
-    for gw in report.get("gateways", []):
-        if not any(r.split()[:2] == ["prohibit", gw] for r in routes):
-            problems.append(f"gateway {gw} is not prohibited")
+    gateways = report.get("gateways", [])
+    problems = [] if gateways else ["no default gateway was found to prohibit"]
+    prohibited = {r.split()[1] for r in routes if r.split()[:1] == ["prohibit"] and len(r.split()) > 1}
+    problems += [f"gateway {gw} is not prohibited" for gw in gateways if gw not in prohibited]
     for route in routes:
         words = route.split()
-        if words and words[0] != "prohibit" and "via" in words:
+        if words[:1] == ["prohibit"]:
+            words = words[1:]
+        if "via" in words:  # a default route too: 'default via <gateway>'
             problems.append(f"route through a router: {route}")
-    if not report.get("ipv6_disabled"):
-        problems.append("IPv6 is on")
-    for route in routes:
+            continue
         try:
-            ipaddress.ip_network(route.split()[0] if route.split()[0] != "prohibit" else route.split()[1])
+            ipaddress.ip_network(words[0])
         except (ValueError, IndexError):
             problems.append(f"unexpected route: {route}")
+    if not report.get("ipv6_disabled"):
+        problems.append("IPv6 is on")
     passed = not problems
     detail = ("routes: " + "; ".join(routes)) if passed else "; ".join(problems) + " (routes: " + "; ".join(routes) + ")"
     return GateProof(name, passed, detail[:500])
