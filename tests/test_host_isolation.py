@@ -8,13 +8,7 @@ Only this host's own addresses and the cell's own containers are contacted.
 
 import pytest
 
-from runner import netguard, probes
-from runner.bundle import build_bundle
-from runner.model_endpoint import ModelEndpoint
-from runner.sandbox import Sandbox
-from runner.spec import load_all_arms, load_all_tasks
-
-from conftest import REPO
+from runner import netguard, probes, selftest
 
 
 @pytest.fixture
@@ -28,18 +22,7 @@ def test_no_host_address_answers_the_sandbox_or_the_model(engine, images, run_id
     from runner.images import ensure_derived
 
     model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
-    endpoint = ModelEndpoint(engine, model_image.tag, run_id, "isolation", "scripted", {}, guard_image=images.base.tag)
-    bundle = build_bundle(load_all_tasks(REPO)["slug_ids"], load_all_arms(REPO)["bare"], {})
-    endpoint.start(1)
-    guarded = control = None
-    try:
-        guarded = Sandbox(engine, images.sandbox.tag, run_id, "isolation", bundle_tar=bundle.tar, lifetime=120,
-                          network=endpoint.network_name)
-        control = Sandbox(engine, images.sandbox.tag, run_id, "isolation-control", bundle_tar=bundle.tar,
-                          lifetime=120, network=endpoint.network_name)
-        guarded.start()
-        control.start()
-        proof = netguard.guard(engine, guarded.container, images.base.tag, run_id=run_id, cell_id="isolation")
+    with selftest.probe_cell(engine, images, model_image.tag, run_id) as (endpoint, guarded, control, proof):
         assert proof.passed and "prohibit" in proof.detail
         assert endpoint.guard_proof is not None and endpoint.guard_proof.passed
         hosts = probes.host_targets(listener.port)
@@ -65,11 +48,6 @@ def test_no_host_address_answers_the_sandbox_or_the_model(engine, images, run_id
         seen_routes = probes.parse(guarded.exec(probes.command("routes"), timeout=30).stdout)
         assert not [r for r in seen_routes["routes"] if r["destination"] == "0.0.0.0"], seen_routes
         assert not seen_routes["ipv6_enabled"]
-    finally:
-        for box in (guarded, control):
-            if box is not None:
-                box.stop()
-        endpoint.stop()
 
 
 def test_the_guard_refuses_a_route_table_that_leaves_the_host_reachable():
