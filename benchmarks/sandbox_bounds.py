@@ -37,8 +37,8 @@ def child(mode: str, bounded: bool, megabytes: int) -> dict:
     from runner.bundle import build_bundle
     from runner.engine import connect
     from runner.images import ensure_images
-    from runner.sandbox import DEFAULT_ARTIFACT_MIB, MIB, BoundedCapture, DiskBudget, Sandbox
-    from runner.spec import load_all_arms, load_all_tasks
+    from runner.sandbox import MIB, BoundedCapture, DiskBudget, Sandbox
+    from runner.spec import DEFAULT_ARTIFACT_MIB, load_all_arms, load_all_tasks
 
     client = connect()
     images = ensure_images(client, log=lambda m: None)

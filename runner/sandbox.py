@@ -24,6 +24,7 @@ import docker.errors
 import docker.types
 
 from .archive import Export, read_export
+from .spec import DEFAULT_DISK_MIB
 
 RUN_LABEL = "memgrid.run"
 CELL_LABEL = "memgrid.cell"
@@ -38,8 +39,6 @@ class Limits:
 
 
 MIB = 2**20
-DEFAULT_DISK_MIB = 2048
-DEFAULT_ARTIFACT_MIB = 64
 AGENT_HOME = "/home/agent"
 
 

@@ -17,6 +17,8 @@ from yaml.reader import ReaderError
 from .errors import SpecError
 
 CONDITIONS = ("absent", "superseded", "contradictory", "adjacent", "present")
+DEFAULT_DISK_MIB = 2048  # a sandbox's disk budget unless the grid or its task sets one
+DEFAULT_ARTIFACT_MIB = 64  # the largest workspace the checker grades unless the task sets one
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class TaskSpec:
     plants: PlantsSpec | None = field(compare=False)
     root: Path = field(compare=False)
     disk_mib: int | None = None  # the sandbox's disk budget; None: the grid's
-    artifact_mib: int = 64  # the largest workspace the checker grades
+    artifact_mib: int = DEFAULT_ARTIFACT_MIB  # the largest workspace the checker grades
 
     @property
     def fixture(self) -> Path:
@@ -120,7 +122,7 @@ class GridSpec:
     allow_hosts: tuple[str, ...] = ()
     model: str | None = None  # what claude-code cells run on; None when the grid has no claude-code agent
     prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
-    disk_mib: int = 2048  # each sandbox's disk budget, unless its task sets its own
+    disk_mib: int = DEFAULT_DISK_MIB  # each sandbox's disk budget, unless its task sets its own
 
     def as_dict(self) -> dict:
         data = {
@@ -138,7 +140,7 @@ class GridSpec:
             data["model"] = self.model
         if self.prices:
             data["prices"] = self.prices
-        if self.disk_mib != 2048:
+        if self.disk_mib != DEFAULT_DISK_MIB:
             data["disk_mib"] = self.disk_mib
         return data
 
@@ -367,7 +369,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         plants=load_plants(task_dir, tuple(data["conditions"])) if (task_dir / "plants.yaml").exists() else None,
         root=task_dir,
         disk_mib=data.get("limits", {}).get("disk_mib"),
-        artifact_mib=data.get("limits", {}).get("artifact_mib", 64),
+        artifact_mib=data.get("limits", {}).get("artifact_mib", DEFAULT_ARTIFACT_MIB),
     )
 
 
@@ -444,7 +446,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         allow_hosts=tuple(data.get("allow_hosts", ())),
         model=data.get("model"),
         prices=data.get("prices", {}),
-        disk_mib=data.get("disk_mib", 2048),
+        disk_mib=data.get("disk_mib", DEFAULT_DISK_MIB),
     )
 
 

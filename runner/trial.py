@@ -22,8 +22,8 @@ from .grid import CellSpec
 from .images import ImageSet
 from .ledger import LedgerRow
 from .model_endpoint import SCRIPTED, ModelEndpoint
-from .sandbox import DEFAULT_DISK_MIB, MIB, DiskBudget, Limits, Sandbox
-from .spec import STORE_KINDS, ArmSpec, TaskSpec, provider
+from .sandbox import MIB, DiskBudget, Limits, Sandbox
+from .spec import DEFAULT_DISK_MIB, STORE_KINDS, ArmSpec, TaskSpec, provider
 
 VERIFY_SECONDS = 60
 
