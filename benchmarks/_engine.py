@@ -1,6 +1,6 @@
 """What the Docker benchmarks share: cleanup by run label and a count of other runs skewing timings."""
 
-from runner.sandbox import RUN_LABEL, remove_run_containers
+from runner.env.sandbox import RUN_LABEL, remove_run_containers
 
 
 def cleanup(client, run_id: str) -> int:

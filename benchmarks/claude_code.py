@@ -23,12 +23,12 @@ import time
 import uuid
 from pathlib import Path
 
-from runner.claude_code import CONTEXT, fetch_binary, load_pin
-from runner.engine import connect
-from runner.images import _context_tar, context_files, ensure_images
-from runner.job import run_grid
-from runner.ledger import latest_attempts
-from runner.spec import grid_from_dict, load_all_tasks
+from runner.agents.claude_code import CONTEXT, fetch_binary, load_pin
+from runner.env.engine import connect
+from runner.env.images import _context_tar, context_files, ensure_images
+from runner.exec.job import run_grid
+from runner.results.ledger import latest_attempts
+from runner.plan.spec import grid_from_dict, load_all_tasks
 
 from _engine import cleanup, foreign_containers
 

@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from runner.corpus import build, load_settings, locus_findings, probe, verify_dir
-from runner.spec import CONDITIONS, load_all_tasks
+from runner.corpus.build import build, load_settings, locus_findings, probe, verify_dir
+from runner.plan.spec import CONDITIONS, load_all_tasks
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK_SCALE = 200  # haystack documents per condition x seed in --quick (every tier still drawn)

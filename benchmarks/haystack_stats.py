@@ -17,9 +17,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from runner import haystack
+from runner.corpus import haystack
 from runner.errors import UserError
-from runner.spec import load_all_tasks, load_task
+from runner.plan.spec import load_all_tasks, load_task
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK_COUNT = 200  # enough documents to draw from every tier

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from runner.engine import connect
-from runner.ledger import Ledger
-from runner.sandbox import RUN_LABEL
+from runner.env.engine import connect
+from runner.results.ledger import Ledger
+from runner.env.sandbox import RUN_LABEL
 
 from _engine import cleanup
 

@@ -18,12 +18,12 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from runner.engine import connect
-from runner.images import ensure_images
-from runner.run import execute, lock_document, open_run, plan_run
-from runner.sandbox import RUN_LABEL
-from runner.spec import GridSpec, load_all_arms, load_all_tasks
-from runner.trial import TrialContext
+from runner.env.engine import connect
+from runner.env.images import ensure_images
+from runner.exec.run import execute, lock_document, open_run, plan_run
+from runner.env.sandbox import RUN_LABEL
+from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks
+from runner.exec.trial import TrialContext
 
 from _engine import cleanup, foreign_containers
 

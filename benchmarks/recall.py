@@ -81,8 +81,8 @@ async def through_mcp(store: Path, qs: list[str], k: int) -> tuple[float, list[f
 
 def small_corpus(build_dir: Path, scale: int) -> Path:
     """The present condition of seed 0 with a haystack of `scale` documents, built by the real corpus builder."""
-    from runner.corpus import build, load_settings
-    from runner.spec import load_all_tasks
+    from runner.corpus.build import build, load_settings
+    from runner.plan.spec import load_all_tasks
 
     settings = dataclasses.replace(load_settings(ROOT), scale=scale)
     build(settings, list(load_all_tasks(ROOT).values()), ("present",), (0,), build_dir, log=lambda m: None)

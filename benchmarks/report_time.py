@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner.analysis import RESAMPLES, analyse, paired_stat  # noqa: E402
-from runner.ledger import Ledger, LedgerRow  # noqa: E402
-from runner.report import write_html  # noqa: E402
+from runner.results.analysis import RESAMPLES, analyse, paired_stat  # noqa: E402
+from runner.results.ledger import Ledger, LedgerRow  # noqa: E402
+from runner.results.report import write_html  # noqa: E402
 
 ARMS = ["bare", "placebo", "claude_md", "fs_grep", "recall", "recall_prefetch", "oracle_memory"]
 CONDITIONS = ["present", "absent", "superseded", "contradictory", "adjacent"]

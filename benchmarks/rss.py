@@ -28,10 +28,10 @@ def import_runner() -> None:
     """Everything a `memgrid grid` controller imports, plus pandas for the read-back."""
     import pandas  # noqa: F401
     import runner.cli  # noqa: F401
-    import runner.grid  # noqa: F401
-    import runner.ledger  # noqa: F401
-    import runner.run  # noqa: F401
-    import runner.spec  # noqa: F401
+    import runner.plan.grid  # noqa: F401
+    import runner.results.ledger  # noqa: F401
+    import runner.exec.run  # noqa: F401
+    import runner.plan.spec  # noqa: F401
 
 
 def peak_kib() -> int:
@@ -46,7 +46,7 @@ def child_baseline() -> dict:
 
 def synthetic_tasks(n: int) -> dict:
     """n copies of the first shipped task under new ids, each supporting every condition."""
-    from runner.spec import CONDITIONS, load_all_tasks
+    from runner.plan.spec import CONDITIONS, load_all_tasks
 
     template = next(iter(load_all_tasks(REPO).values()))
     return {f"task_{i:03d}": dataclasses.replace(template, id=f"task_{i:03d}", conditions=CONDITIONS,
@@ -55,7 +55,7 @@ def synthetic_tasks(n: int) -> dict:
 
 
 def synthetic_row(cell, run_id: str):
-    from runner.ledger import LedgerRow
+    from runner.results.ledger import LedgerRow
 
     proofs = [{"name": "bundle_verified", "passed": True, "detail": f"7 files match {'ab' * 6}"},
               {"name": "agent_ok", "passed": True, "detail": f"{cell.agent} finished without error"}]
@@ -80,9 +80,9 @@ def child_grid(n_tasks: int, seeds: int) -> dict:
     import_runner()
     import pandas as pd
 
-    from runner.grid import GridInputs, expand, select
-    from runner.ledger import Ledger
-    from runner.spec import CONDITIONS, GridSpec, load_all_arms
+    from runner.plan.grid import GridInputs, expand, select
+    from runner.results.ledger import Ledger
+    from runner.plan.spec import CONDITIONS, GridSpec, load_all_arms
 
     out = {"import_seconds": time.monotonic() - t0, "after_import_kib": peak_kib()}
     tasks = synthetic_tasks(n_tasks)

@@ -34,11 +34,11 @@ def peak_mib() -> float:
 def child(mode: str, bounded: bool, megabytes: int) -> dict:
     """One measurement: a real sandbox, the agent's doing, the controller's reading of it."""
     from _engine import cleanup
-    from runner.bundle import build_bundle
-    from runner.engine import connect
-    from runner.images import ensure_images
-    from runner.sandbox import MIB, BoundedCapture, DiskBudget, Sandbox
-    from runner.spec import DEFAULT_ARTIFACT_MIB, load_all_arms, load_all_tasks
+    from runner.env.bundle import build_bundle
+    from runner.env.engine import connect
+    from runner.env.images import ensure_images
+    from runner.env.sandbox import MIB, BoundedCapture, DiskBudget, Sandbox
+    from runner.plan.spec import DEFAULT_ARTIFACT_MIB, load_all_arms, load_all_tasks
 
     client = connect()
     images = ensure_images(client, log=lambda m: None)

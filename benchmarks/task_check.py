@@ -9,10 +9,10 @@ import argparse
 import time
 from pathlib import Path
 
-from runner.engine import connect
-from runner.images import ensure_images
-from runner.spec import load_all_arms, load_all_tasks
-from runner.taskcheck import artifact_variants, check_behaviour, containment_findings, transcript_findings
+from runner.env.engine import connect
+from runner.env.images import ensure_images
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.tasks.check import artifact_variants, check_behaviour, containment_findings, transcript_findings
 
 from _engine import foreign_containers
 

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import UserError
+from runner.errors import UserError
 
 app = typer.Typer(help="memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own "
                        "container, prove the treatment, grade the artifact, and ledger it all.",
@@ -46,7 +46,7 @@ def _csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
 @app.command()
 def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are written.")):
     """Check the engine, its API version, the images and free disk; print the fix for each problem."""
-    from .doctor import run_checks
+    from runner.env.doctor import run_checks
 
     checks = run_checks(runs_dir, project_root())
     table = Table("check", "status", "detail", "fix")
@@ -63,14 +63,14 @@ def images_build():
     the claude-code layer (the pinned CLI, fetched from the npm registry and checksum-verified) over
     the sandbox and each arm image; only what changed is rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
     MEMGRID_BASE_SOURCE to force); Python packages are resolved on the host from pinned requirements."""
-    from .engine import connect
-    from .images import ensure_images
+    from runner.env.engine import connect
+    from runner.env.images import ensure_images
 
-    from .images import arm_image_needed, ensure_arm_image
-    from .spec import load_all_arms
+    from runner.env.images import arm_image_needed, ensure_arm_image
+    from runner.plan.spec import load_all_arms
 
-    from .claude_code import ensure_agent_image
-    from .images import ensure_derived
+    from runner.agents.claude_code import ensure_agent_image
+    from runner.env.images import ensure_derived
 
     client = connect()
     images = ensure_images(client, log=progress_log)
@@ -111,13 +111,13 @@ def grid(
     """
     from dataclasses import replace
 
-    from .grid import check_names
-    from .job import run_grid
-    from .spec import load_all_arms, load_all_tasks, load_grid, preset_path
+    from runner.plan.grid import check_names
+    from runner.exec.job import run_grid
+    from runner.plan.spec import load_all_arms, load_all_tasks, load_grid, preset_path
 
     root = project_root()
     if prereg is not None:
-        from .prereg import check_clean, check_location, check_sizing, load_prereg
+        from runner.plan.prereg import check_clean, check_location, check_sizing, load_prereg
 
         given = [name for name, value in (("--spec", spec), ("--tasks", tasks), ("--arms", arms), ("--seeds", seeds),
                                           ("--conditions", conditions), ("--agent", agent), ("--model", model))
@@ -165,8 +165,8 @@ def _finish_grid(outcome, resume: str) -> None:
 
 def _write_grid_report(run_dir: Path) -> None:
     """The HTML report after every grid; a run with no finished cell yet has none, and says why."""
-    from .analysis import analyse
-    from .report import write_html
+    from runner.results.analysis import analyse
+    from runner.results.report import write_html
 
     try:
         console.print(f"report:     {write_html(analyse(run_dir), run_dir / 'report.html')}")
@@ -188,7 +188,7 @@ def report(
     with task-cluster bootstrap intervals and exact McNemar tests, the damage detector's rate (damaged / admitted)
     and, apart from it, harm against bare by condition, discards
     and costs: as tables here and as a self-contained HTML page with plots."""
-    from .report import make_report
+    from runner.results.report import make_report
 
     result = make_report(run, runs_dir, html, append_to_prereg, min_effect, console)
     console.print(f"report: {result.html_path}")
@@ -197,7 +197,7 @@ def report(
 
 
 def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bool = False) -> None:
-    from .ledger import Ledger, latest_attempts
+    from runner.results.ledger import Ledger, latest_attempts
 
     rows = sorted(latest_attempts(Ledger(run_dir).rows()).values(), key=lambda r: r["order_index"])
     if arm:
@@ -219,7 +219,7 @@ def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bo
 
 def _print_summary(run_dir: Path) -> None:
     """Per agent x arm x condition: cells, admitted, passed, damaged, pass rate among admitted."""
-    from .ledger import Ledger, latest_attempts
+    from runner.results.ledger import Ledger, latest_attempts
 
     groups: dict[tuple, list[dict]] = {}
     for r in latest_attempts(Ledger(run_dir).rows()).values():
@@ -253,7 +253,7 @@ def cells(
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
 ):
     """List a run's cells (latest attempt of each): identity, admission, verdict."""
-    from .run import resolve_run_dir
+    from runner.exec.run import resolve_run_dir
 
     _print_cells(resolve_run_dir(run, runs_dir), arm, discarded, as_json)
 
@@ -270,8 +270,8 @@ def cell_show(
 ):
     """Why a cell was admitted or discarded: identity, digests, every gate proof, the checker's
     verdict and log tail, tokens, and the session's events in order."""
-    from .ledger import Ledger
-    from .run import resolve_run_dir
+    from runner.results.ledger import Ledger
+    from runner.exec.run import resolve_run_dir
 
     run_dir = resolve_run_dir(run, runs_dir)
     rows = [r for r in Ledger(run_dir).rows() if r["cell_id"].startswith(cell)]
@@ -326,7 +326,7 @@ def cell_show(
 @task_app.command("list")
 def task_list():
     """List the tasks with their conditions."""
-    from .spec import load_all_tasks
+    from runner.plan.spec import load_all_tasks
 
     table = Table("task", "title", "conditions")
     for t in load_all_tasks(project_root()).values():
@@ -342,8 +342,8 @@ def task_check(
     """Prove each task is about memory: fixture and naive fail, informed passes, each damaged
     reference fails with its detector firing (all through the real checker container); each fact
     term appears only in its own fact transcripts."""
-    from .spec import load_all_arms, load_all_tasks
-    from .taskcheck import arm_findings, check_behaviour, containment_findings, transcript_findings
+    from runner.plan.spec import load_all_arms, load_all_tasks
+    from runner.tasks.check import arm_findings, check_behaviour, containment_findings, transcript_findings
 
     root = project_root()
     tasks = load_all_tasks(root)
@@ -355,8 +355,8 @@ def task_check(
     findings = [f for f in findings if f.task in {t.id for t in chosen}]
     findings += [f for t in chosen for f in transcript_findings(t) + arm_findings(t, arms)]
     if not static_only:
-        from .engine import connect
-        from .images import ensure_images
+        from runner.env.engine import connect
+        from runner.env.images import ensure_images
 
         client = connect()
         err.print(f"grading {len(chosen)} tasks' references in checker containers…")
@@ -386,7 +386,7 @@ def task_import(
 ):
     """Convert agent-memory-bench tasks into memgrid tasks (one line per task: imported or refused, and why).
     Then run `memgrid task check` on them."""
-    from .importer import import_tasks
+    from runner.tasks.importer import import_tasks
 
     result = import_tasks(path, project_root(), into, fmt=fmt, dry_run=dry_run, render=render_unrecorded)
     verb = "would import" if dry_run else "imported"
@@ -409,8 +409,8 @@ def corpus_build(
     """Generate each condition x seed corpus (haystack + the tasks' plants) with its sha256 manifest."""
     import time
 
-    from .corpus import build, check as check_corpus, load_settings, save_digests
-    from .spec import CONDITIONS, load_all_tasks
+    from runner.corpus.build import build, check as check_corpus, load_settings, save_digests
+    from runner.plan.spec import CONDITIONS, load_all_tasks
 
     root = project_root()
     settings, tasks = load_settings(root), list(load_all_tasks(root).values())
@@ -440,8 +440,8 @@ def corpus_verify():
     """Check every built corpus byte for byte against its manifest, and that fact terms stay in their fact documents."""
     import time
 
-    from .corpus import load_settings, locus_findings, verify_dir
-    from .spec import load_all_tasks
+    from runner.corpus.build import load_settings, locus_findings, verify_dir
+    from runner.plan.spec import load_all_tasks
 
     root = project_root()
     settings, tasks = load_settings(root), list(load_all_tasks(root).values())
@@ -460,8 +460,8 @@ def corpus_verify():
 @corpus_app.command("probe")
 def corpus_probe(as_json: bool = typer.Option(False, "--json", help="Print each task's rank as JSON.")):
     """Retrieval difficulty: BM25 with each task's prompt as the query; hit@1 and hit@10 of its fact documents."""
-    from .corpus import load_settings, probe
-    from .spec import load_all_tasks
+    from runner.corpus.build import load_settings, probe
+    from runner.plan.spec import load_all_tasks
 
     root = project_root()
     results = probe(load_settings(root), list(load_all_tasks(root).values()))
@@ -482,7 +482,7 @@ def corpus_probe(as_json: bool = typer.Option(False, "--json", help="Print each 
 @arm_app.command("list")
 def arm_list():
     """List the arms with their kind."""
-    from .spec import load_all_arms
+    from runner.plan.spec import load_all_arms
 
     table = Table("arm", "kind", "description")
     for a in load_all_arms(project_root()).values():
@@ -497,7 +497,7 @@ def arm_add(
                                                    "files (a file per task in the workspace) or none."),
 ):
     """Write a scaffold arms/NAME/ that passes 'memgrid arm check NAME' unchanged."""
-    from .armcheck import scaffold
+    from runner.arms.check import scaffold
 
     root = project_root()
     for path in scaffold(root, name, kind):
@@ -514,8 +514,8 @@ def arm_check(
     """Preflight an arm without a model: arm.yaml, its image, and for an mcp arm the ingest of a tiny
     corpus and the reader agent against its server. One line per step; exit 1 on any problem (a malformed
     arm.yaml: one line and exit 2, like every spec error)."""
-    from .armcheck import check_arm
-    from .spec import load_arm
+    from runner.arms.check import check_arm
+    from runner.plan.spec import load_arm
 
     arm_dir = project_root() / "arms" / name
     if (arm_dir / "arm.yaml").is_file():
@@ -534,7 +534,7 @@ app.add_typer(prereg_app, name="prereg")
 @prereg_app.command("new")
 def prereg_new(slug: str = typer.Argument(..., help="Lower-case words joined by '-', e.g. recall-vs-claude-md.")):
     """Write preregistration/NNN-SLUG.md (next free NNN) from a template whose comments explain every field."""
-    from .prereg import new_prereg
+    from runner.plan.prereg import new_prereg
 
     root = project_root()
     path = new_prereg(root, slug)
@@ -557,10 +557,10 @@ def reproduce(
     """Run a preregistered grid again into a new run: refuse (before any cell runs) when a task, arm, image,
     corpus, instruction text or the preregistration differs from the original run's, then print original
     vs reproduced passed/admitted per agent x arm x condition and how far they agree."""
-    from .job import run_grid
-    from .prereg import load_prereg
-    from .reproduce import cell_agreement, counts_by_group, drift, group_agreement, load_original
-    from .run import default_run_id, resolve_run_dir
+    from runner.exec.job import run_grid
+    from runner.plan.prereg import load_prereg
+    from runner.plan.reproduce import cell_agreement, counts_by_group, drift, group_agreement, load_original
+    from runner.exec.run import default_run_id, resolve_run_dir
 
     root = project_root()
     preregistration = load_prereg(prereg)
@@ -583,7 +583,7 @@ def reproduce(
     if outcome.summary.interrupted:
         err.print(f"[yellow]interrupted; resume with: {resume}")
         raise typer.Exit(130)
-    from .ledger import Ledger, latest_attempts
+    from runner.results.ledger import Ledger, latest_attempts
 
     rows = list(latest_attempts(Ledger(outcome.run_dir).rows()).values())
     reproduced = counts_by_group(rows)
@@ -619,7 +619,7 @@ def selftest(runs_dir: Path = typer.Option(Path("runs"), help="Where its run fol
     inside a real cell (host reachability, route out, gateway paths, disk budget, artifact cap, links,
     output flood). One line per check, PASS or FAIL with what was tried; exit 1 on any FAIL. Offline,
     no spend, about two minutes once the images are built."""
-    from .selftest import run_selftest
+    from runner.env.selftest import run_selftest
 
     started = time.monotonic()
     checks = run_selftest(project_root(), runs_dir,

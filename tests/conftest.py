@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.engine import connect
+from runner.env.engine import connect
 from runner.errors import EngineError
-from runner.sandbox import RUN_LABEL
+from runner.env.sandbox import RUN_LABEL
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_RUN_PREFIX = "pytest-"
@@ -45,8 +45,8 @@ def built(tmp_path_factory):
     (settings, tasks, build_dir, digests, seconds)."""
     import time
 
-    from runner.corpus import build, load_settings
-    from runner.spec import CONDITIONS, load_all_tasks
+    from runner.corpus.build import build, load_settings
+    from runner.plan.spec import CONDITIONS, load_all_tasks
 
     settings = load_settings(REPO)
     tasks = list(load_all_tasks(REPO).values())
@@ -58,7 +58,7 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def images(engine):
-    from runner.images import ensure_images
+    from runner.env.images import ensure_images
 
     return ensure_images(engine, log=lambda m: None)
 
@@ -108,10 +108,10 @@ def write_grid(path: Path, *, tasks="all", arms=("bare",), agents=("floor", "cei
 
 def run_grid_in_process(engine, images, project: Path, runs_dir: Path, run_id: str, grid_path: Path, concurrency=2):
     """The same path `memgrid grid` takes, minus the CLI: returns (summary, ledger rows)."""
-    from runner.ledger import Ledger
-    from runner.run import execute, lock_document, open_run, plan_run
-    from runner.spec import load_all_arms, load_all_tasks, load_grid
-    from runner.trial import TrialContext
+    from runner.results.ledger import Ledger
+    from runner.exec.run import execute, lock_document, open_run, plan_run
+    from runner.plan.spec import load_all_arms, load_all_tasks, load_grid
+    from runner.exec.trial import TrialContext
 
     tasks, arms = load_all_tasks(project), load_all_arms(project)
     plan = plan_run(load_grid(grid_path), grid_path, tasks, arms, images, runs_dir, run_id)

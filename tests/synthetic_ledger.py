@@ -4,7 +4,7 @@ import json
 from dataclasses import fields
 from pathlib import Path
 
-from runner.ledger import Ledger, LedgerRow
+from runner.results.ledger import Ledger, LedgerRow
 
 
 def cell(task: str, arm: str, passed: bool | None, *, seed: int = 0, condition: str = "present", agent: str = "reader",

@@ -1,4 +1,4 @@
-"""runner.analysis on synthetic ledgers with numbers checkable by hand."""
+"""runner.results.analysis on synthetic ledgers with numbers checkable by hand."""
 
 import json
 import math
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from synthetic_ledger import cell, write_run
 
-from runner.analysis import analyse, paired_stat, score_predictions, wilson
+from runner.results.analysis import analyse, paired_stat, score_predictions, wilson
 from runner.errors import UserError
 
 REPO = Path(__file__).resolve().parent.parent

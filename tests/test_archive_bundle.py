@@ -5,11 +5,11 @@ import tarfile
 
 import pytest
 
-from runner.archive import Entry, UnsafeArchive, pack, safe_entries
-from runner.bundle import MANIFEST, build_bundle
+from runner.env.archive import Entry, UnsafeArchive, pack, safe_entries
+from runner.env.bundle import MANIFEST, build_bundle
 from runner.digest import sha256_bytes
 from runner.errors import SpecError
-from runner.spec import load_all_arms, load_all_tasks
+from runner.plan.spec import load_all_arms, load_all_tasks
 
 
 def tar_with(*members: tarfile.TarInfo, data: bytes = b"x") -> bytes:

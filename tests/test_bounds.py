@@ -5,8 +5,8 @@ import tarfile
 
 import pytest
 
-from runner.archive import read_export
-from runner.sandbox import BoundedCapture, DiskBudget
+from runner.env.archive import read_export
+from runner.env.sandbox import BoundedCapture, DiskBudget
 
 
 def feed_all(capture: BoundedCapture, data: bytes, chunk: int) -> None:
@@ -133,11 +133,11 @@ def test_one_controller_per_run_and_a_killed_one_leaves_no_lock(tmp_path):
     import sys
 
     from runner.errors import UserError
-    from runner.run import claim_run
+    from runner.exec.run import claim_run
 
     run_dir = tmp_path / "runs" / "r1"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
-                               "from runner.run import claim_run; claim_run(Path(sys.argv[1])); print('held', flush=True); "
+                               "from runner.exec.run import claim_run; claim_run(Path(sys.argv[1])); print('held', flush=True); "
                                "time.sleep(60)", str(run_dir)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -154,7 +154,7 @@ def test_a_corpus_rebuilt_under_a_run_is_refused_not_read(tmp_path):
     generator change did, under a running grid). The run must fail loudly, never read the new corpus."""
     import json as json_module
 
-    from runner.corpus import MANIFEST, CorpusChanged, MemorySource, load_settings, write_condition
+    from runner.corpus.build import MANIFEST, CorpusChanged, MemorySource, load_settings, write_condition
     from runner.digest import sha256_file
 
     from conftest import REPO

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.ledger import Ledger
+from runner.results.ledger import Ledger
 
 from conftest import REPO, write_grid
 

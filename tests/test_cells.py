@@ -6,15 +6,15 @@ import tarfile
 
 import pytest
 
-from runner import agent as agent_module
-from runner.agent import Transcript
-from runner.archive import Entry, pack
-from runner.bundle import AGENT_UID, MANIFEST, Bundle, build_bundle
+from runner.agents import base as agent_module
+from runner.agents.base import Transcript
+from runner.env.archive import Entry, pack
+from runner.env.bundle import AGENT_UID, MANIFEST, Bundle, build_bundle
 from runner.digest import sha256_bytes
-from runner.grid import CellSpec
-from runner.sandbox import Sandbox
-from runner.spec import load_all_arms, load_all_tasks
-from runner.trial import TrialContext, agent_config, run_cell
+from runner.plan.grid import CellSpec
+from runner.env.sandbox import Sandbox
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.exec.trial import TrialContext, agent_config, run_cell
 
 from conftest import REPO, run_grid_in_process, write_grid
 
@@ -139,7 +139,7 @@ def test_oracle_never_enters_the_sandbox(ctx, probe, no_leftovers, monkeypatch):
 def test_checker_cannot_write_artifact_or_oracle(ctx, project, no_leftovers):
     from dataclasses import replace
 
-    from runner.spec import CheckerSpec
+    from runner.plan.spec import CheckerSpec
 
     script = ("for d in /artifact /oracle; do touch $d/written 2>/dev/null && { echo wrote $d; exit 1; }; "
               "touch $d/records/x 2>/dev/null && { echo wrote in $d; exit 1; }; done; "
@@ -154,7 +154,7 @@ def test_checker_cannot_write_artifact_or_oracle(ctx, project, no_leftovers):
 def test_checker_timeout_is_a_recorded_failure(ctx, no_leftovers):
     from dataclasses import replace
 
-    from runner.spec import CheckerSpec
+    from runner.plan.spec import CheckerSpec
 
     ctx.tasks["slug_ids"] = replace(ctx.tasks["slug_ids"], checker=CheckerSpec(("sleep", "60"), 1))
     row = run_cell(ctx, one_cell("ceiling"), 1)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from runner import claude_code
-from runner.job import run_grid
-from runner.ledger import latest_attempts
-from runner.model_endpoint import ModelEndpoint
-from runner.sandbox import RUN_LABEL
-from runner.spec import grid_from_dict
+from runner.agents import claude_code
+from runner.exec.job import run_grid
+from runner.results.ledger import latest_attempts
+from runner.env.model_endpoint import ModelEndpoint
+from runner.env.sandbox import RUN_LABEL
+from runner.plan.spec import grid_from_dict
 
 REPO = Path(__file__).resolve().parent.parent
 ALL_ARMS = ["bare", "placebo", "claude_md", "fs_grep", "recall", "recall_prefetch", "oracle_memory"]
@@ -108,7 +108,7 @@ CANARY = "sk-ant-canary-" + "7f3e" * 8
 def test_canary_key_reaches_the_model_and_no_file(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
     """A live-model run whose upstream is a model server this test owns: the key must arrive there
     (injected by the gateway) and appear in no file the run wrote."""
-    from runner.images import ensure_derived
+    from runner.env.images import ensure_derived
 
     model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
     upstream = engine.containers.run(model_image.tag, ["memgrid-model-server", "8080"], detach=True,

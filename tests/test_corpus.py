@@ -6,9 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from runner import corpus as corpus_mod
-from runner.corpus import load_settings, locus_findings, probe, verify_dir
-from runner.spec import CONDITIONS, load_all_tasks
+from runner.corpus import build as corpus_mod
+from runner.corpus.build import load_settings, locus_findings, probe, verify_dir
+from runner.plan.spec import CONDITIONS, load_all_tasks
 
 from conftest import REPO, SEED
 

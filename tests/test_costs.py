@@ -2,8 +2,8 @@
 
 import pytest
 
-from runner.agent import Usage
-from runner.costs import SCRIPTED_PRICE, Price, price_for
+from runner.agents.base import Usage
+from runner.results.costs import SCRIPTED_PRICE, Price, price_for
 from runner.errors import SpecError
 
 LIVE = "claude-sonnet-4-5"

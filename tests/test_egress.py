@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from runner.images import ensure_derived
-from runner.model_endpoint import PLACEHOLDER_KEY, ModelEndpoint
-from runner.sandbox import Limits, hardened, remove_quietly
+from runner.env.images import ensure_derived
+from runner.env.model_endpoint import PLACEHOLDER_KEY, ModelEndpoint
+from runner.env.sandbox import Limits, hardened, remove_quietly
 
 PORT = 8000
 MARKER = "memgrid-egress-marker"

@@ -6,9 +6,9 @@ from dataclasses import replace
 import pyarrow.parquet as pq
 import pytest
 
-from runner.grid import GridInputs, arm_order, expand
-from runner.ledger import Ledger, LedgerRow, finished_cells
-from runner.spec import GridSpec, load_all_tasks
+from runner.plan.grid import GridInputs, arm_order, expand
+from runner.results.ledger import Ledger, LedgerRow, finished_cells
+from runner.plan.spec import GridSpec, load_all_tasks
 
 THREE = ("cli_exit_codes", "slug_ids", "utc_event_log")
 INPUTS = GridInputs(tasks={t: f"digest-{t}" for t in THREE},

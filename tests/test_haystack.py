@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import haystack
+from runner.corpus import haystack
 from runner.errors import SpecError
-from runner.haystack import HaystackDoc, contains_reserved, doc_text, generate
+from runner.corpus.haystack import HaystackDoc, contains_reserved, doc_text, generate
 
 REPO = Path(__file__).resolve().parent.parent
 COUNT = 500
@@ -45,7 +45,7 @@ def test_same_arguments_give_identical_documents(docs):
 
 def test_output_does_not_depend_on_the_process_hash_seed(docs):
     # hash() and set order change with PYTHONHASHSEED; a generator that used them would differ here.
-    code = ("import hashlib, json, sys; from runner.haystack import generate; "
+    code = ("import hashlib, json, sys; from runner.corpus.haystack import generate; "
             f"d = generate(60, 0, {PROMPTS!r}, {TERMS!r}); "
             "print(hashlib.sha256(json.dumps([[x.tier, x.events] for x in d], sort_keys=True).encode()).hexdigest())")
     digests = set()

@@ -8,7 +8,11 @@ Only this host's own addresses and the cell's own containers are contacted.
 
 import pytest
 
-from runner import netguard, probes, selftest
+from runner.env import netguard
+
+from runner.env import probes
+
+from runner.env import selftest
 
 
 @pytest.fixture
@@ -19,7 +23,7 @@ def listener():
 
 
 def test_no_host_address_answers_the_sandbox_or_the_model(engine, images, run_id, listener, no_leftovers):
-    from runner.images import ensure_derived
+    from runner.env.images import ensure_derived
 
     model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
     with selftest.probe_cell(engine, images, model_image.tag, run_id) as (endpoint, guarded, control, proof):

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from runner.errors import EngineError
-from runner.images import (IMAGES_DIR, PYDEPS_DIR, PYDEPS_STAMP, ImageRef, arm_image_needed, arm_tag,
+from runner.env.images import (IMAGES_DIR, PYDEPS_DIR, PYDEPS_STAMP, ImageRef, arm_image_needed, arm_tag,
                            ensure_arm_image, ensure_images, ensure_pydeps, existing_arm_image, existing_images,
                            installed_dists, pydeps_current, read_pins)
-from runner.sandbox import RUN_LABEL
+from runner.env.sandbox import RUN_LABEL
 
 REPO = Path(__file__).resolve().parent.parent
 RECALL = REPO / "arms" / "recall"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.importer import import_tasks
-from runner.spec import load_all_arms, load_all_tasks
-from runner.taskcheck import arm_findings, check_behaviour, containment_findings, transcript_findings
+from runner.tasks.importer import import_tasks
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.tasks.check import arm_findings, check_behaviour, containment_findings, transcript_findings
 
 REPO = Path(__file__).resolve().parent.parent
 AMB = REPO / "tests" / "data" / "amb"
@@ -72,8 +72,8 @@ def check(workdir, oracle_dir):
 def test_an_amb_checker_that_runs_the_artifact_in_process_cannot_be_fooled_by_an_early_exit(engine, images, project, amb):
     """amb calls check() in its own process; an artifact that exits 0 at import would end the checker with 0.
     The wrapper judges only the child's complete report."""
-    from runner.checker import run_checker
-    from runner.taskcheck import artifact_variants
+    from runner.grading.checker import run_checker
+    from runner.tasks.check import artifact_variants
 
     (amb / "tasks" / GOOD / "checker.py").write_text(IN_PROCESS_CHECKER)
     import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))

@@ -12,9 +12,9 @@ import yaml
 from conftest import REPO, write_grid
 
 from runner.errors import UserError
-from runner.job import run_grid
-from runner.spec import load_all_arms, load_all_tasks, load_grid
-from runner.taskcheck import arm_findings
+from runner.exec.job import run_grid
+from runner.plan.spec import load_all_arms, load_all_tasks, load_grid
+from runner.tasks.check import arm_findings
 
 NEW = "new_task"
 CLAUDE_MD = f"arms/claude_md/tasks/{NEW}/CLAUDE.md"
@@ -39,7 +39,7 @@ def new_task(project: Path) -> Path:
 def no_engine(monkeypatch):
     def refuse(**_):
         raise EngineReached()
-    monkeypatch.setattr("runner.job.connect", refuse)
+    monkeypatch.setattr("runner.exec.job.connect", refuse)
 
 
 def grid(project: Path, tmp_path: Path, conditions=("present",)):

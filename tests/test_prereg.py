@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from runner.errors import SpecError, UserError
-from runner.prereg import MARKER, append_results, check_clean, frozen_bytes, load_prereg, new_prereg, read_results
-from runner.spec import load_all_tasks
+from runner.plan.prereg import MARKER, append_results, check_clean, frozen_bytes, load_prereg, new_prereg, read_results
+from runner.plan.spec import load_all_tasks
 
 from conftest import REPO
 
@@ -52,7 +52,7 @@ def one_line_error(path: Path) -> str:
 
 
 def test_the_shipped_preregistration_loads_and_matches_its_sizing():
-    from runner.prereg import check_sizing
+    from runner.plan.prereg import check_sizing
 
     prereg = load_prereg(SHIPPED)
     assert prereg.min_effect == 0.10 and prereg.endpoints[0] == "checker_pass" and prereg.prices == {}
@@ -165,8 +165,8 @@ def test_grid_options_and_a_wrong_sizing_are_refused_before_any_container(repo):
 
 
 def test_reproduce_refuses_drift_by_name_and_agrees_with_itself(engine, images, repo, tmp_path, run_id, no_leftovers):
-    from runner.ledger import Ledger, latest_attempts
-    from runner.reproduce import counts_by_group
+    from runner.results.ledger import Ledger, latest_attempts
+    from runner.plan.reproduce import counts_by_group
 
     prereg, runs = "preregistration/001-tiny.md", str(tmp_path / "runs")
     first = memgrid(repo, "grid", "--prereg", prereg, "--run-id", run_id, "--runs-dir", runs, "--no-progress")
@@ -224,7 +224,7 @@ def test_an_editable_installs_egg_info_is_not_drift(tmp_path):
 def test_images_rebuilt_elsewhere_from_the_same_recipe_are_not_drift(tmp_path):
     """Image ids differ on every machine (build times are part of them): with recipes on both sides,
     a reproduction compares recipes, and a changed recipe is drift by name."""
-    from runner.reproduce import Original, drift
+    from runner.plan.reproduce import Original, drift
 
     prereg = load_prereg(REPO / "preregistration" / "001-default-reader.md")
     inputs = {"tasks": {"t": "a" * 64}, "arms": {"bare": "b" * 64}, "images": {"sandbox": "sha256:1111"}, "corpora": {}}

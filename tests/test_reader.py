@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from runner.corpus import MemorySource
-from runner.grid import CellSpec, GridInputs, cell_id
-from runner.spec import load_all_arms, load_all_tasks
-from runner.trial import TrialContext, run_cell
+from runner.corpus.build import MemorySource
+from runner.plan.grid import CellSpec, GridInputs, cell_id
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.exec.trial import TrialContext, run_cell
 
 from conftest import REPO, SEED
 

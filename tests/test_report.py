@@ -16,9 +16,9 @@ from PIL import Image
 from rich.console import Console
 from synthetic_ledger import cell, write_run
 
-from runner import plots
-from runner.analysis import analyse
-from runner.report import SCRIPT, make_report, print_terminal
+from runner.results import plots
+from runner.results.analysis import analyse
+from runner.results.report import SCRIPT, make_report, print_terminal
 
 REPO = Path(__file__).resolve().parent.parent
 PLOTS = ("success", "forest", "damage", "harm", "discards", "cost")
@@ -135,7 +135,7 @@ def test_the_chromium_check_catches_a_broken_plot_and_a_script_error(tmp_path):
 
 
 def _write_prereg(path: Path, run_dir: Path) -> bytes:
-    from runner.prereg import MARKER
+    from runner.plan.prereg import MARKER
 
     fields = {
         "question": "Does recall lift the reader over claude_md when the fact is present?",
@@ -159,7 +159,7 @@ def _write_prereg(path: Path, run_dir: Path) -> bytes:
 
 
 def test_append_to_prereg_writes_scored_predictions_and_the_record(run_dir, tmp_path):
-    from runner.prereg import read_results
+    from runner.plan.prereg import read_results
 
     prereg = tmp_path / "001-synthetic.md"
     frozen = _write_prereg(prereg, run_dir)

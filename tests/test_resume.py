@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from runner.ledger import Ledger
-from runner.sandbox import RUN_LABEL
+from runner.results.ledger import Ledger
+from runner.env.sandbox import RUN_LABEL
 
 from conftest import write_grid
 

@@ -7,13 +7,13 @@ import psutil
 import pytest
 import yaml
 
-from runner import agent as agent_module
-from runner.agent import Transcript
-from runner.bundle import build_bundle
-from runner.grid import CellSpec
-from runner.sandbox import MIB, DiskBudget, Sandbox
-from runner.spec import load_all_arms, load_all_tasks
-from runner.trial import TrialContext, run_cell
+from runner.agents import base as agent_module
+from runner.agents.base import Transcript
+from runner.env.bundle import build_bundle
+from runner.plan.grid import CellSpec
+from runner.env.sandbox import MIB, DiskBudget, Sandbox
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.exec.trial import TrialContext, run_cell
 
 from conftest import REPO
 
@@ -121,7 +121,7 @@ def test_links_and_special_files_are_dropped_listed_and_the_rest_graded(ctx, she
 
     class Ceiling(ShellAgent):
         def run(self, sandbox, prompt):
-            from runner.archive import Entry, pack
+            from runner.env.archive import Entry, pack
             sandbox.put("/sandbox", pack([Entry(f"workspace/{k}", v) for k, v in informed.items()], uid=1000, gid=1000))
             return super().run(sandbox, prompt)
 
@@ -154,7 +154,7 @@ def test_an_output_flood_is_kept_bounded(engine, images, run_id, no_leftovers):
 
 
 def test_grid_and_doctor_warn_when_the_host_is_short_of_space(engine, tmp_path, monkeypatch):
-    from runner import doctor
+    from runner.env import doctor
 
     monkeypatch.setattr(doctor, "MIN_FREE_GB", 0)
     assert doctor.space_warnings(engine, tmp_path) == []

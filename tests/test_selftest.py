@@ -5,9 +5,13 @@ import subprocess
 import sys
 from unittest import mock
 
-from runner import model_endpoint, netguard, selftest
-from runner.gate import GateProof
-from runner.images import ensure_derived
+from runner.env import model_endpoint
+
+from runner.env import netguard
+
+from runner.env import selftest
+from runner.grading.gate import GateProof
+from runner.env.images import ensure_derived
 
 from conftest import REPO
 

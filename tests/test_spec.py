@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runner.errors import SpecError
-from runner.spec import load_arm, load_grid, load_task
+from runner.plan.spec import load_arm, load_grid, load_task
 
 GOOD_GRID = "name: g\ntasks: all\narms: [bare]\nagents: [floor]\nseeds: 1\nconditions: [present]\n"
 
@@ -90,9 +90,9 @@ def test_arm_appendix_is_capped(tmp_path):
 @pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "/"])
 def test_run_id_must_be_a_plain_folder_name(run_id):
     from runner.errors import UserError
-    from runner.images import ImageRef, ImageSet
-    from runner.run import plan_run
-    from runner.spec import GridSpec
+    from runner.env.images import ImageRef, ImageSet
+    from runner.exec.run import plan_run
+    from runner.plan.spec import GridSpec
 
     ref = ImageRef("x", "x:1", "sha256:0")
     grid = GridSpec(name="g", tasks=("slug_ids",), arms=("bare",), agents=("floor",), seeds=1, conditions=("present",))
@@ -126,7 +126,7 @@ def test_an_impossible_date_is_one_line(tmp_path):
 
 
 def test_corpus_dates_may_be_written_without_quotes(tmp_path):
-    from runner.corpus import load_settings
+    from runner.corpus.build import load_settings
 
     text = (REPO / "corpus" / "corpus.yaml").read_text().replace('"2023-01-02"', "2023-01-02")
     assert "start: 2023-01-02" in text
@@ -162,7 +162,7 @@ def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):
 
 
 def test_unreadable_and_oversized_files_are_one_line(tmp_path):
-    from runner.spec import MAX_SPEC_BYTES
+    from runner.plan.spec import MAX_SPEC_BYTES
 
     with pytest.raises(SpecError, match=r": \(file\): is a folder, not a file"):
         load_grid(tmp_path)
@@ -185,7 +185,7 @@ def test_a_nested_reference_hint_is_found_not_a_key_error(project):
 
 
 def test_a_preregistered_grid_naming_an_unknown_arm_names_grid_arms(tmp_path):
-    from runner.prereg import check_sizing, load_prereg
+    from runner.plan.prereg import check_sizing, load_prereg
 
     text = (REPO / "preregistration" / "001-default-reader.md").read_text()
     path = write(tmp_path / "001-ghost.md", text.replace("  arms: [bare, ", "  arms: [ghost, bare, ", 1))
@@ -244,8 +244,8 @@ def test_a_malformed_arm_yaml_is_one_line_for_arm_check(project, monkeypatch, ca
 
 def test_a_malformed_pin_or_digests_file_is_one_line(tmp_path, monkeypatch):
     """pin.yaml and corpus/digests.yaml go through the same reader as every spec: no traceback."""
-    from runner import claude_code
-    from runner.corpus import check, load_settings
+    from runner.agents import claude_code
+    from runner.corpus.build import check, load_settings
     from runner.errors import SpecError
 
     (tmp_path / "pin.yaml").write_text("package: x\nversion: [1]\n")

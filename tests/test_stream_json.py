@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from runner import gate
-from runner.agent import Transcript, Usage
-from runner.claude_code import classify
-from runner.stream_json import EXCERPT, parse_stream, transcript_events
+from runner.grading import gate
+from runner.agents.base import Transcript, Usage
+from runner.agents.claude_code import classify
+from runner.agents.stream_json import EXCERPT, parse_stream, transcript_events
 
 DATA = Path(__file__).parent / "data" / "claude_stream"
 CLI_VERSION = "2.1.332"

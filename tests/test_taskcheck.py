@@ -3,8 +3,8 @@
 import shutil
 
 
-from runner.spec import load_all_arms, load_all_tasks
-from runner.taskcheck import check_behaviour, containment_findings, transcript_findings
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.tasks.check import check_behaviour, containment_findings, transcript_findings
 
 
 def failures(findings):

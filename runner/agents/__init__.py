@@ -1,0 +1,1 @@
+"""Agents: what drives a session in the sandbox (a registry of classes with prepare and run)."""

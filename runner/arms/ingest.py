@@ -1,0 +1,126 @@
+"""Ingest: each memory product writes the condition's corpus into its own store, once per
+(arm, condition, seed), in a container of the arm's image, through the arm's own write path.
+
+The store is then frozen: its tar and digest live in runs/<run_id>/stores/, every cell gets a
+fresh copy in its bundle, and nothing a cell does writes back. The ingest report (documents
+stored, wall time) says whether the store holds what the corpus held.
+"""
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.env.archive import Entry, UnsafeArchive, pack, safe_entries
+from runner.env.bundle import AGENT_UID
+from runner.corpus.build import MANIFEST
+from runner.digest import sha256_bytes
+from runner.errors import UserError
+from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.plan.spec import ArmSpec
+
+INGEST_ROOT = "/sandbox/ingest"
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    arm: str
+    condition: str
+    seed: int
+    entries: tuple[Entry, ...]  # the store's files, relative to the store folder
+    digest: str
+    report: dict  # documents, corpus_documents, seconds, exit_code, log tail
+
+    @property
+    def empty(self) -> bool:
+        return self.report.get("documents", 0) == 0 and self.report.get("corpus_documents", 0) > 0
+
+
+def fill(command: tuple[str, ...], **values: str) -> list[str]:
+    return [part.format(**values) for part in command]
+
+
+def corpus_entries(corpus_dir: Path) -> list[Entry]:
+    entries = [Entry(f"ingest/corpus/docs/{p.name}", p.read_bytes()) for p in sorted((corpus_dir / "docs").glob("*.jsonl"))]
+    entries.append(Entry(f"ingest/corpus/{MANIFEST}", (corpus_dir / MANIFEST).read_bytes()))
+    return entries
+
+
+def store_receipt(entries: list[Entry]) -> dict:
+    """What the store says of itself (store.json): documents held, model tokens spent, local model."""
+    receipt = next((e for e in entries if e.path == "store.json"), None)
+    return {} if receipt is None else json.loads(receipt.data)
+
+
+def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, seed: int, *, run_id: str,
+           limits: Limits = Limits(memory="2g")) -> StoreSnapshot:
+    namespace = f"{arm.name}-{condition}-seed{seed}"
+    command = fill(arm.ingest, corpus=f"{INGEST_ROOT}/corpus", store=f"{INGEST_ROOT}/store", namespace=namespace)
+    args = hardened(image, user="1000:1000", network="none", limits=limits,
+                    labels={RUN_LABEL: run_id, CELL_LABEL: f"ingest-{namespace}", ROLE_LABEL: "ingest"},
+                    command=["timeout", "--kill-after=5", str(arm.ingest_seconds), *command], working_dir="/sandbox")
+    docs = corpus_entries(corpus_dir)
+    started = time.monotonic()
+    container = client.containers.create(**args)
+    try:
+        container.put_archive("/sandbox", pack(docs, uid=AGENT_UID, gid=AGENT_UID))
+        container.start()
+        code = container.wait(timeout=arm.ingest_seconds + 60)["StatusCode"]
+        log = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        if code != 0:
+            raise UserError(f"arms/{arm.name}/arm.yaml: ingest: exited {code} for {condition} seed {seed}: "
+                            f"{log.strip()[-300:]!r}: fix: run 'memgrid arm check {arm.name}'")
+        stream, _ = container.get_archive(f"{INGEST_ROOT}/store")
+        raw = b"".join(stream)
+    finally:
+        remove_quietly(container)
+    try:
+        entries = safe_entries(raw, strip="store")
+    except UnsafeArchive as e:
+        raise UserError(f"arms/{arm.name}/arm.yaml: ingest wrote an unsafe store ({e}): fix: write regular files only") from None
+    frozen = pack(entries)
+    receipt = store_receipt(entries)
+    report = {"namespace": namespace, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs) - 1,
+              "model_tokens": receipt.get("model_tokens"), "local_model": receipt.get("local_model"),
+              "seconds": round(time.monotonic() - started, 2), "files": len(entries), "bytes": len(frozen),
+              "log_tail": log.strip()[-500:]}
+    return StoreSnapshot(arm.name, condition, seed, tuple(entries), sha256_bytes(frozen), report)
+
+
+def save(snapshot: StoreSnapshot, run_dir: Path) -> Path:
+    folder = run_dir / "stores" / snapshot.arm / f"{snapshot.condition}-seed{snapshot.seed}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "store.tar").write_bytes(pack(list(snapshot.entries)))
+    (folder / "report.json").write_text(json.dumps({**snapshot.report, "digest": snapshot.digest}, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def load(run_dir: Path, arm: str, condition: str, seed: int) -> StoreSnapshot | None:
+    """A store an earlier attempt of this run ingested (resume), checked against its recorded digest."""
+    folder = run_dir / "stores" / arm / f"{condition}-seed{seed}"
+    if not (folder / "store.tar").is_file():
+        return None
+    raw = (folder / "store.tar").read_bytes()
+    report = json.loads((folder / "report.json").read_text())
+    if sha256_bytes(raw) != report["digest"]:
+        raise UserError(f"{folder}/store.tar: does not match its recorded digest: fix: delete {folder} to ingest again")
+    return StoreSnapshot(arm, condition, seed, tuple(safe_entries(raw)), report["digest"], report)
+
+
+def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, images_by_arm: dict, *, run_id: str,
+                  log=print) -> dict[tuple[str, str, int], StoreSnapshot]:
+    """One frozen store per (mcp arm, condition, seed): ingested now, or the one this run already made."""
+    stores = {}
+    for arm in {a.name: a for a in arms if a.kind == "mcp"}.values():
+        image = images_by_arm[arm.name].tag if arm.name in images_by_arm else None
+        if image is None:
+            raise UserError(f"arms/{arm.name}/: an mcp arm needs its own image: fix: add arms/{arm.name}/Dockerfile")
+        for condition, seed in pairs:
+            snapshot = load(run_dir, arm.name, condition, seed)
+            if snapshot is None:
+                snapshot = ingest(client, image, arm, settings.condition_dir(condition, seed), condition, seed, run_id=run_id)
+                save(snapshot, run_dir)
+                log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
+                    f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s")
+            stores[(arm.name, condition, seed)] = snapshot
+    return stores

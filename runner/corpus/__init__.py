@@ -1,0 +1,1 @@
+"""Corpora: the seeded generator of each condition's earlier sessions."""

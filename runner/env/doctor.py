@@ -1,0 +1,90 @@
+"""`memgrid doctor`: what this machine lacks for a run, each with the exact fix."""
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker.errors
+
+from runner.env.engine import connect
+from runner.errors import EngineError
+from runner.env.images import DERIVED, ImageRef, base_tag, derived_tag, existing_arm_image, find_image
+from runner.env.sandbox import RUN_LABEL
+
+# Below this much free space a grid may stop half-way: the run folder takes each cell's artifact (up
+# to its task's cap, 64 MiB by default) and transcripts, and the engine's data root holds the images
+# (about 2 GiB) and every cell's container until it is removed. Sandboxes' own writes are memory
+# (their disk budget is tmpfs), so they do not count here.
+MIN_FREE_GB = 5
+WHY_FREE = "the run folder keeps each cell's artifact and transcripts; the engine keeps images and containers: " \
+           "remove old runs/ folders, 'docker image prune', or pass --runs-dir on a larger disk"
+
+
+def free_space(client, runs_dir: Path) -> list[tuple[str, Path, float]]:
+    """(check name, place, free GiB) for the run folder's file system and, when the engine runs on this
+    machine, its data root's."""
+    places = [("disk (run folder)", runs_dir if runs_dir.exists() else Path.cwd())]
+    try:
+        root = Path(client.info().get("DockerRootDir", ""))
+    except docker.errors.APIError:
+        root = None
+    if root is not None and root.is_dir():
+        places.append(("disk (engine data root)", root))
+    return [(name, path, shutil.disk_usage(path).free / 2**30) for name, path in places]
+
+
+def space_warnings(client, runs_dir: Path) -> list[str]:
+    """One line per place short of space, for `grid` to print before it starts."""
+    return [f"warning: only {free_gb:.1f} GiB free at {path} (below {MIN_FREE_GB} GiB): {WHY_FREE}"
+            for _, path, free_gb in free_space(client, runs_dir) if free_gb < MIN_FREE_GB]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def run_checks(runs_dir: Path, root: Path) -> list[Check]:
+    checks = []
+    try:
+        client = connect(timeout=15)
+    except EngineError as e:
+        return [Check("engine", False, str(e).split(": fix:")[0], "sudo scripts/ensure-engine.sh")]
+    version = client.version()
+    checks.append(Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})"))
+    base = find_image(client, base_tag())
+    checks.append(Check("image base", base is not None, base_tag(), "" if base else "memgrid images build"))
+    found = {}
+    for role in (*DERIVED, "model"):
+        tag = derived_tag(role, base.id) if base else f"memgrid-{role}"
+        found[role] = find_image(client, tag) if base is not None else None
+        checks.append(Check(f"image {role}", found[role] is not None, tag, "" if found[role] else "memgrid images build"))
+    sandbox = ImageRef("sandbox", derived_tag("sandbox", base.id), found["sandbox"].id) if found["sandbox"] else None
+    arms_dir = root / "arms"
+    for arm_dir in sorted(p.parent for p in arms_dir.glob("*/Dockerfile")) if arms_dir.is_dir() else []:
+        ref = existing_arm_image(client, arm_dir, sandbox) if sandbox else None
+        checks.append(Check(f"image arm {arm_dir.name}", ref is not None, ref.tag if ref else f"memgrid-arm-{arm_dir.name}",
+                            "" if ref else "memgrid images build"))
+    if sandbox is not None:
+        from runner.agents.claude_code import agent_image_tag, load_pin
+
+        pin = load_pin()
+        tag = agent_image_tag(sandbox, pin)
+        layer = find_image(client, tag)
+        checks.append(Check("image claude-code", layer is not None, f"{tag} (CLI {pin.version})",
+                            "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))
+    for name, path, free_gb in free_space(client, runs_dir):
+        checks.append(Check(name, free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {path}",
+                            "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})"))
+    try:
+        leftovers = client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
+    except docker.errors.APIError:
+        leftovers = []
+    runs = sorted({c.labels.get(RUN_LABEL) for c in leftovers})
+    checks.append(Check("leftover containers", not leftovers,
+                        f"{len(leftovers)} from runs {', '.join(runs)}" if leftovers else "none",
+                        "; ".join(f"docker rm -f $(docker ps -aq --filter label={RUN_LABEL}={r})" for r in runs)))
+    return checks

@@ -1,0 +1,161 @@
+"""A claude-code cell's way to its model: an internal network of its own and two sidecars.
+
+    sandbox --(internal network)--> gateway --> scripted model server   (model 'scripted': no egress at all)
+                                            \\-> the model provider       (a live model: the gateway alone
+                                                                          also joins a bridge network)
+
+The gateway (images/model/memgrid-gateway) holds the API key, so the sandbox gets only a
+placeholder and never the key; it admits only the model upstream, plus, under the `allowlist`
+policy, HTTPS tunnels to the grid's allow_hosts. Both sidecars keep records (every request, the
+tools each offered the model, every egress decision) that are copied into the cell folder.
+"""
+
+import io
+import json
+import os
+import secrets
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker.errors
+
+from runner.env import netguard
+from runner.grading.gate import GateProof
+from runner.env.sandbox import CELL_LABEL, RUN_LABEL, ROLE_LABEL, Limits, hardened, remove_quietly
+
+SCRIPTED = "scripted"
+PLACEHOLDER_KEY = "sk-memgrid-placeholder"  # what the sandbox holds; the gateway swaps in the real key
+LIVE_UPSTREAM = "https://api.anthropic.com"
+READY_SECONDS = 30
+SIDECAR_LIMITS = Limits(memory="256m", cpus=0.5, pids=64)
+
+
+def live_upstream() -> str:
+    """Where a live model is reached: MEMGRID_MODEL_UPSTREAM, else the provider's API."""
+    return os.environ.get("MEMGRID_MODEL_UPSTREAM", LIVE_UPSTREAM)
+
+
+def live_api_key() -> str | None:
+    return os.environ.get("ANTHROPIC_API_KEY") or None
+
+
+@dataclass
+class ModelEndpoint:
+    client: object
+    image: str  # the model image (gateway + scripted server)
+    run_id: str
+    cell_id: str
+    model: str
+    script: dict | None = None  # the scripted model's script; None for a live model
+    allow_hosts: tuple[str, ...] = ()
+    guard_image: str = ""  # the image the network guard runs from (it needs iproute2: the base image)
+    network_name: str = ""
+    guard_proof: GateProof | None = None  # the scripted model container's route table
+    containers: dict = field(default_factory=dict)
+    network: object = None
+    gateway_token: str = ""
+
+    @property
+    def scripted(self) -> bool:
+        return self.model == SCRIPTED
+
+    def labels(self, role: str) -> dict:
+        return {RUN_LABEL: self.run_id, CELL_LABEL: self.cell_id, ROLE_LABEL: role}
+
+    def start(self, attempt: int) -> None:
+        # Unique per start: a cell id is a hash of its inputs, so two runs of one grid on one engine
+        # (a reproduce beside the original, two test sessions) would otherwise share a network name.
+        self.network_name = f"memgrid-{self.cell_id}-{attempt}-{secrets.token_hex(4)}"
+        try:
+            self.network = self.client.networks.create(self.network_name, driver="bridge", internal=True,
+                                                       labels=self.labels("network"))
+            upstream = "http://model:8080" if self.scripted else live_upstream()
+            self.gateway_token = token = secrets.token_hex(16)  # the model server answers only the gateway
+            env = {"MEMGRID_UPSTREAM": upstream, "MEMGRID_ALLOW_HOSTS": ",".join(self.allow_hosts),
+                   "MEMGRID_GATEWAY_TOKEN": token}
+            key = None if self.scripted else live_api_key()
+            if key:
+                env["MEMGRID_API_KEY"] = key
+            if self.scripted:
+                self.containers["model"] = self._create("model", ["memgrid-model-server", "8080"],
+                                                        {"MEMGRID_GATEWAY_TOKEN": token})
+                self._put_script()
+            self.containers["gateway"] = self._create("gateway", ["memgrid-gateway"], env)
+            if not self.scripted:  # the only container with a way out
+                self.client.networks.get("bridge").connect(self.containers["gateway"])
+            for container in self.containers.values():
+                container.start()
+            if self.scripted:  # what the session sends can steer the model server: keep the host out of its reach too
+                self.guard_proof = netguard.guard(self.client, self.containers["model"], self.guard_image,
+                                                  run_id=self.run_id, cell_id=self.cell_id, name="model_host_unreachable")
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _create(self, alias: str, command: list[str], env: dict):
+        networking = {self.network_name: self.client.api.create_endpoint_config(aliases=[alias])}
+        args = hardened(self.image, user="65534:65534", labels=self.labels(alias), network=self.network_name,
+                        limits=SIDECAR_LIMITS, command=command, environment=env)
+        return self.client.containers.create(**args, networking_config=networking)
+
+    def _put_script(self) -> None:
+        data = json.dumps(self.script or {}).encode()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo("script.json")
+            info.size, info.uid, info.gid, info.mode = len(data), 65534, 65534, 0o444
+            tar.addfile(info, io.BytesIO(data))
+        if self.script is not None and not self.containers["model"].put_archive("/srv/script", buf.getvalue()):
+            raise RuntimeError("placing the model script was refused")
+
+    def _wait_ready(self) -> None:
+        """Both servers print 'ready' once listening; bounded polling of their logs."""
+        deadline = time.monotonic() + READY_SECONDS
+        for name, container in self.containers.items():
+            while b"ready" not in container.logs(stdout=True, stderr=False):
+                container.reload()
+                if container.status == "exited" or time.monotonic() > deadline:
+                    tail = container.logs(stdout=True, stderr=True)[-300:].decode(errors="replace")
+                    raise RuntimeError(f"the {name} sidecar did not become ready: {tail!r}")
+                time.sleep(0.02)
+
+    def sandbox_env(self) -> dict:
+        env = {"ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+               "NO_PROXY": "gateway,model,localhost,127.0.0.1", "no_proxy": "gateway,model,localhost,127.0.0.1"}
+        if self.allow_hosts:
+            env.update({"HTTPS_PROXY": "http://gateway:3128", "https_proxy": "http://gateway:3128"})
+        return env
+
+    def collect(self, cell_dir: Path) -> dict[str, list[dict]]:
+        """Copy the sidecars' records into the cell folder; returns them parsed."""
+        records = {}
+        for name, filename, target in (("gateway", "gateway.jsonl", "gateway.jsonl"),
+                                       ("model", "requests.jsonl", "model_requests.jsonl")):
+            container = self.containers.get(name)
+            if container is None:
+                continue
+            try:
+                stream, _ = container.get_archive(f"/srv/record/{filename}")
+                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                    member = tar.extractfile(tar.getmembers()[0])
+                    text = member.read().decode(errors="replace") if member else ""
+            except docker.errors.NotFound:
+                text = ""
+            (cell_dir / target).write_text(text)
+            records[name] = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return records
+
+    def stop(self) -> None:
+        for container in self.containers.values():
+            remove_quietly(container)
+        self.containers = {}
+        if self.network is not None:
+            try:
+                self.network.remove()
+            except docker.errors.NotFound:
+                pass
+            self.network = None
+

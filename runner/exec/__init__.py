@@ -1,0 +1,1 @@
+"""Execution: a run (job), its scheduler, and one cell (trial)."""

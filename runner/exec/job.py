@@ -1,0 +1,111 @@
+"""One grid, start to finish, without the command line: `memgrid grid` and `memgrid reproduce` both run this.
+
+The steps run in the order a run needs them: images, corpora, the plan, arm images, the lock
+(run.json), the arms' stores, then the cells. Printing and exit codes stay with the caller.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from runner.env.doctor import space_warnings
+from runner.env.engine import connect
+from runner.env.images import arm_image_needed, ensure_arm_image, ensure_images
+from runner.arms.ingest import ensure_stores
+from runner.results.ledger import Ledger
+from runner.plan.preflight import check_grid
+from runner.plan.prereg import Prereg
+from runner.exec.run import RunPlan, RunSummary, check_run_id, corpus_pairs, execute, lock_document, open_run, plan_run
+from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks, provider
+from runner.exec.trial import TrialContext
+
+
+@dataclass
+class GridOutcome:
+    plan: RunPlan
+    summary: RunSummary
+    unfinished: int  # cells without a final ledger row: harness errors a rerun of the same run id retries
+
+    @property
+    def run_dir(self) -> Path:
+        return self.plan.run_dir
+
+
+@dataclass
+class PreparedRun:
+    """A run ready for its cells: the plan, the locked run folder with its ledger, the cells' context."""
+    plan: RunPlan
+    ledger: Ledger
+    ctx: TrialContext
+
+
+def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | None, runs_dir: Path,
+             concurrency: int, progress: bool, log: Callable[[str], None], prereg: Prereg | None = None,
+             verify_lock: Callable[[dict], None] | None = None) -> GridOutcome:
+    """`prereg`: the preregistration the grid comes from, recorded in run.json. `verify_lock`: sees the
+    new run's lock before anything is written or run, and raises to refuse it (reproduce's drift check)."""
+    run = prepare_run(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
+                      log=log, prereg=prereg, verify_lock=verify_lock)
+    log(f"run {run.plan.run_id}: {len(run.plan.cells)} cells, concurrency {concurrency} -> {run.plan.run_dir}")
+    summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress)
+    unfinished = summary.total - len({r["cell_id"] for r in run.ledger.rows() if r["final"]})
+    return GridOutcome(run.plan, summary, unfinished)
+
+
+def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | None, runs_dir: Path,
+                concurrency: int, log: Callable[[str], None], prereg: Prereg | None = None,
+                verify_lock: Callable[[dict], None] | None = None) -> PreparedRun:
+    """Everything before the first cell: inputs checked, images, corpora, the plan, arm images, the lock
+    (run.json), the arms' stores."""
+    all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
+    check_grid(grid_spec, grid_path, all_tasks, all_arms)
+    if run_id is not None:  # before any engine work, as every other input
+        check_run_id(run_id)
+    client = connect(concurrency=concurrency)
+    for warning in space_warnings(client, runs_dir):
+        log(warning)
+    images = ensure_images(client, log=log)
+
+    pairs = corpus_pairs(grid_spec, all_arms)
+    memory, corpora, settings = None, {}, None
+    if pairs:
+        from runner.corpus.build import MemorySource, ensure_built, load_settings
+
+        settings = load_settings(root)
+        corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=log)
+        memory = MemorySource(settings, locked=corpora)
+
+    chosen_arms = [all_arms[a] for a in grid_spec.arms]
+    runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
+    arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=log)
+                  for p in runs_on.values() if arm_image_needed(p.root)}
+    claude = None
+    if "claude-code" in grid_spec.agents:
+        from runner.agents.claude_code import prepare_claude_code
+
+        claude = prepare_claude_code(client, grid_spec, grid_path, images, arm_images, log=log)
+    plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora,
+                    claude.inputs() if claude else None)
+
+    lock = lock_document(plan, images, client, root, chosen_arms, arm_images)
+    if claude is not None:
+        lock["claude_code"] = claude.lock()
+        lock["prices"] = {claude.model: vars(claude.price)}
+    if prereg is not None:
+        lock["preregistration"] = {"path": _relative(prereg.path, root), "sha256": prereg.frozen_sha256}
+    if verify_lock is not None:
+        verify_lock(lock)
+    ledger = open_run(plan, lock)
+
+    stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
+                           run_id=plan.run_id, log=log) if pairs else {}
+    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
+                       claude=claude, disk_mib=grid_spec.disk_mib)
+    return PreparedRun(plan, ledger, ctx)
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path.resolve())

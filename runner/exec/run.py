@@ -1,0 +1,286 @@
+"""A run (Harbor's job): resolve inputs, lock them in run.json, expand, schedule, ledger, resume.
+
+Resuming an existing run id skips every cell with a final ledger row and reruns the rest;
+changed inputs are refused with a message naming each change.
+"""
+
+import fcntl
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from runner import __version__
+from runner.env.bundle import arm_instructions
+from runner.digest import sha256_bytes, tree_digest
+from runner.errors import UserError
+from runner.grading.gate import HARNESS_ERROR, WIRING
+from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
+from runner.env.images import ImageSet, image_recipes
+from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
+from runner.env.sandbox import remove_run_containers
+from runner.plan.spec import CORPUS_KINDS, ArmSpec, GridSpec, TaskSpec
+from runner.exec.trial import TrialContext, run_cell, write_json
+
+
+@dataclass
+class RunPlan:
+    run_id: str
+    run_dir: Path
+    grid: GridSpec
+    task_ids: list[str]
+    inputs: GridInputs
+    cells: list[CellSpec]
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    run_dir: Path
+    total: int
+    skipped: int
+    recorded: int
+    interrupted: bool
+
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def default_run_id(grid: GridSpec) -> str:
+    return f"{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}-{grid.name}"
+
+
+def git_commit(root: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def corpus_pairs(grid: GridSpec, arms: dict[str, ArmSpec]) -> list[tuple[str, int]]:
+    """The (condition, seed) corpora a grid's cells read; none when no arm is of a corpus kind."""
+    if not any(arms[a].kind in CORPUS_KINDS for a in grid.arms if a in arms):
+        return []
+    return [(c, s) for s in range(grid.seeds) for c in grid.conditions]
+
+
+def check_run_id(run_id: str) -> None:
+    """A run id names a folder under the runs dir: a plain name, never a path."""
+    if not RUN_ID.match(run_id):
+        raise UserError(f"--run-id {run_id!r}: not a plain folder name: fix: use letters, digits, '.', '_' and '-' "
+                        "(at most 100), starting with a letter or digit")
+
+
+def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
+             runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None,
+             agent_inputs: dict[str, str] | None = None) -> RunPlan:
+    run_id = run_id or default_run_id(grid)
+    check_run_id(run_id)
+    task_ids, arm_names = select(grid, tasks, arms, grid_path)
+    inputs = GridInputs(tasks={t: tree_digest(tasks[t].root) for t in task_ids},
+                        arms={a: tree_digest(arms[a].root) for a in arm_names},
+                        images=images.ids(),
+                        corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())},
+                        agent=dict(agent_inputs or {}))
+    corpus_arms = frozenset(a for a in arm_names if arms[a].kind in CORPUS_KINDS)
+    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs, corpus_arms))
+
+
+def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: list[ArmSpec] = (),
+                  arm_images: dict | None = None) -> dict:
+    version = client.version()
+    instructions = {a.name: arm_instructions(a).encode() for a in arms}
+    return {
+        "run_id": plan.run_id,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "grid": {**plan.grid.as_dict(), "tasks": plan.task_ids},
+        "inputs": plan.inputs.as_dict(),
+        "image_tags": images.tags(),
+        "image_recipes": image_recipes(client, images, [root / "arms" / name for name in sorted(arm_images or {})]),
+        "arm_images": {name: {"tag": ref.tag, "id": ref.id} for name, ref in sorted((arm_images or {}).items())},
+        "instructions": {name: {"bytes": len(text), "sha256": sha256_bytes(text)} for name, text in sorted(instructions.items())},
+        "arm_order": {str(s): arm_order(plan.grid.arms, s) for s in range(plan.grid.seeds)},
+        "cells": len(plan.cells),
+        "versions": {"memgrid": __version__, "python": platform.python_version(),
+                     "docker_engine": version.get("Version"), "docker_api": version.get("ApiVersion")},
+        "git_commit": git_commit(root),
+        "prices": None,
+    }
+
+
+def lock_differences(old: dict, new: dict) -> list[str]:
+    """What changed between a run's lock and the inputs now, by name."""
+    changes = []
+    for key in sorted(set(old["grid"]) | set(new["grid"])):
+        if old["grid"].get(key) != new["grid"].get(key):
+            changes.append(f"grid.{key}: {old['grid'].get(key)!r} -> {new['grid'].get(key)!r}")
+    for kind in ("tasks", "arms", "images", "corpora", "agent"):
+        before, after = old["inputs"].get(kind, {}), new["inputs"].get(kind, {})
+        for name in sorted(set(before) | set(after)):
+            if before.get(name) != after.get(name):
+                b, a = (before.get(name) or "absent")[:19], (after.get(name) or "absent")[:19]
+                label = {"corpora": "corpus", "agent": "agent input"}.get(kind, kind[:-1])
+                changes.append(f"{label} '{name}' digest {b} -> {a}")
+    return changes
+
+
+def resolve_run_dir(run: str, runs_dir: Path) -> Path:
+    """A run given as an id under runs_dir or as a folder path; it must hold the run's lock."""
+    run_dir = Path(run) if Path(run).is_dir() else runs_dir / run
+    if not (run_dir / "run.json").is_file():
+        raise UserError(f"{run_dir}: no run.json: fix: give a run id under {runs_dir}/ (ls {runs_dir}) or a run folder path")
+    return run_dir
+
+
+_CONTROLLER_LOCKS: dict[Path, int] = {}  # run folder -> the open descriptor that holds its flock
+
+
+def claim_run(run_dir: Path) -> None:
+    """One controller per run: a second `memgrid grid --run-id` on a running run would remove the
+    first one's containers and append to its ledger. The flock is the kernel's, so it goes with the
+    process however it ends (kill -9 included) and a resume after a crash is never refused."""
+    run_dir = run_dir.resolve()
+    if run_dir in _CONTROLLER_LOCKS:
+        return
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "controller.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise UserError(f"{run_dir}: run {run_dir.name} is being run by another memgrid process (pid {holder}): "
+                        "fix: wait for it to finish (or stop it), or start a new run (omit --run-id)") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _CONTROLLER_LOCKS[run_dir] = fd
+
+
+def open_run(plan: RunPlan, lock: dict) -> Ledger:
+    """Create the run folder and lock, or check an existing lock still matches (resume)."""
+    claim_run(plan.run_dir)
+    lock_path = plan.run_dir / "run.json"
+    if lock_path.exists():
+        old = json.loads(lock_path.read_text())
+        changes = lock_differences(old, lock)
+        if changes:
+            raise UserError(f"run {plan.run_id} was started with other inputs ({'; '.join(changes)}): "
+                            f"fix: start a new run (omit --run-id) or restore the inputs")
+    else:
+        plan.run_dir.mkdir(parents=True, exist_ok=True)
+        tmp = lock_path.with_suffix(".json.tmp")
+        write_json(tmp, lock)
+        os.replace(tmp, lock_path)
+    ledger = Ledger(plan.run_dir)
+    ledger.open()
+    return ledger
+
+
+def _progress(show: bool) -> Progress:
+    console = Console()
+    if not console.is_terminal:  # plain lines (see on_row) should not wrap at rich's 80-column default
+        console = Console(width=130)
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("admitted {task.fields[admitted]} · passed {task.fields[passed]} · errors {task.fields[errors]}"),
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                    disable=not show or not console.is_terminal)
+
+
+class Scheduler:
+    """Keeps at most `concurrency` cells in flight and records each finished one before scheduling
+    the next, so a kill loses only the cells in flight."""
+
+    def __init__(self, ctx: TrialContext, ledger: Ledger, pool: ThreadPoolExecutor, concurrency: int, on_row):
+        self.ctx, self.ledger, self.pool, self.concurrency, self.on_row = ctx, ledger, pool, concurrency, on_row
+        self.in_flight = {}
+        self.recorded = 0
+
+    def record(self, row: LedgerRow) -> None:
+        self.ledger.append(row)
+        self.recorded += 1
+        self.on_row(row)
+
+    def run(self, pending: list[CellSpec], attempts: dict[str, int]) -> None:
+        queue = iter(pending)
+        while True:
+            while len(self.in_flight) < self.concurrency and (cell := next(queue, None)) is not None:
+                self.in_flight[self.pool.submit(run_cell, self.ctx, cell, attempts.get(cell.cell_id, 0) + 1)] = cell
+            if not self.in_flight:
+                return
+            finished, _ = wait(self.in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in finished:
+                cell = self.in_flight.pop(future)
+                row = future.result()
+                self.record(row)
+                if row.discard_reason in WIRING and not row.final and not self.ctx.cancel.is_set():
+                    self.in_flight[self.pool.submit(run_cell, self.ctx, cell, row.attempt + 1)] = cell
+
+    def stop(self) -> None:
+        """Ctrl-C: schedule nothing more, remove the run's containers, keep only cells that really finished."""
+        self.ctx.cancel.set()
+        remove_run_containers(self.ctx.client, self.ctx.run_id)
+        for future in self.in_flight:
+            try:
+                row = future.result(timeout=120)
+            except Exception:  # Cancelled, or the removal broke the cell: it reruns on resume
+                continue
+            if row.final:
+                self.record(row)
+        remove_run_containers(self.ctx.client, self.ctx.run_id)
+
+
+def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True) -> RunSummary:
+    rows = ledger.rows()
+    done = finished_cells(rows)
+    attempts: dict[str, int] = {}
+    for r in rows:
+        attempts[r["cell_id"]] = max(attempts.get(r["cell_id"], 0), r["attempt"])
+    pending = [c for c in cells if c.cell_id not in done]
+    # A previous controller that died leaves its containers behind; they belong to no live cell.
+    remove_run_containers(ctx.client, ctx.run_id)
+
+    counts = {"admitted": 0, "passed": 0, "errors": 0}
+    for r in latest_attempts(rows).values():
+        if r["final"]:
+            counts["admitted"] += r["admitted"]
+            counts["passed"] += bool(r["checker_passed"])
+    interrupted = False
+    try:
+        with _progress(show_progress) as progress, ThreadPoolExecutor(max_workers=concurrency) as pool:
+            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), **counts)
+
+            # Without a terminal (CI, make | tee) the bar cannot redraw: print a plain line every tenth.
+            plain = show_progress and not progress.console.is_terminal
+            step, started = max(1, len(pending) // 10), time.monotonic()
+
+            def on_row(row: LedgerRow) -> None:
+                counts["admitted"] += row.admitted
+                counts["passed"] += bool(row.checker_passed)
+                counts["errors"] += row.discard_reason == HARNESS_ERROR
+                progress.update(bar, advance=1 if row.final else 0, **counts)
+                done = int(progress.tasks[0].completed)
+                if plain and (scheduler.recorded % step == 0 or done == len(cells)):
+                    progress.console.print(f"{ctx.run_id}: {done}/{len(cells)} cells · admitted {counts['admitted']} · "
+                                           f"passed {counts['passed']} · errors {counts['errors']} · "
+                                           f"{time.monotonic() - started:.0f}s", highlight=False)
+
+            scheduler = Scheduler(ctx, ledger, pool, concurrency, on_row)
+            try:
+                scheduler.run(pending, attempts)
+            except KeyboardInterrupt:
+                interrupted = True
+                progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
+                scheduler.stop()
+    finally:
+        ledger.compact()  # whatever escaped, the parquet matches the journal
+    return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), scheduler.recorded, interrupted)

@@ -1,0 +1,1 @@
+"""Grading: the admission gate and the checker."""

@@ -1,0 +1,170 @@
+"""Admission gate: proofs, from the cell's own record, that the treatment was really applied.
+
+A cell that fails any proof is discarded, not scored; the first failing proof names the reason.
+"""
+
+from dataclasses import asdict, dataclass
+
+from runner.agents.base import Transcript
+
+# Enumerated discard reasons, in the order the proofs are checked.
+BUNDLE_DIGEST_MISMATCH = "bundle_digest_mismatch"
+STORE_EMPTY = "store_empty"
+MCP_SERVER_FAILED = "mcp_server_failed"
+REQUIRED_TOOLS_MISSING = "required_tools_missing"
+FOREIGN_TOOLS = "foreign_tools"
+HOOK_NOT_FIRED = "hook_not_fired"
+PREFETCH_EMPTY = "prefetch_empty"
+REQUIRED_PATH_MISSING = "required_path_missing"
+TOOLS_NOT_VISIBLE = "tools_not_visible"
+PERMISSION_DENIED = "permission_denied"
+MODEL_UNREACHABLE = "model_unreachable"
+AGENT_ERROR = "agent_error"
+HARNESS_ERROR = "harness_error"  # the controller or engine failed; the cell is rerun on resume
+DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
+                   FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, AGENT_ERROR,
+                   HARNESS_ERROR)
+# Wiring failures: the treatment never reached the session. Retried (at most twice) on this
+# reason alone, never on the checker's verdict.
+WIRING = (MCP_SERVER_FAILED,)
+MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class GateProof:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    admitted: bool
+    discard_reason: str | None
+    proofs: tuple[GateProof, ...]
+
+    def as_json(self) -> list[dict]:
+        return [asdict(p) for p in self.proofs]
+
+
+def bundle_proof(report: dict, expected_digest: str) -> GateProof:
+    """The verifier's report from inside the container against the digest recorded at build time."""
+    seen = report.get("manifest_sha256")
+    problems = [f"{k}: {', '.join(report[k][:5])}" for k in ("missing", "mismatched", "unexpected", "not_regular") if report.get(k)]
+    if report.get("error"):
+        problems.append(report["error"])
+    if seen != expected_digest:
+        problems.insert(0, f"manifest sha256 {seen} != recorded {expected_digest}")
+    passed = not problems
+    return GateProof("bundle_verified", passed, f"{report.get('checked', 0)} files match {expected_digest[:12]}" if passed else "; ".join(problems))
+
+
+def agent_proof(transcript: Transcript) -> GateProof:
+    if transcript.is_error:
+        return GateProof("agent_ok", False, transcript.error or "the agent reported an error")
+    return GateProof("agent_ok", True, f"{transcript.agent} finished without error")
+
+
+def store_proof(report: dict) -> GateProof:
+    stored, held = report.get("documents", 0), report.get("corpus_documents", 0)
+    passed = stored > 0 or held == 0
+    return GateProof("store_populated", passed, f"{stored} of {held} documents in namespace {report.get('namespace')}"
+                     + ("" if passed else ": the store is empty (namespace misrouted or ingest wrote nothing)"))
+
+
+def _events(transcript: Transcript, kind: str) -> list[dict]:
+    return [e for e in transcript.events if e.get("type") == kind]
+
+
+def server_proofs(transcript: Transcript, server: str, prefix: str, required: tuple[str, ...]) -> list[GateProof]:
+    """From the record of whoever talked to the server: it connected, and listed the required tools."""
+    init = next(iter(_events(transcript, "init")), {})
+    statuses = {s.get("name"): s for s in init.get("mcp_servers", [])}
+    status = statuses.get(server, {"status": "absent"})
+    connected = GateProof("mcp_connected", status.get("status") == "connected",
+                          f"server {server}: {status.get('status')}" + (f" ({status['error']})" if status.get("error") else ""))
+    listed = set(init.get("tools", []))
+    missing = [f"{prefix}{t}" for t in required if f"{prefix}{t}" not in listed]
+    tools = GateProof("required_tools_listed", not missing,
+                      f"listed {len(listed)} tools" if not missing else f"missing at init: {', '.join(missing)}")
+    return [connected, tools]
+
+
+def isolation_proof(transcript: Transcript, foreign_prefixes: tuple[str, ...], co_claimants: list[str]) -> GateProof:
+    """No other arm's tools listed or called. An arm whose server name another arm also claims
+    (`co_claimants`) cannot prove its tools are its own."""
+    if co_claimants:
+        return GateProof("no_foreign_tools", False, f"its server name is also claimed by {', '.join(co_claimants)}")
+    init = next(iter(_events(transcript, "init")), {})
+    seen = set(init.get("tools", [])) | {e.get("tool") for e in _events(transcript, "tool_call")}
+    foreign = sorted(t for t in seen if any(t.startswith(p) for p in foreign_prefixes))
+    return GateProof("no_foreign_tools", not foreign, "none" if not foreign else f"other arms' tools: {', '.join(foreign)}")
+
+
+def hooks_proof(transcript: Transcript, hooks) -> GateProof:
+    fired = _events(transcript, "hook")
+    problems = []
+    for hook in hooks:
+        ok = [e for e in fired if e.get("event") == hook.event and list(e.get("command", [])) == list(hook.command)
+              and e.get("exit_code") == 0 and e.get("output_sha256")]
+        if not ok:
+            problems.append(f"{hook.event} hook {' '.join(hook.command)[:60]} did not fire with exit 0 and output")
+    return GateProof("hooks_fired", not problems, f"{len(hooks)} hooks fired" if not problems else "; ".join(problems))
+
+
+def paths_proof(missing: list[str], required: tuple[str, ...]) -> GateProof:
+    return GateProof("required_paths_present", not missing,
+                     f"{len(required)} present" if not missing else f"missing at session start: {', '.join(missing)}")
+
+
+def tools_visible_proof(model_requests: list[dict], required: list[str]) -> GateProof:
+    """From the gateway's record of what each Messages request offered the model: every request
+    that offered tools offered the required ones. Tools listed at init can still be withheld from
+    the model (deferred by tool search), so init alone proves nothing about what the model saw."""
+    offering = [r for r in model_requests if r.get("tools")]
+    if not offering:
+        return GateProof("tools_visible", False, f"no request offered the model any tool ({len(model_requests)} requests)")
+    lacking = sorted({t for r in offering for t in required if t not in r["tools"]})
+    return GateProof("tools_visible", not lacking,
+                     f"{len(offering)} requests offered {', '.join(required)}" if not lacking
+                     else f"never offered to the model in {sum(1 for r in offering if set(required) - set(r['tools']))} "
+                          f"of {len(offering)} requests: {', '.join(lacking)}")
+
+
+def permissions_proof(transcript: Transcript, memory_tools: tuple[str, ...]) -> GateProof:
+    """A denied call to a memory tool means the treatment never reached the session; denials of
+    other tools are the agent's own conduct and are scored."""
+    result = next(iter(_events(transcript, "result")), {})
+    denied = sorted({d.get("tool_name", "?") for d in result.get("permission_denials") or []
+                     if any(str(d.get("tool_name", "")).startswith(p) for p in memory_tools)})
+    return GateProof("memory_tools_permitted", not denied,
+                     "no memory tool call denied" if not denied else f"denied: {', '.join(denied)}")
+
+
+def model_reached_proof(gateway_records: list[dict], key_expected: bool = False) -> GateProof:
+    """The session's last model request was answered (a provider's transient error the CLI retried
+    past is not a failure); for a live model, the gateway put the key on every request."""
+    calls = [r for r in gateway_records if r.get("kind") == "model"]
+    if not calls:
+        return GateProof("model_reached", False, "the session sent no request to the model gateway")
+    keyless = [r for r in calls if key_expected and not r.get("key_injected")]
+    if keyless:
+        return GateProof("model_reached", False, f"{len(keyless)} of {len(calls)} requests left the gateway without the key")
+    failed = [r for r in calls if r.get("status") != 200]
+    last = calls[-1]
+    return GateProof("model_reached", last.get("status") == 200,
+                     f"{len(calls)} model requests, {len(failed)} failed, the last answered" if last.get("status") == 200
+                     else f"{len(failed)} of {len(calls)} model requests failed, the last: {last.get('status')} {last.get('error', '')}"[:300])
+
+
+REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present": REQUIRED_PATH_MISSING,
+              "store_populated": STORE_EMPTY,
+              "mcp_connected": MCP_SERVER_FAILED, "required_tools_listed": REQUIRED_TOOLS_MISSING,
+              "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ok": AGENT_ERROR,
+              "prefetch_injected": PREFETCH_EMPTY, "tools_visible": TOOLS_NOT_VISIBLE,
+              "memory_tools_permitted": PERMISSION_DENIED, "model_reached": MODEL_UNREACHABLE}
+
+
+def decide(proofs: list[GateProof]) -> GateDecision:
+    failed = next((p for p in proofs if not p.passed), None)
+    return GateDecision(failed is None, REASON_FOR[failed.name] if failed else None, tuple(proofs))

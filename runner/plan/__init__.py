@@ -1,0 +1,1 @@
+"""Spec and plan: the YAML specs, the grid's cells, preregistrations and reproduction."""

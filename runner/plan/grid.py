@@ -1,0 +1,108 @@
+"""Expand a grid spec into cells with stable ids, in run order.
+
+Order: for each seed, task and condition, all arms of one agent run together, in an arm order
+permuted per seed (recorded in run.json), so drift over a long run spreads across arms.
+"""
+
+import random
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from runner.digest import sha256_json
+from runner.errors import SpecError
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, validate
+
+# The `memgrid grid` options that replace a grid spec field, by the field they replace.
+FLAGS = {"tasks": "--tasks", "arms": "--arms", "agents": "--agent", "seeds": "--seeds", "conditions": "--conditions",
+         "model": "--model"}
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    task: str
+    arm: str
+    seed: int
+    condition: str
+    agent: str
+    cell_id: str
+    order_index: int
+
+
+@dataclass(frozen=True)
+class GridInputs:
+    """The digests of everything that defines a cell besides its coordinates."""
+    tasks: dict[str, str]
+    arms: dict[str, str]
+    images: dict[str, str]
+    corpora: dict[str, str]  # "condition/seed" -> corpus digest, for arms whose cells read the corpus
+    agent: dict[str, str] = field(default_factory=dict)  # claude-code: model, CLI pin, model image (its cells' ids only)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def corpus_key(condition: str, seed: int) -> str:
+    return f"{condition}/{seed}"
+
+
+def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: GridInputs, reads_corpus: bool) -> str:
+    identity = {
+        "task": task, "arm": arm, "seed": seed, "condition": condition, "agent": agent,
+        "task_digest": inputs.tasks[task], "arm_digest": inputs.arms[arm], "images": inputs.images,
+    }
+    if reads_corpus:
+        identity["corpus_digest"] = inputs.corpora[corpus_key(condition, seed)]
+    if agent == "claude-code":
+        identity["agent_inputs"] = inputs.agent
+    return sha256_json(identity)[:16]
+
+
+def arm_order(arms: tuple[str, ...], seed: int) -> list[str]:
+    order = list(arms)
+    random.Random(f"memgrid-arm-order-{seed}").shuffle(order)
+    return order
+
+
+def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], grid_path) -> tuple[list[str], list[str]]:
+    task_ids = sorted(tasks) if grid.tasks == "all" else list(grid.tasks)
+    for t in task_ids:
+        if t not in tasks:
+            raise SpecError(grid_path, "tasks", f"names unknown task '{t}'", f"use one of: {', '.join(sorted(tasks))}")
+    for a in grid.arms:
+        if a not in arms:
+            raise SpecError(grid_path, "arms", f"names unknown arm '{a}'", f"use one of: {', '.join(sorted(arms))}")
+    if not task_ids:
+        raise SpecError(grid_path, "tasks", "selects no task", "add a task under tasks/ or list existing ones")
+    return task_ids, list(grid.arms)
+
+
+def check_names(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
+                flags: frozenset[str] = frozenset()) -> None:
+    """Validate the grid and the names it uses before anything runs. `flags`: the fields command-line options
+    set; an error in one of them names the option, not the spec file the user did not write it in."""
+    try:
+        validate(grid.as_dict(), "grid", grid_path)
+        select(grid, tasks, arms, grid_path)
+    except SpecError as e:
+        field_name = re.split(r"[.\[]", e.field, maxsplit=1)[0]
+        if field_name in flags:
+            raise SpecError(Path("(command line)"), FLAGS[field_name], e.problem, e.fix) from None
+        raise
+
+
+def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs,
+           corpus_arms: frozenset[str] = frozenset()) -> list[CellSpec]:
+    """`corpus_arms`: the arms whose cells read the condition's corpus (their ids include its digest)."""
+    cells = []
+    for seed in range(grid.seeds):
+        order = arm_order(grid.arms, seed)
+        for task in task_ids:
+            for condition in grid.conditions:
+                if condition not in tasks[task].conditions:
+                    continue
+                for agent in grid.agents:
+                    for arm in order:
+                        cid = cell_id(task, arm, seed, condition, agent, inputs, arm in corpus_arms)
+                        cells.append(CellSpec(task, arm, seed, condition, agent, cid, len(cells)))
+    return cells

@@ -1,0 +1,75 @@
+"""What each arm needs from a task, checked before anything runs.
+
+An arm declares the files it places in a task's workspace (arm.yaml `files`, '{task}' standing for
+the task id). A file that is missing, or that would overwrite a fixture file, is the author's error:
+found only when a cell builds its bundle, it would discard every cell of that arm and task as a
+harness error and intention-to-treat would count them as failures. `memgrid task check` reports
+these needs per task; the grid refuses to start on any unmet one, before engine work and before a
+run folder exists.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import UserError
+from runner.plan.grid import select
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+
+README = "tasks/README.md, 'What each arm needs from a task'"
+
+
+@dataclass(frozen=True)
+class ArmNeed:
+    """One file an arm places in one task's workspace, resolved for that task."""
+    arm: str
+    task: str
+    declared: str  # where the arm declares it, e.g. arms/claude_md/arm.yaml files[0]
+    source: Path
+    shown: str  # the source as an author finds it: relative to the project root
+    dest: str
+    problem: str | None  # None when the file is there and can be placed
+    fix: str | None
+
+    @property
+    def met(self) -> bool:
+        return self.problem is None
+
+    def line(self) -> str:
+        """One line: the file, what is wrong, which arm declares it for which task, and the fix."""
+        return (f"{self.shown}: {self.problem}: arm '{self.arm}' places it at {self.dest} for task '{self.task}' "
+                f"({self.declared}) — fix: {self.fix}")
+
+
+def _shown(path: Path, arm: ArmSpec) -> str:
+    try:
+        return path.relative_to(arm.root.parent.parent).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def arm_needs(task: TaskSpec, arms: list[ArmSpec]) -> list[ArmNeed]:
+    """Every file each arm needs for this task, whether or not it is there (what bundle.arm_entries will read)."""
+    needs = []
+    for arm in arms:
+        declared = _shown(arm.root / "arm.yaml", arm)
+        for i, f in enumerate(arm.files):
+            source = arm.root / f.source.replace("{task}", task.id)
+            if not source.is_file():
+                problem, fix = "missing", f"add it ({README})"
+            elif (task.fixture / f.dest).is_file():
+                problem, fix = f"would overwrite the fixture's {f.dest}", f"choose another files[{i}].dest"
+            else:
+                problem, fix = None, None
+            needs.append(ArmNeed(arm.name, task.id, f"{declared} files[{i}]", source, _shown(source, arm), f.dest,
+                                 problem, fix))
+    return needs
+
+
+def check_grid(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec]) -> None:
+    """Refuse the grid when an arm cannot place a file for a task that has cells; one line per unmet need."""
+    task_ids, arm_names = select(grid, tasks, arms, grid_path)
+    with_cells = [tasks[t] for t in task_ids if set(tasks[t].conditions) & set(grid.conditions)]
+    unmet = [n for t in with_cells for n in arm_needs(t, [arms[a] for a in arm_names]) if not n.met]
+    if unmet:
+        raise UserError(f"{grid_path}: the grid's arms need {len(unmet)} file(s) that are missing or misplaced; nothing "
+                        "was run or written:\n" + "\n".join(n.line() for n in unmet))

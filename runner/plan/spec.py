@@ -1,0 +1,481 @@
+"""Load and validate the YAML specs (task.yaml, arm.yaml, grid spec) into typed records.
+
+Every failure is a SpecError naming the file, the field and the fix, so a researcher who does
+not read Python can mend the YAML from one line.
+"""
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import yaml
+from yaml.reader import ReaderError
+
+from runner.errors import SpecError
+
+CONDITIONS = ("absent", "superseded", "contradictory", "adjacent", "present")
+DEFAULT_DISK_MIB = 2048  # a sandbox's disk budget unless the grid or its task sets one
+DEFAULT_ARTIFACT_MIB = 64  # the largest workspace the checker grades unless the task sets one
+
+
+@dataclass(frozen=True)
+class CheckerSpec:
+    command: tuple[str, ...]
+    timeout_seconds: int = 60
+
+
+@dataclass(frozen=True)
+class PlantsSpec:
+    """Which of the task's transcripts each condition plants (tasks/<id>/plants.yaml)."""
+    roles: dict[str, tuple[str, ...]]  # role -> transcript paths relative to the task folder
+    conditions: dict[str, tuple[str, ...]]  # condition -> roles, oldest first
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    id: str
+    title: str
+    prompt: str
+    fact_summary: str
+    fact_terms: tuple[str, ...]
+    conditions: tuple[str, ...]
+    checker: CheckerSpec
+    detector: CheckerSpec
+    agent_seconds: int
+    wrong_rules: dict[str, tuple[str, ...]]  # condition -> markers of its wrong rule (the reader agent's options)
+    plants: PlantsSpec | None = field(compare=False)
+    root: Path = field(compare=False)
+    disk_mib: int | None = None  # the sandbox's disk budget; None: the grid's
+    artifact_mib: int = DEFAULT_ARTIFACT_MIB  # the largest workspace the checker grades
+
+    @property
+    def fixture(self) -> Path:
+        return self.root / "fixture"
+
+    @property
+    def oracle(self) -> Path:
+        return self.root / "oracle"
+
+    def reference(self, name: str) -> Path:
+        return self.root / "references" / name
+
+
+@dataclass(frozen=True)
+class ArmFile:
+    source: str
+    dest: str
+
+
+CORPUS_KINDS = ("corpus", "oracle", "mcp", "prefetch")  # arms whose cells depend on the condition's built corpus
+STORE_KINDS = ("mcp", "prefetch")  # arms whose cells get an ingested store
+MEMORY_KINDS = CORPUS_KINDS  # arms that get the shared memory instruction text
+
+
+@dataclass(frozen=True)
+class McpSpec:
+    server: str
+    command: tuple[str, ...]
+    search_tool: str
+    required_tools: tuple[str, ...]
+
+    @property
+    def prefix(self) -> str:
+        """The tool-name prefix this server owns in an agent's session."""
+        return f"mcp__{self.server}__"
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    event: str
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    name: str
+    kind: str
+    description: str
+    instructions: str
+    files: tuple[ArmFile, ...]
+    search_tool: str | None
+    mcp: McpSpec | None
+    ingest: tuple[str, ...] | None
+    ingest_seconds: int
+    hooks: tuple[HookSpec, ...]
+    uses: str | None  # prefetch arms: the mcp arm whose image, store and server they use
+    required_paths: tuple[str, ...]  # must exist in the sandbox when the session starts
+    root: Path = field(compare=False)
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    name: str
+    tasks: tuple[str, ...] | str  # "all" or task ids
+    arms: tuple[str, ...]
+    agents: tuple[str, ...]
+    seeds: int
+    conditions: tuple[str, ...]
+    network: str = "none"
+    allow_hosts: tuple[str, ...] = ()
+    model: str | None = None  # what claude-code cells run on; None when the grid has no claude-code agent
+    prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
+    disk_mib: int = DEFAULT_DISK_MIB  # each sandbox's disk budget, unless its task sets its own
+
+    def as_dict(self) -> dict:
+        data = {
+            "name": self.name,
+            "tasks": self.tasks if isinstance(self.tasks, str) else list(self.tasks),
+            "arms": list(self.arms),
+            "agents": list(self.agents),
+            "seeds": self.seeds,
+            "conditions": list(self.conditions),
+            "network": self.network,
+        }
+        if self.allow_hosts:
+            data["allow_hosts"] = list(self.allow_hosts)
+        if self.model is not None:
+            data["model"] = self.model
+        if self.prices:
+            data["prices"] = self.prices
+        if self.disk_mib != DEFAULT_DISK_MIB:
+            data["disk_mib"] = self.disk_mib
+        return data
+
+
+@cache
+def _schema(name: str) -> dict:
+    return json.loads(resources.files("runner").joinpath(f"schemas/{name}.schema.json").read_text())
+
+
+MAX_SPEC_BYTES = 4 << 20  # far above any spec file; bounds what a wrong path (a device, a dump) costs
+MAX_DEPTH = 32  # specs nest a few levels; deeper is a nesting bomb that would exhaust the recursive constructor
+_PLAIN = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present, for speed; both read specs alike
+# Implicit types a spec never means: a date stays the text it was written as (as_of: 2026-11-01), '<<' and '='
+# stay plain text instead of a merge key or a value marker.
+_NOT_IMPLICIT = {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"}
+
+
+class _SpecLoader(_PLAIN):
+    """Plain data: text keys, each key once (a repeated key would silently replace the first)."""
+
+    yaml_implicit_resolvers = {first: [(tag, regexp) for tag, regexp in resolvers if tag not in _NOT_IMPLICIT]
+                               for first, resolvers in _PLAIN.yaml_implicit_resolvers.items()}
+
+    def __init__(self, text: str, path, first_line: int):
+        super().__init__(text)
+        self.path, self.first_line = path, first_line
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[str, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + self.first_line
+            if not isinstance(key, str):
+                raise SpecError(self.path, f"line {line}", f"has the key {key!r}, which is not text",
+                                "write a field name (quote it if it reads as a number, boolean or null)")
+            if key in seen:
+                raise SpecError(self.path, f"line {line}", f"repeats the key '{key}' (first on line {seen[key]})",
+                                "keep one of them")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def read_spec_bytes(path: Path, missing_fix: str = "create it or check the path") -> bytes:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SPEC_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError(path, "(file)", "does not exist", missing_fix) from None
+    except IsADirectoryError:
+        raise SpecError(path, "(file)", "is a folder, not a file", "give the path of the YAML file") from None
+    except OSError as e:
+        raise SpecError(path, "(file)", f"cannot be read ({e.strerror})", "check the path and its permissions") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(path, "(file)", f"is larger than {MAX_SPEC_BYTES >> 20} MiB, far more than a spec",
+                        "give the path of the YAML spec")
+    return raw
+
+
+def read_yaml(path: Path) -> dict:
+    """The one reader of spec YAML files (task, plants, arm, grid, corpus settings; preregistrations use parse_yaml)."""
+    return parse_yaml(path, read_spec_bytes(path))
+
+
+def spec_text(path, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(path, "(file)", f"is not UTF-8 text (byte {e.start} is 0x{e.object[e.start]:02x})",
+                        "save it as UTF-8 text; a binary file is not a spec") from None
+
+
+def parse_yaml(path, raw: bytes | str, *, first_line: int = 1, top: str = "(top level)") -> dict:
+    """A spec's YAML as plain data (text keys; text, numbers, booleans, null, lists, mappings), or one SpecError.
+    `first_line`: the file line `raw` starts on (a preregistration's front matter starts on line 2);
+    `top`: how errors name the whole document."""
+    text = spec_text(path, raw) if isinstance(raw, bytes) else raw
+    try:
+        _refuse_non_data(path, text, first_line)
+        loader = _SpecLoader(text, path, first_line)
+        try:
+            data = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        raise _yaml_error(path, e, first_line) from None
+    if data is None:
+        raise SpecError(path, top, "is empty", "write the spec's fields as 'field: value' lines")
+    if not isinstance(data, dict):
+        raise SpecError(path, top, f"is a {_yaml_kind(data)}, not a mapping of fields", "write 'field: value' lines")
+    return data
+
+
+def _refuse_non_data(path, text: str, first_line: int) -> None:
+    """Refuse, from the event stream and before anything is built, what plain data never needs: anchors and
+    aliases (an alias bomb expands exponentially when validated or dumped), tags (they name constructors)
+    and nesting deeper than MAX_DEPTH."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_PLAIN):
+        where = f"line {event.start_mark.line + first_line}"
+        if isinstance(event, yaml.AliasEvent):
+            raise SpecError(path, where, f"uses the YAML alias *{event.anchor}", "write the value out in full; "
+                            "specs allow no anchors (&) or aliases (*)")
+        if getattr(event, "anchor", None) is not None:
+            raise SpecError(path, where, f"defines the YAML anchor &{event.anchor}", "remove it and write values out "
+                            "in full; specs allow no anchors (&) or aliases (*)")
+        if getattr(event, "tag", None) is not None:
+            raise SpecError(path, where, f"has the YAML tag {event.tag}", "remove the tag; a spec holds plain text, "
+                            "numbers, lists and mappings (quote a value that starts with '!')")
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SpecError(path, where, f"nests lists or mappings deeper than {MAX_DEPTH} levels",
+                                "flatten it; a spec is a few levels deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _yaml_error(path, e: yaml.YAMLError, first_line: int) -> SpecError:
+    if isinstance(e, ReaderError):
+        return SpecError(path, "(file)", f"holds a character YAML does not allow ({e.reason})",
+                         "remove it; a binary file is not a spec")
+    mark = getattr(e, "problem_mark", None)
+    where = f"line {mark.line + first_line}" if mark else "(syntax)"
+    problem = getattr(e, "problem", None) or "is not valid YAML"
+    if getattr(e, "context", None) == "expected a single document in the stream":
+        return SpecError(path, where, "holds a second YAML document ('---')", "keep one document: remove the '---' line")
+    return SpecError(path, where, f"YAML syntax error: {problem}", "fix the YAML syntax at that line")
+
+
+def _yaml_kind(data) -> str:
+    return {list: "list", str: "text", bool: "boolean", int: "number", float: "number"}.get(type(data), type(data).__name__)
+
+
+def _field_path(error: jsonschema.ValidationError) -> str:
+    parts = [str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path]
+    return ".".join(parts).replace(".[", "[") or "(top level)"
+
+
+def _nearest_hint(error: jsonschema.ValidationError, schema: dict) -> str | None:
+    """The x-fix of the deepest schema node on the failing path (an item's hint sits on its array), through
+    local $refs as the validator followed them."""
+    node, hint = schema, schema.get("x-fix")
+    for key in list(error.absolute_schema_path)[:-1]:
+        if isinstance(node, dict) and key not in node and "$ref" in node:
+            node = _local_ref(schema, node["$ref"])
+            hint = node.get("x-fix", hint)
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            break  # a path this walk does not model: the deepest hint found so far
+        if isinstance(node, dict) and "x-fix" in node:
+            hint = node["x-fix"]
+    return hint
+
+
+def _local_ref(schema: dict, ref: str) -> dict:
+    """The node a local reference (#/$defs/name) names; {} for any other reference."""
+    node = schema if ref.startswith("#/") else {}
+    for part in ref.removeprefix("#/").split("/"):
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    return node if isinstance(node, dict) else {}
+
+
+def _fix_for(error: jsonschema.ValidationError, schema: dict) -> str:
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "the field"
+        sub = error.schema.get("properties", {}).get(missing, {})
+        extra = f" ({sub['x-fix']})" if "x-fix" in sub else ""
+        return f"add the field '{missing}'{extra}"
+    if error.validator == "additionalProperties":
+        allowed = ", ".join(sorted(error.schema.get("properties", {})))
+        return f"remove it or correct its spelling; allowed fields: {allowed}"
+    hint = _nearest_hint(error, schema)
+    if hint:
+        return hint
+    if error.validator == "enum":
+        return f"use one of: {', '.join(map(str, error.validator_value))}"
+    return "see the schema in runner/schemas/"
+
+
+def validate(data: dict, schema_name: str, path: Path) -> None:
+    schema = _schema(schema_name)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if error is None:
+        return
+    field_path = _field_path(error)
+    if error.validator == "additionalProperties":
+        extra = [k for k in error.instance if k not in error.schema.get("properties", {})]
+        prefix = f"{field_path}." if field_path != "(top level)" else ""
+        field_path = prefix + (extra[0] if extra else "?")
+        problem = "is not a known field"
+    elif error.validator == "required":
+        problem = "is missing a required field"
+    else:
+        problem = error.message if len(error.message) < 160 else error.message[:157] + "..."
+    raise SpecError(path, field_path, problem, _fix_for(error, schema))
+
+
+def _require_folder_name(path: Path, field: str, value: str) -> None:
+    if value != path.parent.name:
+        raise SpecError(path, field, f"is '{value}' but the folder is '{path.parent.name}'",
+                        f"make the {field} equal the folder name")
+
+
+def load_task(task_dir: Path) -> TaskSpec:
+    path = task_dir / "task.yaml"
+    data = read_yaml(path)
+    validate(data, "task", path)
+    _require_folder_name(path, "id", data["id"])
+    for sub in ("fixture", "oracle", "references/naive", "references/informed"):
+        if not (task_dir / sub).is_dir():
+            raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
+    checker, detector = data["checker"], data["detector"]
+    return TaskSpec(
+        id=data["id"],
+        title=data["title"],
+        prompt=data["prompt"],
+        fact_summary=data["fact"]["summary"],
+        fact_terms=tuple(data["fact"]["terms"]),
+        conditions=tuple(data["conditions"]),
+        checker=CheckerSpec(tuple(checker["command"]), checker.get("timeout_seconds", 60)),
+        detector=CheckerSpec(tuple(detector["command"]), detector.get("timeout_seconds", 60)),
+        agent_seconds=data.get("limits", {}).get("agent_seconds", 600),
+        wrong_rules={c: tuple(m) for c, m in data.get("wrong_rules", {}).items()},
+        plants=load_plants(task_dir, tuple(data["conditions"])) if (task_dir / "plants.yaml").exists() else None,
+        root=task_dir,
+        disk_mib=data.get("limits", {}).get("disk_mib"),
+        artifact_mib=data.get("limits", {}).get("artifact_mib", DEFAULT_ARTIFACT_MIB),
+    )
+
+
+def load_plants(task_dir: Path, conditions: tuple[str, ...]) -> PlantsSpec:
+    path = task_dir / "plants.yaml"
+    data = read_yaml(path)
+    validate(data, "plants", path)
+    roles = {role: tuple(files) for role, files in data["roles"].items()}
+    for role, files in roles.items():
+        for i, f in enumerate(files):
+            if not (task_dir / f).is_file():
+                raise SpecError(path, f"roles.{role}[{i}]", f"{f} does not exist", f"create {task_dir / f} or fix the path")
+    planted = {c: tuple(r) for c, r in data["conditions"].items()}
+    for c in conditions:
+        if c not in planted:
+            raise SpecError(path, "conditions", f"does not say what condition '{c}' plants",
+                            f"add '{c}: [roles...]' (task.yaml lists '{c}' among its conditions)")
+        for role in planted[c]:
+            if role not in roles:
+                raise SpecError(path, f"conditions.{c}", f"plants role '{role}' that roles does not define",
+                                f"add roles.{role} or remove it from conditions.{c}")
+    return PlantsSpec(roles, planted)
+
+
+def load_arm(arm_dir: Path) -> ArmSpec:
+    path = arm_dir / "arm.yaml"
+    data = read_yaml(path)
+    validate(data, "arm", path)
+    _require_folder_name(path, "name", data["name"])
+    return ArmSpec(
+        name=data["name"],
+        kind=data["kind"],
+        description=data["description"],
+        instructions=data.get("instructions", ""),
+        files=tuple(ArmFile(f["source"], f["dest"]) for f in data.get("files", [])),
+        search_tool=data.get("search_tool"),
+        mcp=McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"])) if (m := data.get("mcp")) else None,
+        ingest=tuple(data["ingest"]["command"]) if "ingest" in data else None,
+        ingest_seconds=data.get("ingest", {}).get("timeout_seconds", 600),
+        hooks=tuple(HookSpec(h["event"], tuple(h["command"])) for h in data.get("hooks", [])),
+        uses=data.get("uses"),
+        required_paths=tuple(data.get("required_paths", [])),
+        root=arm_dir,
+    )
+
+
+def provider(arm: ArmSpec, arms: dict[str, ArmSpec]) -> ArmSpec:
+    """The arm whose image, store and server this arm runs on: itself, or the mcp arm it uses."""
+    if arm.uses is None:
+        return arm
+    used = arms.get(arm.uses)
+    if used is None or used.kind != "mcp":
+        raise SpecError(arm.root / "arm.yaml", "uses", f"names '{arm.uses}', which is not an mcp arm",
+                        "name an arm of kind mcp, e.g. recall")
+    return used
+
+
+def load_grid(path: Path) -> GridSpec:
+    return grid_from_dict(read_yaml(path), path)
+
+
+def grid_from_dict(data: dict, path: Path) -> GridSpec:
+    """A grid spec from its YAML mapping (a grid file, or a preregistration's `grid`); `path` names it in errors."""
+    validate(data, "grid", path)
+    tasks = data["tasks"]
+    return GridSpec(
+        name=data["name"],
+        tasks=tasks if tasks == "all" else tuple(tasks),
+        arms=tuple(data["arms"]),
+        agents=tuple(data["agents"]),
+        seeds=data["seeds"],
+        conditions=tuple(data["conditions"]),
+        network=data.get("network", "none"),
+        allow_hosts=tuple(data.get("allow_hosts", ())),
+        model=data.get("model"),
+        prices=data.get("prices", {}),
+        disk_mib=data.get("disk_mib", DEFAULT_DISK_MIB),
+    )
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name.removesuffix(".yaml") for p in resources.files("runner").joinpath("defaults").iterdir()
+                  if p.name.endswith(".yaml"))
+
+
+def preset_path(name: str) -> Path:
+    if name not in preset_names():
+        raise SpecError("--preset", name, "is not a shipped grid", f"use one of: {', '.join(preset_names())}, or --spec FILE")
+    return Path(str(resources.files("runner").joinpath(f"defaults/{name}.yaml")))
+
+
+def _subdirs_with(root: Path, filename: str) -> list[Path]:
+    return sorted(p.parent for p in root.glob(f"*/{filename}"))
+
+
+def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
+    tasks_dir = root / "tasks"
+    if not tasks_dir.is_dir():
+        raise SpecError(tasks_dir, "(folder)", "does not exist",
+                        "run memgrid from the project checkout, or set MEMGRID_ROOT to it")
+    return {t.id: t for t in map(load_task, _subdirs_with(tasks_dir, "task.yaml"))}
+
+
+def load_all_arms(root: Path) -> dict[str, ArmSpec]:
+    arms_dir = root / "arms"
+    if not arms_dir.is_dir():
+        raise SpecError(arms_dir, "(folder)", "does not exist",
+                        "run memgrid from the project checkout, or set MEMGRID_ROOT to it")
+    return {a.name: a for a in map(load_arm, _subdirs_with(arms_dir, "arm.yaml"))}

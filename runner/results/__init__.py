@@ -1,0 +1,1 @@
+"""Results: the ledger, analysis, report, plots and token costs."""

@@ -1,0 +1,516 @@
+"""Analysis of one run's ledger: rates, paired contrasts, harm and costs as typed results.
+
+Only the latest attempt of each cell counts, and only when it is final (a non-final latest
+attempt is a harness failure that a resume reruns). Every statistic that cannot be computed
+honestly from the sample is None with a reason; nothing is filled in with a zero.
+
+Two bases sit side by side everywhere a rate is quoted:
+- intention-to-treat (ITT): every cell; a discarded cell counts as a failure;
+- per-protocol (PP): admitted cells only (the gate's verdict: discarded, not scored).
+Contrasts and predictions are judged per-protocol; the ITT figures are beside them to show
+what the discards could have changed.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import bootstrap
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.proportion import proportion_confint
+
+from runner.errors import UserError
+from runner.results.ledger import Ledger, latest_attempts
+
+BASELINE = "claude_md"
+FLOOR = "bare"
+DIAGNOSTIC_ARMS = frozenset({"recall_prefetch", "oracle_memory"})  # DESIGN.md: never ranked
+DEFAULT_MIN_EFFECT = 0.10
+RESAMPLES = 10_000
+FEW_TASKS = 5
+BOOTSTRAP_SEED = 20_240_601
+TOKEN_CLASSES = ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output")
+OUTCOMES = ("solved", "neutral_failure", "damaged", "ambiguous")
+
+# (minuend, subtrahend, what the difference measures) from the coding-suite spec.
+DIAGNOSTICS = (
+    ("oracle_memory", "claude_md", "headroom"),
+    ("recall", "claude_md", "natural lift"),
+    ("recall_prefetch", "claude_md", "prefetch lift"),
+    ("oracle_memory", "recall", "access gap"),
+    ("recall_prefetch", "recall", "query gap"),
+)
+
+
+@dataclass(frozen=True)
+class Rate:
+    passed: int
+    n: int
+    rate: float | None
+    low: float | None  # Wilson 95 %
+    high: float | None
+    reason: str | None = None  # why rate is None
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """One agent x arm x condition."""
+    agent: str
+    arm: str
+    condition: str
+    cells: int
+    admitted: int
+    passed: int
+    itt: Rate
+    pp: Rate
+    discards: dict[str, int]  # reason -> cells
+    outcomes: dict[str, int]  # outcome class -> admitted cells
+    # The damage detector's own rate: admitted cells whose outcome is `damaged` over admitted cells it
+    # scored. Unlike harm against bare it needs no paired bare cell, so it shows damage bare cannot.
+    damage: Rate
+
+
+@dataclass(frozen=True)
+class PairedStat:
+    """arm minus baseline over cells paired by (task, seed) within one agent and condition."""
+    pairs: int
+    tasks: int
+    both: int  # both passed
+    arm_only: int
+    base_only: int
+    neither: int
+    delta: float | None  # mean of pass(arm) - pass(baseline)
+    low: float | None  # task-cluster bootstrap, percentile 95 %
+    high: float | None
+    p_mcnemar: float | None  # exact, on the discordant pairs
+    label: str | None  # noise | positive | negative
+    reason: str | None = None  # why any of the above is None
+
+
+@dataclass(frozen=True)
+class Contrast:
+    name: str  # "recall - claude_md"
+    arm: str
+    baseline: str
+    agent: str
+    condition: str
+    kind: str  # primary | diagnostic
+    measures: str  # what the difference means
+    pp: PairedStat
+    itt: PairedStat
+
+
+@dataclass(frozen=True)
+class Omitted:
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class HarmStats:
+    """Damage against bare: an admitted cell failing where the paired bare cell solved."""
+    agent: str
+    arm: str
+    condition: str
+    pairs: int  # both cells admitted
+    harmed: int  # bare solved, arm failed
+    helped: int  # bare failed, arm solved
+    net_harm: float | None  # (harmed - helped) / pairs
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class CostStats:
+    agent: str
+    arm: str
+    cells: int
+    passed: int
+    tokens: dict[str, int | None]  # class -> sum; None when no cell observed it
+    tokens_observed_cells: int  # cells with at least one observed class
+    tokens_total: int | None
+    cost_usd: float | None
+    cost_reason: str | None
+    cli_cost_usd: float | None  # the CLI's own figure, unverified; None when absent
+    wall_seconds: float
+    wall_seconds_mean: float
+    success_per_million_tokens: float | None
+    ingest_tokens: int | None  # None: not observed (no store report carries tokens)
+    ingest_seconds: float | None
+
+
+@dataclass
+class Analysis:
+    run_id: str
+    run_dir: Path | None
+    lock: dict  # run.json
+    min_effect: float
+    resamples: int
+    seed: int
+    cells: int
+    groups: list[GroupStats]
+    contrasts: list[Contrast]
+    diagnostics: list[Contrast]
+    omitted: list[Omitted]
+    harm: list[HarmStats]
+    costs: list[CostStats]
+    agents: list[str] = field(default_factory=list)  # grid order, so every table and figure agrees
+    arms: list[str] = field(default_factory=list)
+    conditions: list[str] = field(default_factory=list)
+    has_cli_cost: bool = False
+
+    def contrast(self, name: str, condition: str, agent: str) -> Contrast | None:
+        key = _normalise_contrast(name)
+        for c in self.contrasts + self.diagnostics:
+            if c.name == key and c.condition == condition and c.agent == agent:
+                return c
+        return None
+
+
+# ---------------------------------------------------------------- loading
+
+def load_cells(run_dir: Path) -> pd.DataFrame:
+    """The latest attempt of every finished cell, with `passed` (admitted and checker passed)."""
+    ledger = Ledger(run_dir)
+    if not (ledger.journal.is_file() or ledger.parquet.is_file()):
+        raise UserError(f"{run_dir}: no ledger.jsonl or ledger.parquet: fix: run `memgrid grid --run-id {run_dir.name}` first")
+    cells = [r for r in latest_attempts(ledger.saved_rows()).values() if r["final"]]
+    if not cells:
+        raise UserError(f"{ledger.journal}: no finished cells in the ledger: fix: run or resume the grid "
+                        f"(`memgrid grid --run-id {run_dir.name}`)")
+    return cells_frame(cells)
+
+
+def cells_frame(cells: list[dict]) -> pd.DataFrame:
+    df = pd.DataFrame(cells)
+    df["admitted"] = df["admitted"].astype(bool)
+    df["passed"] = df["admitted"] & df["checker_passed"].map(lambda v: v is True or v == 1.0)
+    return df
+
+
+def load_lock(run_dir: Path) -> dict:
+    path = run_dir / "run.json"
+    if not path.is_file():
+        raise UserError(f"{path}: missing: fix: give a run id under runs/ or a run folder made by `memgrid grid`")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: not JSON ({e.msg} at line {e.lineno}): fix: restore it from the run that wrote it") from None
+
+
+def ingest_reports(run_dir: Path) -> dict[str, dict]:
+    """Per store arm: ingest seconds, and tokens when any store report carries them."""
+    out: dict[str, dict] = {}
+    for report in sorted((run_dir / "stores").glob("*/*/report.json")):
+        try:
+            data = json.loads(report.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        arm = report.parent.parent.name
+        entry = out.setdefault(arm, {"seconds": 0.0, "tokens": None})
+        entry["seconds"] += float(data.get("seconds") or 0.0)
+        if isinstance(data.get("tokens"), (int, float)):
+            entry["tokens"] = (entry["tokens"] or 0) + int(data["tokens"])
+    return out
+
+
+# ---------------------------------------------------------------- statistics
+
+def wilson(passed: int, n: int) -> Rate:
+    if n == 0:
+        return Rate(passed, n, None, None, None, "no cells")
+    low, high = proportion_confint(passed, n, alpha=0.05, method="wilson")
+    return Rate(passed, n, passed / n, float(low), float(high))
+
+
+def noise_label(delta: float | None, min_effect: float) -> str | None:
+    if delta is None:
+        return None
+    if abs(delta) < min_effect - 1e-12:  # a delta exactly at the minimum effect counts as an effect
+        return "noise"
+    return "positive" if delta > 0 else "negative"
+
+
+def cluster_bootstrap(tasks: np.ndarray, diffs: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
+    """Percentile 95 % CI of the mean paired difference, resampling whole tasks with replacement
+    (cells of one task share its difficulty, so they are not independent draws)."""
+    codes, _ = pd.factorize(tasks)
+    sums = np.bincount(codes, weights=diffs)
+    counts = np.bincount(codes).astype(float)
+
+    def ratio(s, n, axis=-1):
+        return s.sum(axis=axis) / n.sum(axis=axis)
+
+    result = bootstrap((sums, counts), ratio, paired=True, vectorized=True, n_resamples=resamples,
+                       method="percentile", rng=np.random.default_rng(seed))
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def paired_stat(tasks: np.ndarray, arm_pass: np.ndarray, base_pass: np.ndarray, min_effect: float,
+                resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedStat:
+    a, b = np.asarray(arm_pass, dtype=bool), np.asarray(base_pass, dtype=bool)
+    both, arm_only = int((a & b).sum()), int((a & ~b).sum())
+    base_only, neither = int((~a & b).sum()), int((~a & ~b).sum())
+    n, n_tasks = len(a), len(set(tasks))
+    if n == 0:
+        return PairedStat(0, 0, 0, 0, 0, 0, None, None, None, None, None, "no paired cells")
+    diffs = a.astype(float) - b.astype(float)
+    delta = float(diffs.mean())
+    reasons = []
+    low = high = p = None
+    if n_tasks < 2:
+        reasons.append(f"no bootstrap interval: {n_tasks} task (needs at least 2 to resample tasks)")
+    else:
+        low, high = cluster_bootstrap(np.asarray(tasks), diffs, resamples, seed)
+        if n_tasks < FEW_TASKS:  # a percentile interval over so few clusters is narrower than the truth
+            reasons.append(f"only {n_tasks} tasks: the bootstrap interval is rough")
+    if arm_only + base_only == 0:
+        reasons.append("no McNemar p: no discordant pairs")
+    else:
+        p = float(mcnemar([[both, arm_only], [base_only, neither]], exact=True).pvalue)
+    return PairedStat(n, n_tasks, both, arm_only, base_only, neither, delta, low, high, p,
+                      noise_label(delta, min_effect), "; ".join(reasons) or None)
+
+
+# ---------------------------------------------------------------- per group
+
+def group_stats(df: pd.DataFrame) -> list[GroupStats]:
+    out = []
+    for (agent, arm, condition), g in df.groupby(["agent", "arm", "condition"], sort=True):
+        admitted = g[g["admitted"]]
+        passed = int(g["passed"].sum())
+        discards = g.loc[~g["admitted"], "discard_reason"].fillna("unknown").value_counts()
+        outcomes = admitted["outcome"].fillna("unscored").value_counts()
+        scored = int(admitted["outcome"].notna().sum())
+        damage = (wilson(int((admitted["outcome"] == "damaged").sum()), scored) if scored
+                  else Rate(0, 0, None, None, None, "no admitted cell was scored"))
+        out.append(GroupStats(agent, arm, condition, len(g), len(admitted), passed,
+                              itt=wilson(passed, len(g)), pp=wilson(passed, len(admitted)),
+                              discards={str(k): int(v) for k, v in sorted(discards.items())},
+                              outcomes={str(k): int(v) for k, v in outcomes.items()},
+                              damage=damage))
+    return out
+
+
+def _paired_frames(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
+    """Per (agent, condition): one row per (task, seed), columns (passed|admitted, arm)."""
+    out = {}
+    for (agent, condition), g in df.groupby(["agent", "condition"], sort=True):
+        out[(agent, condition)] = g.set_index(["task", "seed", "arm"])[["passed", "admitted"]].unstack("arm")
+    return out
+
+
+def _contrast(wide: pd.DataFrame, arm: str, baseline: str, agent: str, condition: str, kind: str, measures: str,
+              min_effect: float, resamples: int, seed: int) -> Contrast:
+    both_ran = wide[("passed", arm)].notna() & wide[("passed", baseline)].notna()
+    itt = wide[both_ran]
+    admitted = itt[itt[("admitted", arm)].astype(bool) & itt[("admitted", baseline)].astype(bool)]
+
+    def stat(rows: pd.DataFrame) -> PairedStat:
+        tasks = rows.index.get_level_values("task").to_numpy()
+        return paired_stat(tasks, rows[("passed", arm)].astype(bool).to_numpy(),
+                           rows[("passed", baseline)].astype(bool).to_numpy(), min_effect, resamples, seed)
+
+    return Contrast(f"{arm} - {baseline}", arm, baseline, agent, condition, kind, measures, stat(admitted), stat(itt))
+
+
+def contrasts(df: pd.DataFrame, min_effect: float, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
+              arms: list[str] | None = None) -> tuple[list[Contrast], list[Contrast], list[Omitted]]:
+    """Primary contrasts (every ranked arm against claude_md) and the spec's diagnostic ones."""
+    arms = arms or list(dict.fromkeys(df["arm"]))
+    wides = _paired_frames(df)
+    primary, diagnostic, omitted = [], [], []
+    if BASELINE not in arms:
+        omitted.append(Omitted(f"* - {BASELINE}", f"the baseline arm {BASELINE} is not in this run"))
+    else:
+        for arm in arms:
+            if arm == BASELINE or arm in DIAGNOSTIC_ARMS:
+                continue
+            for (agent, condition), wide in wides.items():
+                if ("passed", arm) in wide.columns and ("passed", BASELINE) in wide.columns:
+                    primary.append(_contrast(wide, arm, BASELINE, agent, condition, "primary", f"{arm} against the baseline",
+                                             min_effect, resamples, seed))
+    for arm, baseline, measures in DIAGNOSTICS:
+        missing = [a for a in (arm, baseline) if a not in arms]
+        if missing:
+            omitted.append(Omitted(f"{arm} - {baseline}", f"{' and '.join(missing)} not in this run ({measures})"))
+            continue
+        for (agent, condition), wide in wides.items():
+            if ("passed", arm) in wide.columns and ("passed", baseline) in wide.columns:
+                diagnostic.append(_contrast(wide, arm, baseline, agent, condition, "diagnostic", measures,
+                                            min_effect, resamples, seed))
+    return primary, diagnostic, omitted
+
+
+def harm(df: pd.DataFrame) -> list[HarmStats]:
+    """Per agent x arm x condition, against bare. Never pooled across conditions: a harm under
+    `superseded` and a rescue under `present` are different facts, not a wash."""
+    out = []
+    for (agent, condition), wide in _paired_frames(df).items():
+        if ("passed", FLOOR) not in wide.columns:
+            continue
+        for arm in wide["passed"].columns:
+            if arm == FLOOR:
+                continue
+            both = wide[wide[("admitted", arm)].fillna(False).astype(bool) & wide[("admitted", FLOOR)].fillna(False).astype(bool)]
+            arm_pass, bare_pass = both[("passed", arm)].astype(bool), both[("passed", FLOOR)].astype(bool)
+            harmed, helped = int((bare_pass & ~arm_pass).sum()), int((~bare_pass & arm_pass).sum())
+            pairs = len(both)
+            out.append(HarmStats(agent, arm, condition, pairs, harmed, helped,
+                                 (harmed - helped) / pairs if pairs else None,
+                                 None if pairs else "no cell pair with both this arm and bare admitted"))
+    return out
+
+
+def _sum_or_none(series: pd.Series) -> int | None:
+    observed = series.dropna()
+    return int(observed.sum()) if len(observed) else None
+
+
+def costs(df: pd.DataFrame, ingest: dict[str, dict]) -> list[CostStats]:
+    """Per agent x arm over every finished cell, admitted or not: a discarded session still cost
+    its tokens and time."""
+    has_cli = "cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any())
+    out = []
+    for (agent, arm), g in df.groupby(["agent", "arm"], sort=True):
+        tokens = {c: _sum_or_none(pd.to_numeric(g[c], errors="coerce")) for c in TOKEN_CLASSES}
+        observed_cells = int(g[list(TOKEN_CLASSES)].notna().any(axis=1).sum())
+        total = None if all(v is None for v in tokens.values()) else sum(v or 0 for v in tokens.values())
+        usd = pd.to_numeric(g["cost_usd"], errors="coerce")
+        unpriced = int(usd.isna().sum())
+        cost_usd = None if unpriced else float(usd.sum())
+        cost_reason = f"{unpriced} of {len(g)} cells unpriced" if unpriced else None
+        cli = None
+        if has_cli:
+            cli_values = pd.to_numeric(g["cli_cost_usd"], errors="coerce")
+            cli = None if cli_values.isna().any() else float(cli_values.sum())
+        passed = int(g["passed"].sum())
+        wall = pd.to_numeric(g["wall_seconds"], errors="coerce")
+        store = ingest.get(arm, {})
+        out.append(CostStats(agent, arm, len(g), passed, tokens, observed_cells, total, cost_usd, cost_reason, cli,
+                             float(wall.sum()), float(wall.mean()),
+                             passed / total * 1e6 if total else None,
+                             store.get("tokens"), store.get("seconds")))
+    return out
+
+
+# ---------------------------------------------------------------- entry points
+
+def _grid_order(values, preferred) -> list[str]:
+    present = list(dict.fromkeys(sorted(values)))
+    return [v for v in preferred if v in present] + [v for v in present if v not in preferred]
+
+
+def analyse_frame(df: pd.DataFrame, lock: dict, run_dir: Path | None = None, min_effect: float | None = None,
+                  resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, ingest: dict | None = None) -> Analysis:
+    min_effect = DEFAULT_MIN_EFFECT if min_effect is None else float(min_effect)
+    grid = lock.get("grid", {})
+    agents = _grid_order(df["agent"].unique(), grid.get("agents", []))
+    arms = _grid_order(df["arm"].unique(), grid.get("arms", []))
+    conditions = _grid_order(df["condition"].unique(), grid.get("conditions", []))
+
+    def key(x) -> tuple:
+        return agents.index(x.agent), conditions.index(x.condition) if hasattr(x, "condition") else 0, arms.index(x.arm)
+
+    primary, diagnostic, omitted = contrasts(df, min_effect, resamples, seed, arms)
+    run_id = lock.get("run_id") or (run_dir.name if run_dir else str(df["run_id"].iloc[0]))
+    return Analysis(run_id, run_dir, lock, min_effect, resamples, seed, len(df),
+                    sorted(group_stats(df), key=lambda g: (agents.index(g.agent), arms.index(g.arm), conditions.index(g.condition))),
+                    sorted(primary, key=key),
+                    sorted(diagnostic, key=lambda c: (agents.index(c.agent), conditions.index(c.condition))), omitted, sorted(harm(df), key=key),
+                    sorted(costs(df, ingest or {}), key=key), agents, arms, conditions,
+                    # the ledger always carries the column now; show it only where a CLI reported a figure
+                    has_cli_cost="cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any()))
+
+
+def analyse(run_dir: Path, min_effect: float | None = None, resamples: int = RESAMPLES,
+            seed: int = BOOTSTRAP_SEED) -> Analysis:
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run folder: fix: give a run id under runs/ (ls runs/) or a run folder path")
+    lock = load_lock(run_dir)
+    return analyse_frame(load_cells(run_dir), lock, run_dir, min_effect, resamples, seed, ingest_reports(run_dir))
+
+
+# ---------------------------------------------------------------- predictions
+
+@dataclass(frozen=True)
+class ScoredPrediction:
+    id: str
+    text: str
+    contrast: str
+    condition: str | None
+    agent: str | None
+    expect: str
+    verdict: str  # confirmed | refuted | inconclusive
+    delta: float | None
+    low: float | None
+    high: float | None
+    why: str
+
+
+def _normalise_contrast(name: str) -> str:
+    # arm names hold no hyphen, so "recall-claude_md", "recall − claude_md" all mean one contrast
+    return " - ".join(part.strip() for part in str(name).replace("\u2212", "-").split("-"))
+
+
+def score_predictions(analysis: Analysis, predictions: list[dict], min_effect: float | None = None) -> list[ScoredPrediction]:
+    """Score each preregistered prediction against its contrast's per-protocol delta and 95 % CI.
+
+    With m = min_effect, delta the mean paired difference and [lo, hi] its task-cluster interval:
+    - expect "positive": confirmed if delta >= m and lo > 0 (an effect of at least the minimum
+      size whose interval excludes zero); refuted if hi < m (the interval rules out an effect
+      as large as the minimum); otherwise inconclusive.
+    - expect "negative": the mirror image: confirmed if delta <= -m and hi < 0; refuted if lo > -m.
+    - expect "null": confirmed if -m < lo and hi < m (the whole interval inside the noise band);
+      refuted if the positive or the negative rule above confirms an effect; otherwise inconclusive.
+    A prediction whose contrast, condition or agent is not in the run, or whose delta or interval
+    is None (no pairs, fewer than 2 tasks), is inconclusive with that reason.
+    """
+    m = analysis.min_effect if min_effect is None else float(min_effect)
+    return [_score_one(analysis, p, m) for p in predictions]
+
+
+def _score_one(analysis: Analysis, p: dict, m: float) -> ScoredPrediction:
+    expect = str(p.get("expect", "")).strip().lower()
+    name, condition, agent = _normalise_contrast(p.get("contrast", "")), p.get("condition"), p.get("agent")
+
+    def verdict(v: str, why: str, stat: PairedStat | None = None) -> ScoredPrediction:
+        return ScoredPrediction(str(p.get("id", "")), str(p.get("text", "")), name, condition, agent, expect, v,
+                                stat.delta if stat else None, stat.low if stat else None, stat.high if stat else None, why)
+
+    if expect not in ("positive", "negative", "null"):
+        return verdict("inconclusive", f"expect {expect!r} is not positive, negative or null")
+    c = analysis.contrast(name, condition, agent)
+    if c is None:
+        return verdict("inconclusive", f"no contrast {name} for agent {agent} under condition {condition} in this run")
+    s = c.pp
+    if s.delta is None or s.low is None or s.high is None:
+        return verdict("inconclusive", s.reason or "no interval", s)
+    positive = s.delta >= m - 1e-12 and s.low > 0
+    negative = s.delta <= -m + 1e-12 and s.high < 0
+    span = f"delta {s.delta:+.3f}, CI [{s.low:+.3f}, {s.high:+.3f}], minimum effect {m:.2f}"
+    if expect == "positive":
+        if positive:
+            return verdict("confirmed", f"{span}: at least the minimum effect, interval above 0", s)
+        if s.high < m:
+            return verdict("refuted", f"{span}: the interval excludes an effect of the minimum size", s)
+    elif expect == "negative":
+        if negative:
+            return verdict("confirmed", f"{span}: at least the minimum effect downward, interval below 0", s)
+        if s.low > -m:
+            return verdict("refuted", f"{span}: the interval excludes a drop of the minimum size", s)
+    else:
+        if -m < s.low and s.high < m:
+            return verdict("confirmed", f"{span}: the whole interval inside the noise band", s)
+        if positive or negative:
+            return verdict("refuted", f"{span}: an effect of at least the minimum size, interval excludes 0", s)
+    return verdict("inconclusive", f"{span}: the interval is too wide to decide", s)
+
+
+def fmt_rate(r: Rate) -> str:
+    if r.rate is None:
+        return "-"
+    return f"{r.rate:.2f} [{r.low:.2f}, {r.high:.2f}]"
+

@@ -1,0 +1,1 @@
+"""Tasks: `memgrid task check` and `memgrid task import`."""

@@ -1,0 +1,188 @@
+"""Task validity invariants (`memgrid task check`): is each task really about memory?
+
+Behaviour, through the real checker container: the untouched fixture, naive fails; informed
+passes; each damaged reference fails and the detector names its condition; the detector names
+nothing on the fixture, naive or informed. Containment, static: each fact term appears in the
+task's own fact transcripts and nowhere else the agent or another task could carry it. Arms,
+static: each file an arm places in the task's workspace exists and overwrites no fixture file.
+A failing invariant names the task, the rule and the offending file.
+"""
+
+import json
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.env.archive import Entry
+from runner.env.bundle import tree_entries
+from runner.grading.checker import CheckerVerdict, run_checker
+from runner.digest import sha256_bytes, tree_files
+from runner.env.images import ImageSet
+from runner.plan.preflight import arm_needs
+from runner.env.sandbox import remove_run_containers
+from runner.plan.spec import ArmSpec, TaskSpec
+
+DAMAGE_CONDITIONS = ("superseded", "contradictory", "adjacent")
+role_of = {"superseded": "stale", "contradictory": "rival", "adjacent": "adjacent"}  # whose transcript states the wrong rule
+EVENT_ROLES = {"user", "assistant", "tool"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    task: str
+    rule: str
+    passed: bool
+    file: str
+    detail: str
+
+
+EXIT_AT_IMPORT = b"\nimport os; os._exit(0)\n"  # appended: a leading line would break `from __future__` imports
+
+
+def artifact_variants(task: TaskSpec) -> dict[str, list[Entry]]:
+    """The workspace as each reference leaves it: fixture with the reference laid over; and a hostile
+    one whose every module exits 0 at import, which a checker that runs the artifact in its own
+    process would score as a pass."""
+    fixture = {e.path: e for e in tree_entries(task.fixture, "w")}
+    variants = {"fixture": list(fixture.values()),
+                "exits-at-import": [Entry(e.path, e.data + EXIT_AT_IMPORT, e.mode) if e.path.endswith(".py") else e
+                                    for e in fixture.values()]}
+    refs = ["naive", "informed"] + [f"damaged/{c}" for c in DAMAGE_CONDITIONS if task.reference(f"damaged/{c}").is_dir()]
+    for ref in refs:
+        overlay = {e.path: e for e in tree_entries(task.reference(ref), "w")}
+        variants[ref] = list({**fixture, **overlay}.values())
+    return {name: [Entry(e.path.removeprefix("w/"), e.data, e.mode) for e in entries] for name, entries in variants.items()}
+
+
+def behaviour_findings(task: TaskSpec, verdicts: dict[str, CheckerVerdict]) -> list[Finding]:
+    out = []
+    for name, v in verdicts.items():
+        where = {"fixture": "fixture/", "exits-at-import": "oracle/ (checker)"}.get(name, f"references/{name}/")
+        fired = "no report" if v.fired is None else f"fired {list(v.fired)}"
+        if name == "informed":
+            out.append(Finding(task.id, "informed passes", v.passed, where, v.detail))
+        else:
+            out.append(Finding(task.id, f"{name} fails", not v.passed, where, v.detail))
+        if name.startswith("damaged/"):
+            condition = name.split("/", 1)[1]
+            ok = v.fired is not None and condition in v.fired and len(v.fired) == 1
+            out.append(Finding(task.id, f"detector names {condition} on {name}", ok, where,
+                               f"{fired}; {v.detector_detail}" if not ok else fired))
+        else:
+            ok = v.fired == ()
+            out.append(Finding(task.id, f"detector silent on {name}", ok, where, fired if ok else f"{fired}; {v.detector_detail}"))
+    for c in DAMAGE_CONDITIONS:
+        if c in task.conditions and f"damaged/{c}" not in verdicts:
+            out.append(Finding(task.id, f"damaged reference for {c}", False, f"references/damaged/{c}/",
+                               f"missing: the task supports '{c}'; add the solution an agent ships after applying its wrong rule"))
+    return out
+
+
+def check_behaviour(client, images: ImageSet, tasks: list[TaskSpec], concurrency: int = 2) -> list[Finding]:
+    run_id = f"taskcheck-{uuid.uuid4().hex[:10]}"
+    jobs = [(t, name, entries) for t in tasks for name, entries in artifact_variants(t).items()]
+
+    def grade(job):
+        task, name, entries = job
+        return run_checker(client, images.checker.tag, task, entries, run_id=run_id,
+                           cell_id=f"{task.id}-{name.replace('/', '-')}")[0]
+
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            verdicts = list(pool.map(grade, jobs))
+    finally:
+        remove_run_containers(client, run_id)
+    by_task: dict[str, dict[str, CheckerVerdict]] = {}
+    for (task, name, _), verdict in zip(jobs, verdicts):
+        by_task.setdefault(task.id, {})[name] = verdict
+    return [f for t in tasks for f in behaviour_findings(t, by_task[t.id])]
+
+
+def transcript_files(task: TaskSpec) -> dict[str, list[Path]]:
+    """role -> transcript files, from plants.yaml."""
+    if task.plants is None:
+        return {}
+    return {role: [task.root / f for f in files] for role, files in task.plants.roles.items()}
+
+
+def transcript_findings(task: TaskSpec) -> list[Finding]:
+    out = []
+    if task.plants is None:
+        return [Finding(task.id, "plants.yaml present", False, "plants.yaml", "missing: see tasks/README.md")]
+    for role, files in transcript_files(task).items():
+        for f in files:
+            rel = f.relative_to(task.root).as_posix()
+            problems = []
+            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError as e:
+                    problems.append(f"line {n}: not JSON ({e.msg})")
+                    continue
+                if event.get("role") not in EVENT_ROLES or not isinstance(event.get("content"), str):
+                    problems.append(f"line {n}: needs role user/assistant/tool and a content string")
+            out.append(Finding(task.id, "transcript well-formed", not problems, rel, "; ".join(problems[:3]) or f"{role}"))
+    return out
+
+
+def arm_findings(task: TaskSpec, arms: list[ArmSpec]) -> list[Finding]:
+    """What each arm needs from this task: one rule per file an arm places in its workspace, present or not.
+    The grid refuses to start on the same unmet needs (runner/plan/preflight.py)."""
+    return [Finding(task.id, f"arm {n.arm} has its {n.dest} for this task", n.met, n.shown,
+                    f"present, placed at {n.dest}" if n.met else f"{n.problem} ({n.declared}) — fix: {n.fix}")
+            for n in arm_needs(task, arms)]
+
+
+def _hits(text: str, terms: tuple[str, ...]) -> list[str]:
+    low = text.lower()
+    return [t for t in terms if t.lower() in low]
+
+
+def containment_findings(tasks: list[TaskSpec], arms: list[ArmSpec]) -> list[Finding]:
+    """Each fact term only in its own fact transcripts (not in any arm's files either); rival plants
+    not shared between tasks."""
+    out = []
+    texts: list[tuple[str, str, str]] = []  # (owner task, place, text)
+    for t in tasks:
+        texts.append((t.id, f"tasks/{t.id}/task.yaml (prompt)", t.prompt + "\n" + t.title))
+        for p in tree_files(t.fixture):
+            texts.append((t.id, f"tasks/{t.id}/{p.relative_to(t.root).as_posix()}", p.read_text(errors="replace")))
+        for role, files in transcript_files(t).items():
+            for f in files:
+                texts.append((f"{t.id}#{role}", f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}", f.read_text(errors="replace")))
+        for need in arm_needs(t, arms):
+            if need.source.is_file():
+                texts.append((t.id, need.shown, need.source.read_text()))
+    for t in tasks:
+        fact_text = "\n".join(text for owner, _, text in texts if owner == f"{t.id}#fact")
+        for term in t.fact_terms:
+            present = term.lower() in fact_text.lower()
+            out.append(Finding(t.id, f"fact term '{term}' in its fact transcripts", present,
+                               f"tasks/{t.id}/plants.yaml", "" if present else "no fact transcript contains it"))
+        leaks = [(place, hit) for owner, place, text in texts if owner != f"{t.id}#fact" for hit in _hits(text, t.fact_terms)]
+        out.append(Finding(t.id, "fact terms appear nowhere else", not leaks,
+                           ", ".join(sorted({p for p, _ in leaks})) or f"tasks/{t.id}",
+                           "; ".join(f"'{h}' in {p}" for p, h in leaks[:5])))
+    for t in tasks:
+        for condition, markers in sorted(t.wrong_rules.items()):
+            own = f"{t.id}#{role_of[condition]}"
+            role_text = "\n".join(f.read_text(errors="replace") for f in transcript_files(t).get(role_of[condition], []))
+            missing = [m for m in markers if m.lower() not in role_text.lower()]
+            out.append(Finding(t.id, f"{condition} markers in its {role_of[condition]} transcript", not missing,
+                               f"tasks/{t.id}/task.yaml (wrong_rules.{condition})", "; ".join(f"'{m}' not found" for m in missing)))
+            elsewhere = [(place, m) for owner, place, text in texts if owner != own for m in _hits(text, markers)]
+            out.append(Finding(t.id, f"{condition} markers appear nowhere else", not elsewhere,
+                               ", ".join(sorted({p for p, _ in elsewhere})) or f"tasks/{t.id}",
+                               "; ".join(f"'{m}' in {p}" for p, m in elsewhere[:5])))
+    seen: dict[str, str] = {}
+    for t in tasks:
+        for role in ("stale", "rival", "adjacent"):
+            for f in transcript_files(t).get(role, []):
+                digest = sha256_bytes(f.read_bytes())
+                place = f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}"
+                other = seen.get(digest)
+                if other and not other.startswith(f"tasks/{t.id}/"):
+                    out.append(Finding(t.id, "rival plants not shared across tasks", False, place, f"identical to {other}"))
+                seen.setdefault(digest, place)
+    return out
