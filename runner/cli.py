@@ -24,6 +24,19 @@ app.add_typer(images_app, name="images")
 app.add_typer(task_app, name="task")
 app.add_typer(arm_app, name="arm")
 app.add_typer(corpus_app, name="corpus")
+protocol_app = typer.Typer(help="The protocols a grid runs (its spec's `protocol` field).", no_args_is_help=True)
+app.add_typer(protocol_app, name="protocol")
+
+
+@protocol_app.command("list")
+def protocol_list():
+    """Each protocol memgrid runs: its name (for --protocol and the spec's `protocol` field) and what a cell of it is."""
+    from runner.protocols.registry import DEFAULT, PROTOCOLS
+
+    table = Table("protocol", "what a cell is", title="protocols")
+    for name, p in PROTOCOLS.items():
+        table.add_row(name + (" (default)" if name == DEFAULT else ""), p.description)
+    console.print(table)
 
 # Piped output (make, CI logs) gets a fixed, wide layout instead of rich's 80-column default.
 console = Console(width=None if sys.stdout.isatty() else 130)
@@ -87,13 +100,17 @@ def images_build():
 def grid(
     spec: Optional[Path] = typer.Option(None, "--spec", help="Grid spec YAML (instead of a preset)."),
     preset: str = typer.Option("default", help="A shipped grid: default (reader x all arms x all conditions), "
-                                               "harness (floor/ceiling), full (everything, 2 seeds)."),
+                                               "harness (floor/ceiling), full (everything, 2 seeds), two-session "
+                                               "(the two-session recall protocol: reader and stubs)."),
+    protocol: Optional[str] = typer.Option(None, help="The protocol to run (memgrid protocol list); without --spec, "
+                                                      "its own preset. Default: the spec's (coding)."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task ids (overrides the spec)."),
     arms: Optional[str] = typer.Option(None, help="Comma-separated arm names (overrides the spec)."),
     seeds: Optional[int] = typer.Option(None, min=1, help="Number of seeds 0..N-1 (overrides the spec)."),
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (overrides the spec)."),
-    agent: Optional[str] = typer.Option(None, help="Run only this agent: floor, ceiling, reader (LLM-free) or "
-                                                   "claude-code (the real Claude Code CLI)."),
+    agent: Optional[str] = typer.Option(None, help="Run only this agent: floor, ceiling, reader (LLM-free), "
+                                                   "claude-code (the real Claude Code CLI), or one of the spec's "
+                                                   "command_agents."),
     model: Optional[str] = typer.Option(None, help="The model claude-code runs on: 'scripted' (the shipped scripted model "
                                                    "server: offline, no spend, a wiring smoke before a paid run) or a real "
                                                    "model id (needs ANTHROPIC_API_KEY and prices in the spec)."),
@@ -121,7 +138,7 @@ def grid(
 
         given = [name for name, value in (("--spec", spec), ("--tasks", tasks), ("--arms", arms), ("--seeds", seeds),
                                           ("--conditions", conditions), ("--agent", agent), ("--model", model))
-                 if value is not None]
+                 if value is not None] + (["--protocol"] if protocol is not None else [])
         if given or preset != "default":
             raise UserError(f"{prereg}: {', '.join(given or ['--preset'])} would change a preregistered grid: fix: drop "
                             "it, or preregister the grid you mean to run (memgrid prereg new SLUG)")
@@ -133,8 +150,17 @@ def grid(
                            progress=progress, log=progress_log, prereg=preregistration)
         _finish_grid(outcome, f"memgrid grid --prereg {prereg} --run-id {outcome.plan.run_id}")
         return
+    if protocol is not None:
+        from runner.protocols.registry import protocol_named
+
+        protocol_named(protocol)
+        if spec is None and preset == "default" and protocol != "coding":
+            preset = protocol
     grid_path = spec or preset_path(preset)
     grid_spec = load_grid(grid_path)
+    if protocol is not None and protocol != grid_spec.protocol:
+        raise UserError(f"{grid_path}: its protocol is {grid_spec.protocol}, not {protocol}: fix: drop --protocol, "
+                        f"or give a spec of the {protocol} protocol")
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
                                     "model": model}.items() if v}
@@ -149,10 +175,14 @@ def _finish_grid(outcome, resume: str) -> None:
     """The summary tables and where things are; exit 130 when interrupted, 1 when cells hit harness errors.
     `resume`: the command that resumes this run."""
     run_dir, summary = outcome.run_dir, outcome.summary
-    _print_summary(run_dir)
+    if outcome.plan.grid.protocol == "coding":
+        _print_summary(run_dir)
+    else:
+        _print_protocol_summary(run_dir, outcome.plan.grid.protocol)
     console.print(f"run folder: {run_dir}")
     console.print(f"ledger:     {run_dir / 'ledger.parquet'}")
-    _write_grid_report(run_dir)
+    if outcome.plan.grid.protocol == "coding":
+        _write_grid_report(run_dir)
     if summary.skipped:
         console.print(f"resumed: {summary.skipped} cells already finished were skipped")
     if summary.interrupted:
@@ -214,6 +244,21 @@ def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bo
         detail = r["discard_reason"] or r["error_class"] or r["checker_detail"] or ""
         table.add_row(r["cell_id"], r["task"], r["arm"], str(r["seed"]), r["condition"], r["agent"],
                       "yes" if r["admitted"] else "[yellow]no", passed, detail[:60], f"{r['wall_seconds']:.1f}")
+    console.print(table)
+
+
+def _print_protocol_summary(run_dir: Path, name: str) -> None:
+    """The protocol's own summary: its measure per agent x arm with a Wilson 95 % interval; kept as summary.json."""
+    from runner.protocols.registry import protocol_named
+    from runner.results.ledger import Ledger, latest_attempts
+
+    rows = protocol_named(name).summary([r for r in latest_attempts(Ledger(run_dir).rows()).values() if r["final"]])
+    (run_dir / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
+    table = Table("agent", "arm", "cells", "admitted", "recalled", "rate", "Wilson 95 %", title=f"run {run_dir.name} ({name})")
+    for r in rows:
+        interval = "-" if r["rate"] is None else f"{r['wilson_low']:.2f}-{r['wilson_high']:.2f}"
+        table.add_row(r["agent"], r["arm"], str(r["cells"]), str(r["admitted"]), str(r["recalled"]),
+                      "-" if r["rate"] is None else f"{r['rate']:.2f}", interval)
     console.print(table)
 
 

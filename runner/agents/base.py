@@ -1,21 +1,19 @@
-"""Agents (Harbor's agent): what drives the session in the sandbox.
+"""Agents (Harbor's agent): what drives a session in the sandbox.
 
-Every agent has `prepare(image)` and `run(sandbox, prompt) -> Transcript`. The LLM-free reference
-agents validate the harness itself: `floor` applies the task's naive reference (must score 0),
-`ceiling` applies the informed one (must score 1). Each delivers its reference through its own
-channel, recorded in the transcript with a digest, never through the bundle.
+Every agent is a class with `prepare(image)` and `run(sandbox, prompt) -> Transcript`, registered
+by name in `agents.registry`. What a session needs beyond the prompt arrives in its SessionSetup;
+what an agent needs from the run as a whole (an image layer, a model network, a price) it says
+through the class attributes and hooks below, so no other module names an agent.
 """
 
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from pathlib import Path
+from typing import ClassVar
 
-from runner.env.archive import Entry, pack
-from runner.env.bundle import AGENT_UID, tree_entries
-from runner.digest import sha256_bytes
 from runner.env.sandbox import Sandbox
-from runner.plan.spec import TaskSpec
+from runner.plan.spec import ArmSpec, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -36,16 +34,20 @@ class Transcript:
     usage: Usage = field(default_factory=Usage)  # None fields: not observed (an LLM-free agent has no model)
     error_class: str | None = None
     cli_cost_usd: float | None = None  # the CLI's own figure: kept, never used as the cost (unverified)
+    output: str = ""  # what the agent answered: its printed lines that are not events (a protocol may judge them)
 
     def add(self, type_: str, **data) -> None:
         self.events.append({"type": type_, "t": round(time.time(), 3), **data})
 
     def add_printed(self, stdout: str) -> None:
-        """Events a program in the sandbox printed, one JSON object per line (other lines are noise)."""
+        """Events a program in the sandbox printed, one JSON object per line; its other lines are its output."""
         for line in stdout.splitlines():
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
+                event = None
+            if not isinstance(event, dict):
+                self.output += line + "\n"
                 continue
             self.add(event.pop("type", "unknown"), **event)
 
@@ -63,102 +65,64 @@ def record_truncation(transcript: Transcript, result) -> None:
                        dropped_lines=result.stdout_dropped_lines)
 
 
-class Agent(Protocol):
-    name: str
-
-    def prepare(self, image: str) -> None: ...
-
-    def run(self, sandbox: Sandbox, prompt: str) -> Transcript: ...
-
-
-class ReferenceAgent:
-    """Overlays one of the task's reference solutions on the workspace."""
-
-    reference: str
-
-    def __init__(self, task: TaskSpec):
-        self.task = task
-
-    def prepare(self, image: str) -> None:
-        """Nothing to install: the reference agents need only the sandbox image."""
-
-    def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
-        transcript = Transcript(agent=self.name, model=None)
-        transcript.add("init", tools=[], prompt_sha256=sha256_bytes(prompt.encode()))
-        entries = tree_entries(self.task.reference(self.reference), "workspace")
-        archive = pack(entries, uid=AGENT_UID, gid=AGENT_UID)
-        try:
-            sandbox.put("/sandbox", archive)
-        except Exception as e:  # the agent failed at its own step: a recorded agent error, not a harness crash
-            transcript.is_error, transcript.error = True, f"applying {self.reference} reference failed: {e}"
-        transcript.add("channel", name=f"reference:{self.reference}", sha256=sha256_bytes(archive),
-                       files=[e.path.removeprefix("workspace/") for e in entries])
-        transcript.add("result", is_error=transcript.is_error, error=transcript.error)
-        return transcript
+@dataclass(frozen=True)
+class ReferenceChannel:
+    """What a protocol hands an LLM-free reference agent through the agent's own channel (never the
+    bundle): files for its channel folder, the arguments its program runs with, and what the
+    transcript records of it besides its digest."""
+    name: str = "none"
+    entries: tuple = ()  # archive.Entry, relative to the agent's channel folder
+    args: tuple[str, ...] = ()
+    record: dict = field(default_factory=dict)
 
 
-class FloorAgent(ReferenceAgent):
-    name = "floor"
-    reference = "naive"
+@dataclass
+class SessionSetup:
+    """One session of one cell, as its agent sees it."""
+    cell: object  # plan.grid.CellSpec
+    task: TaskSpec | None  # the coding task; None for a protocol whose cells have no task folder
+    arm: ArmSpec
+    phase: str  # the protocol's name for this session ("session", "step1", "step2")
+    agent_seconds: int
+    record_dir: Path  # where the agent keeps its raw records (a stream, a log)
+    instructions: str = ""  # the arm's instruction text
+    channel: ReferenceChannel = field(default_factory=ReferenceChannel)
+    endpoint: object | None = None  # env.model_endpoint.ModelEndpoint when the agent needs a model
+    run_setup: object | None = None  # what the agent class prepared for the whole grid (prepare_grid)
 
 
-class CeilingAgent(ReferenceAgent):
-    name = "ceiling"
-    reference = "informed"
+class Agent:
+    """The base of every agent. Subclasses set `name` and implement `run`."""
+    name: ClassVar[str]
+    needs_model: ClassVar[bool] = False  # cells get their own network with the model gateway
+    protocols: ClassVar[tuple[str, ...] | None] = None  # the protocols it can play; None: any
 
+    def __init__(self, setup: SessionSetup):
+        self.setup = setup
+        self.timings: dict[str, float] = {}
 
-def task_options(task: TaskSpec) -> dict[str, list[str]]:
-    """What a scripted agent looks for in what it retrieved, in order: the fact's terms, then each
-    wrong rule's markers; the reference solution of the same name is what it applies."""
-    options = {"informed": list(task.fact_terms)}
-    options.update({f"damaged/{c}": list(m) for c, m in sorted(task.wrong_rules.items())})
-    return options
+    @classmethod
+    def prepare_grid(cls, client, grid, grid_path, images, arm_images: dict, log=print):
+        """What every cell of this agent needs from the run (images, a price, a pin); None: nothing."""
+        return None
 
+    @classmethod
+    def image(cls, run_setup, base):
+        """The image a cell runs in, given the arm's image: the arm's own unless the agent layers itself over it."""
+        return base
 
-class ReaderAgent:
-    """The LLM-free reader (images/sandbox/memgrid-reader): searches its arm's memory with the prompt
-    and applies the rule of the first result that names one of the task's options.
+    @classmethod
+    def bundle_entries(cls, arm: ArmSpec, agent_config: dict) -> list:
+        """Files the agent's configuration adds to the verified bundle."""
+        return []
 
-    Its options (the fact's terms, each wrong rule's markers) and the solution for each arrive
-    through its own channel, /sandbox/.reader, recorded in the transcript; none is in the bundle.
-    """
-
-    name = "reader"
-
-    def __init__(self, task: TaskSpec):
-        self.task = task
+    def cost(self, usage: Usage) -> float | None:
+        return None
 
     def prepare(self, image: str) -> None:
-        """Nothing to install: memgrid-reader is part of the sandbox image."""
-
-    def options(self) -> dict[str, list[str]]:
-        return task_options(self.task)
-
-    def channel(self) -> bytes:
-        entries = [Entry(".reader/options.json", json.dumps(self.options(), indent=1).encode())]
-        for option in ["naive", *self.options()]:
-            slug = option.replace("/", "__")
-            entries += [Entry(f".reader/solutions/{slug}/{e.path.removeprefix('s/')}", e.data, e.mode)
-                        for e in tree_entries(self.task.reference(option), "s")]
-        return pack(entries, uid=AGENT_UID, gid=AGENT_UID)
+        """Nothing to install per cell unless an agent says so."""
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
-        transcript = Transcript(agent=self.name, model=None)
-        archive = self.channel()
-        sandbox.put("/sandbox", archive)
-        transcript.add("channel", name="reader:options", sha256=sha256_bytes(archive), options=self.options())
-        result = sandbox.exec(["memgrid-reader"], timeout=self.task.agent_seconds, workdir="/sandbox")
-        transcript.add_printed(result.stdout)
-        record_truncation(transcript, result)
-        if result.exit_code != 0:
-            transcript.is_error = True
-            transcript.error = (f"memgrid-reader timed out after {self.task.agent_seconds}s" if result.timed_out
-                                else f"memgrid-reader exited {result.exit_code}: {result.stderr.strip()[-300:]}")
-        return transcript
+        raise NotImplementedError
 
 
-AGENTS = {"floor": FloorAgent, "ceiling": CeilingAgent, "reader": ReaderAgent}
-
-
-def make_agent(name: str, task: TaskSpec) -> Agent:
-    return AGENTS[name](task)

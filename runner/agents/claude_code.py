@@ -23,13 +23,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from runner.agents.base import Transcript, record_truncation, task_options
+from runner.agents.base import Agent, Transcript, record_truncation
+from runner.agents.reference import task_options
+from runner.env.archive import Entry
+from runner.arms.kinds import kind_of
 from runner.env.bundle import tree_entries
 from runner.results.costs import Price, price_for
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import EngineError, SpecError, UserError
 from runner.env.images import IMAGES_DIR, ImageRef, _build, ensure_derived, find_image
-from runner.env.model_endpoint import SCRIPTED, live_api_key
+from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
 from runner.env.sandbox import Sandbox
 from runner.plan.spec import ArmSpec, TaskSpec, read_yaml
 from runner.agents.stream_json import StreamSession, parse_stream, transcript_events
@@ -185,26 +188,53 @@ def build_script(task: TaskSpec, arm: ArmSpec, memory, condition: str, seed: int
 
 def mcp_config(arm: ArmSpec, agent_config: dict) -> dict:
     """The session's only MCP servers: the arm's own (none for other kinds)."""
-    if arm.kind != "mcp":
+    if kind_of(arm).own_server(arm) is None:
         return {"mcpServers": {}}
     spec = agent_config["mcp"]
     return {"mcpServers": {spec["server"]: {"type": "stdio", "command": spec["command"][0], "args": spec["command"][1:]}}}
 
 
 def allowed_tools(arm: ArmSpec) -> list[str]:
-    return [*CORE_TOOLS, *([f"mcp__{arm.mcp.server}"] if arm.kind == "mcp" else [])]
+    server = kind_of(arm).own_server(arm)
+    return [*CORE_TOOLS, *([f"mcp__{server.server}"] if server is not None else [])]
 
 
-class ClaudeCodeAgent:
+class ClaudeCodeAgent(Agent):
     name = NAME
+    needs_model = True
+    core_tools = CORE_TOOLS  # the gate proves the model was offered these beside the arm's memory tools
+    protocols = ("coding",)  # its scripted model plays coding tasks; another protocol needs its own script
 
-    def __init__(self, task: TaskSpec, arm: ArmSpec, model: str, instructions: str, endpoint_env: dict, raw_path: Path):
-        self.task, self.arm, self.model = task, arm, model
-        self.instructions, self.endpoint_env, self.raw_path = instructions, endpoint_env, raw_path
-        self.timings: dict[str, float] = {}
+    def __init__(self, setup):
+        super().__init__(setup)
+        self.task, self.arm, self.model = setup.task, setup.arm, setup.run_setup.model
+        self.instructions, self.raw_path = setup.instructions, setup.record_dir / "claude.stream.jsonl.gz"
+        self.endpoint_env = setup.endpoint.sandbox_env()
 
-    def prepare(self, image: str) -> None:
-        """The CLI is part of the image (ensure_agent_image); nothing to install per cell."""
+    @classmethod
+    def prepare_grid(cls, client, grid, grid_path, images, arm_images: dict, log=print):
+        return prepare_claude_code(client, grid, grid_path, images, arm_images, log=log)
+
+    @classmethod
+    def image(cls, run_setup, base):
+        return run_setup.agent_images[base.id]
+
+    @classmethod
+    def start_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int) -> ModelEndpoint:
+        """The cell's own network with the model gateway (and, offline, the scripted model playing this cell)."""
+        script = build_script(task, arm, memory, cell.condition, cell.seed) if run_setup.model == SCRIPTED else None
+        endpoint = ModelEndpoint(client, run_setup.model_image.tag, run_id, cell.cell_id, run_setup.model, script,
+                                 run_setup.allow_hosts, guard_image=images.base.tag)
+        endpoint.start(attempt)
+        return endpoint
+
+    @classmethod
+    def bundle_entries(cls, arm: ArmSpec, agent_config: dict) -> list:
+        # Its MCP servers travel in the verified bundle.
+        return [Entry("agent/mcp.json", json.dumps(mcp_config(arm, agent_config), indent=1).encode())]
+
+    def cost(self, usage) -> float | None:
+        return self.setup.run_setup.price.cost(usage)
 
     def command(self, prompt: str) -> list[str]:
         return ["claude", "-p", prompt, "--output-format", "stream-json", "--verbose", "--model", self.model,
@@ -219,7 +249,7 @@ class ClaudeCodeAgent:
                        env_names=sorted({**SESSION_ENV, **self.endpoint_env}), prompt_sha256=sha256_bytes(prompt.encode()),
                        instructions_sha256=sha256_bytes(self.instructions.encode()))
         started = time.monotonic()
-        result = sandbox.exec(self.command(prompt), timeout=self.task.agent_seconds, workdir=WORKSPACE,
+        result = sandbox.exec(self.command(prompt), timeout=self.setup.agent_seconds, workdir=WORKSPACE,
                               env={**SESSION_ENV, **self.endpoint_env})
         with gzip.open(self.raw_path, "wt", encoding="utf-8") as f:
             f.write(result.stdout + ("\n" if result.stdout else ""))
@@ -235,7 +265,7 @@ class ClaudeCodeAgent:
         transcript.usage = session.usage
         transcript.cli_cost_usd = session.cli_cost_usd
         transcript.error_class, transcript.error = classify(session, result.timed_out, result.exit_code, result.stderr,
-                                                            self.task.agent_seconds)
+                                                            self.setup.agent_seconds)
         transcript.is_error = transcript.error_class is not None
         return transcript
 
@@ -270,6 +300,10 @@ class ClaudeCodeSetup:
     def inputs(self) -> dict[str, str]:
         """What defines a claude-code cell beyond its coordinates (part of its id)."""
         return {"model": self.model, "cli": self.pin.integrity, "model_image": self.model_image.id}
+
+    def lock_entries(self) -> dict:
+        """What run.json records of this agent's setup: the CLI pin and images, and the model's price."""
+        return {"claude_code": self.lock(), "prices": {self.model: vars(self.price)}}
 
     def lock(self) -> dict:
         return {"cli": self.pin.as_dict(), "model": self.model, "model_image": {"tag": self.model_image.tag, "id": self.model_image.id},

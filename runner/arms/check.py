@@ -23,6 +23,7 @@ from typing import Callable
 
 import docker.errors
 
+from runner.arms.kinds import kind_of
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID, Bundle, build_bundle
 from runner.corpus.build import MANIFEST
@@ -260,7 +261,7 @@ class ArmCheck:
             for slot in ("{corpus}", "{store}"):
                 if not any(slot in part for part in arm.ingest):
                     found.append((f"{y}: ingest.command", f"never names {slot}", f"pass {slot} to the ingest command"))
-        if arm.kind == "mcp" and not arm_image_needed(arm.root):
+        if kind_of(arm).ingests and not arm_image_needed(arm.root):
             found.append((f"arms/{arm.name}/Dockerfile", "does not exist (an mcp arm runs in its own image)",
                           "add one (ARG BASE / FROM ${BASE}); 'memgrid arm add NAME' writes an example"))
         if arm_image_needed(arm.root) and not re.search(r"(?m)^\s*FROM\s+\$\{?BASE\}?\s*$", dockerfile.read_text(errors="replace")):
@@ -443,7 +444,7 @@ def check_arm(root: Path, name: str, *, run_id: str | None = None, client=None,
                 return _finish(check, started)
         try:
             image = check.image(client, arm)
-            if image is not None and arm.kind == "mcp":
+            if image is not None and kind_of(arm).own_server(arm) is not None:
                 snapshot, target = check.ingest(client, arm, image, run_id)
                 if snapshot is not None:
                     check.session(client, arm, image, snapshot, target, run_id)

@@ -107,20 +107,44 @@ def load(run_dir: Path, arm: str, condition: str, seed: int) -> StoreSnapshot | 
     return StoreSnapshot(arm, condition, seed, tuple(safe_entries(raw)), report["digest"], report)
 
 
+def _arm_image(arm: ArmSpec, images_by_arm: dict) -> str:
+    if arm.name not in images_by_arm:
+        raise UserError(f"arms/{arm.name}/: an arm with an ingest needs its own image: fix: add arms/{arm.name}/Dockerfile")
+    return images_by_arm[arm.name].tag
+
+
+def _ensure(client, arm: ArmSpec, image: str, corpus_dir: Path, condition: str, seed: int, run_dir: Path, run_id: str,
+            log) -> StoreSnapshot:
+    snapshot = load(run_dir, arm.name, condition, seed)
+    if snapshot is None:
+        snapshot = ingest(client, image, arm, corpus_dir, condition, seed, run_id=run_id)
+        save(snapshot, run_dir)
+        log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
+            f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s")
+    return snapshot
+
+
 def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, images_by_arm: dict, *, run_id: str,
                   log=print) -> dict[tuple[str, str, int], StoreSnapshot]:
-    """One frozen store per (mcp arm, condition, seed): ingested now, or the one this run already made."""
+    """One frozen store per (arm with an ingest, condition, seed): ingested now, or the one this run already made."""
     stores = {}
-    for arm in {a.name: a for a in arms if a.kind == "mcp"}.values():
-        image = images_by_arm[arm.name].tag if arm.name in images_by_arm else None
-        if image is None:
-            raise UserError(f"arms/{arm.name}/: an mcp arm needs its own image: fix: add arms/{arm.name}/Dockerfile")
+    for arm in {a.name: a for a in arms if a.ingest is not None}.values():
+        image = _arm_image(arm, images_by_arm)
         for condition, seed in pairs:
-            snapshot = load(run_dir, arm.name, condition, seed)
-            if snapshot is None:
-                snapshot = ingest(client, image, arm, settings.condition_dir(condition, seed), condition, seed, run_id=run_id)
-                save(snapshot, run_dir)
-                log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
-                    f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s")
-            stores[(arm.name, condition, seed)] = snapshot
+            stores[(arm.name, condition, seed)] = _ensure(client, arm, image, settings.condition_dir(condition, seed),
+                                                          condition, seed, run_dir, run_id, log)
     return stores
+
+
+EMPTY = "empty"  # the store an arm's own ingest makes of no documents
+
+
+def ensure_empty_stores(client, arms: list[ArmSpec], run_dir: Path, images_by_arm: dict, *, run_id: str,
+                        log=print) -> dict[tuple[str, str, int], StoreSnapshot]:
+    """Each arm's own ingest of an empty corpus, keyed (arm, "empty", 0): where a protocol whose agents write
+    their own memories starts, so the store's format is always the product's own."""
+    corpus = run_dir / "stores" / "empty-corpus"
+    (corpus / "docs").mkdir(parents=True, exist_ok=True)
+    (corpus / MANIFEST).write_text("")
+    return {(arm.name, EMPTY, 0): _ensure(client, arm, _arm_image(arm, images_by_arm), corpus, EMPTY, 0, run_dir, run_id, log)
+            for arm in {a.name: a for a in arms if a.ingest is not None}.values()}

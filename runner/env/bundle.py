@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from runner.arms.kinds import kind_of
 from runner.env.archive import Entry, pack
 from runner.digest import sha256_bytes, tree_files
 from runner.errors import SpecError
-from runner.plan.spec import MEMORY_KINDS, ArmSpec, TaskSpec
+from runner.plan.spec import ArmSpec, TaskSpec
 
 MANIFEST = "MANIFEST.sha256"
 AGENT_UID = 1000
@@ -50,7 +51,7 @@ def arm_instructions(arm: ArmSpec) -> str:
     """Every memory arm gets the same text, byte for byte but for the slot naming its search tool,
     then its own appendix (capped by the schema); other arms only their appendix."""
     shared = ""
-    if arm.kind in MEMORY_KINDS:
+    if kind_of(arm).memory:
         template = resources.files("runner").joinpath("defaults/memory-instructions.md").read_text()
         shared = template.replace("{search_tool}", arm.search_tool or "")
     return shared + arm.instructions
@@ -68,6 +69,12 @@ def build_bundle(task: TaskSpec, arm: ArmSpec, agent_config: dict, memory: list[
     entries.append(Entry("agent/prompt.txt", task.prompt.encode()))
     entries.append(Entry("agent/instructions.md", arm_instructions(arm).encode()))
     entries.append(Entry("agent/config.json", json.dumps(agent_config, sort_keys=True, indent=2).encode()))
+    return bundle_of(entries)
+
+
+def bundle_of(entries: list[Entry]) -> Bundle:
+    """The bundle of these files (paths relative to /sandbox), with their manifest; its sha256 is the digest."""
+    entries = list(entries)
     manifest = "".join(f"{sha256_bytes(e.data)}  {e.path}\n" for e in sorted(entries, key=lambda e: e.path))
     entries.append(Entry(MANIFEST, manifest.encode()))
     return Bundle(pack(entries, uid=AGENT_UID, gid=AGENT_UID), sha256_bytes(manifest.encode()), manifest, len(entries) - 1)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 from unittest import mock
 
+from runner.arms.kinds import kind_of
 from runner.agents import claude_code
 from runner.env import netguard
 from runner.env import probes
@@ -79,7 +80,7 @@ def reference_checks(run: PreparedRun) -> list[Check]:
 
 
 def _failing_server(arm, config):
-    return {"mcpServers": {arm.mcp.server: {"type": "stdio", "command": "false", "args": []}}} if arm.kind == "mcp" \
+    return {"mcpServers": {arm.mcp.server: {"type": "stdio", "command": "false", "args": []}}} if kind_of(arm).own_server(arm) \
         else {"mcpServers": {}}
 
 
@@ -113,7 +114,7 @@ def canary_checks(run: PreparedRun) -> list[Check]:
     arms_own = claude_code.mcp_config
 
     def with_recall(arm, config):  # a prefetch session (it has no server of its own) also handed recall's
-        return recall_config if arm.kind == "prefetch" else arms_own(arm, config)
+        return recall_config if kind_of(arm).prefetches else arms_own(arm, config)
 
     with mock.patch.object(claude_code, "mcp_config", with_recall):
         row = _run(run, _cell(run, "claude-code", "recall_prefetch", "foreign"))

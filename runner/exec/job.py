@@ -11,7 +11,10 @@ from typing import Callable
 from runner.env.doctor import space_warnings
 from runner.env.engine import connect
 from runner.env.images import arm_image_needed, ensure_arm_image, ensure_images
-from runner.arms.ingest import ensure_stores
+from runner.agents.command import load_command_agents
+from runner.agents.registry import AGENTS, agent_class
+from runner.errors import SpecError
+from runner.protocols.registry import protocol_named
 from runner.results.ledger import Ledger
 from runner.plan.preflight import check_grid
 from runner.plan.prereg import Prereg
@@ -59,6 +62,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     (run.json), the arms' stores."""
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
     check_grid(grid_spec, grid_path, all_tasks, all_arms)
+    protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
     if run_id is not None:  # before any engine work, as every other input
         check_run_id(run_id)
     client = connect(concurrency=concurrency)
@@ -79,29 +83,43 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
     arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=log)
                   for p in runs_on.values() if arm_image_needed(p.root)}
-    claude = None
-    if "claude-code" in grid_spec.agents:
-        from runner.agents.claude_code import prepare_claude_code
-
-        claude = prepare_claude_code(client, grid_spec, grid_path, images, arm_images, log=log)
+    agent_setups = {}
+    for name in grid_spec.agents:
+        setup = agent_class(name, command_agents).prepare_grid(client, grid_spec, grid_path, images, arm_images, log=log)
+        if setup is not None:
+            agent_setups[name] = setup
+    agent_inputs = {k: v for setup in agent_setups.values() for k, v in setup.inputs().items()}
     plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora,
-                    claude.inputs() if claude else None)
+                    agent_inputs, command_agents)
 
     lock = lock_document(plan, images, client, root, chosen_arms, arm_images)
-    if claude is not None:
-        lock["claude_code"] = claude.lock()
-        lock["prices"] = {claude.model: vars(claude.price)}
+    for setup in agent_setups.values():
+        lock.update(setup.lock_entries())
     if prereg is not None:
         lock["preregistration"] = {"path": _relative(prereg.path, root), "sha256": prereg.frozen_sha256}
     if verify_lock is not None:
         verify_lock(lock)
     ledger = open_run(plan, lock)
 
-    stores = ensure_stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
-                           run_id=plan.run_id, log=log) if pairs else {}
+    stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
+                             run_id=plan.run_id, log=log)
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
-                       claude=claude, disk_mib=grid_spec.disk_mib)
+                       agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol)
     return PreparedRun(plan, ledger, ctx)
+
+
+def check_agents(grid: GridSpec, grid_path: Path, root: Path, arms: dict) -> tuple:
+    """The grid's protocol, and its agents by name (built-in or its own command agents), refused by name
+    when unknown or unable to play the protocol; the protocol then checks the arms it can host."""
+    protocol = protocol_named(grid.protocol, grid_path)
+    command_agents = load_command_agents(grid.command_agents, root, grid_path)
+    known = sorted({*AGENTS, *command_agents})
+    for name in grid.agents:
+        if name not in AGENTS and name not in command_agents:
+            raise SpecError(grid_path, "agents", f"names unknown agent '{name}'",
+                            f"use one of: {', '.join(known)}, or define it under command_agents")
+    protocol.check(grid, grid_path, arms, {a: agent_class(a, command_agents) for a in grid.agents})
+    return protocol, command_agents
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from runner.arms.kinds import kind_of
 from runner import __version__
 from runner.env.bundle import arm_instructions
 from runner.digest import sha256_bytes, tree_digest
@@ -28,7 +29,9 @@ from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand
 from runner.env.images import ImageSet, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from runner.env.sandbox import remove_run_containers
-from runner.plan.spec import CORPUS_KINDS, ArmSpec, GridSpec, TaskSpec
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+from runner.protocols.registry import protocol_named
+from runner.agents.registry import agent_class
 from runner.exec.trial import TrialContext, run_cell, write_json
 
 
@@ -68,8 +71,10 @@ def git_commit(root: Path) -> str | None:
 
 
 def corpus_pairs(grid: GridSpec, arms: dict[str, ArmSpec]) -> list[tuple[str, int]]:
-    """The (condition, seed) corpora a grid's cells read; none when no arm is of a corpus kind."""
-    if not any(arms[a].kind in CORPUS_KINDS for a in grid.arms if a in arms):
+    """The (condition, seed) corpora a grid's cells read; none when no arm is of a corpus kind, or its
+    protocol reads no corpus."""
+    if not protocol_named(grid.protocol).reads_corpus() or not any(kind_of(arms[a]).reads_corpus
+                                                                    for a in grid.arms if a in arms):
         return []
     return [(c, s) for s in range(grid.seeds) for c in grid.conditions]
 
@@ -83,17 +88,23 @@ def check_run_id(run_id: str) -> None:
 
 def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
              runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None,
-             agent_inputs: dict[str, str] | None = None) -> RunPlan:
+             agent_inputs: dict[str, str] | None = None, command_agents: dict | None = None) -> RunPlan:
     run_id = run_id or default_run_id(grid)
     check_run_id(run_id)
-    task_ids, arm_names = select(grid, tasks, arms, grid_path)
-    inputs = GridInputs(tasks={t: tree_digest(tasks[t].root) for t in task_ids},
+    command_agents = command_agents or {}
+    _, arm_names = select(grid, tasks, arms, grid_path)
+    protocol = protocol_named(grid.protocol, grid_path)
+    units = protocol.units(grid, tasks, grid_path)
+    task_ids = list(units)
+    inputs = GridInputs(tasks=units,
                         arms={a: tree_digest(arms[a].root) for a in arm_names},
                         images=images.ids(),
                         corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())},
                         agent=dict(agent_inputs or {}))
-    corpus_arms = frozenset(a for a in arm_names if arms[a].kind in CORPUS_KINDS)
-    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, expand(grid, task_ids, tasks, inputs, corpus_arms))
+    corpus_arms = frozenset(a for a in arm_names if kind_of(arms[a]).reads_corpus and protocol.reads_corpus())
+    model_agents = frozenset(a for a in grid.agents if agent_class(a, command_agents).needs_model)
+    cells = expand(grid, task_ids, tasks, inputs, corpus_arms, model_agents, protocol.pairs(grid, task_ids, tasks))
+    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells)
 
 
 def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: list[ArmSpec] = (),

@@ -21,9 +21,11 @@ PERMISSION_DENIED = "permission_denied"
 MODEL_UNREACHABLE = "model_unreachable"
 AGENT_ERROR = "agent_error"
 HARNESS_ERROR = "harness_error"  # the controller or engine failed; the cell is rerun on resume
+STORE_DIGEST_MISMATCH = "store_digest_mismatch"  # the store a phase received is not what the one before left
+INPUTS_REACHABLE = "inputs_reachable"  # a later phase's session could read an earlier phase's inputs
 DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
                    FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, AGENT_ERROR,
-                   HARNESS_ERROR)
+                   HARNESS_ERROR, STORE_DIGEST_MISMATCH, INPUTS_REACHABLE)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
 WIRING = (MCP_SERVER_FAILED,)
@@ -162,7 +164,8 @@ REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present
               "mcp_connected": MCP_SERVER_FAILED, "required_tools_listed": REQUIRED_TOOLS_MISSING,
               "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ok": AGENT_ERROR,
               "prefetch_injected": PREFETCH_EMPTY, "tools_visible": TOOLS_NOT_VISIBLE,
-              "memory_tools_permitted": PERMISSION_DENIED, "model_reached": MODEL_UNREACHABLE}
+              "memory_tools_permitted": PERMISSION_DENIED, "model_reached": MODEL_UNREACHABLE,
+              "store_carried": STORE_DIGEST_MISMATCH, "inputs_unreachable": INPUTS_REACHABLE}
 
 
 def decide(proofs: list[GateProof]) -> GateDecision:

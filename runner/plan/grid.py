@@ -46,14 +46,15 @@ def corpus_key(condition: str, seed: int) -> str:
     return f"{condition}/{seed}"
 
 
-def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: GridInputs, reads_corpus: bool) -> str:
+def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: GridInputs, reads_corpus: bool,
+            model_agent: bool = False) -> str:
     identity = {
         "task": task, "arm": arm, "seed": seed, "condition": condition, "agent": agent,
         "task_digest": inputs.tasks[task], "arm_digest": inputs.arms[arm], "images": inputs.images,
     }
     if reads_corpus:
         identity["corpus_digest"] = inputs.corpora[corpus_key(condition, seed)]
-    if agent == "claude-code":
+    if model_agent:  # the model, its CLI pin and model image define what such an agent does
         identity["agent_inputs"] = inputs.agent
     return sha256_json(identity)[:16]
 
@@ -92,17 +93,19 @@ def check_names(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dic
 
 
 def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs,
-           corpus_arms: frozenset[str] = frozenset()) -> list[CellSpec]:
-    """`corpus_arms`: the arms whose cells read the condition's corpus (their ids include its digest)."""
+           corpus_arms: frozenset[str] = frozenset(), model_agents: frozenset[str] = frozenset(),
+           pairs: list[tuple[str, str]] | None = None) -> list[CellSpec]:
+    """`corpus_arms`: the arms whose cells read the condition's corpus (their ids include its digest);
+    `model_agents`: the agents whose ids include the model's inputs; `pairs`: the (unit, condition) pairs
+    the grid's protocol runs per seed (default: each task under each of its conditions the grid names)."""
+    if pairs is None:
+        pairs = [(t, c) for t in task_ids for c in grid.conditions if c in tasks[t].conditions]
     cells = []
     for seed in range(grid.seeds):
         order = arm_order(grid.arms, seed)
-        for task in task_ids:
-            for condition in grid.conditions:
-                if condition not in tasks[task].conditions:
-                    continue
-                for agent in grid.agents:
-                    for arm in order:
-                        cid = cell_id(task, arm, seed, condition, agent, inputs, arm in corpus_arms)
-                        cells.append(CellSpec(task, arm, seed, condition, agent, cid, len(cells)))
+        for task, condition in pairs:
+            for agent in grid.agents:
+                for arm in order:
+                    cid = cell_id(task, arm, seed, condition, agent, inputs, arm in corpus_arms, agent in model_agents)
+                    cells.append(CellSpec(task, arm, seed, condition, agent, cid, len(cells)))
     return cells

@@ -69,17 +69,13 @@ class ArmFile:
     dest: str
 
 
-CORPUS_KINDS = ("corpus", "oracle", "mcp", "prefetch")  # arms whose cells depend on the condition's built corpus
-STORE_KINDS = ("mcp", "prefetch")  # arms whose cells get an ingested store
-MEMORY_KINDS = CORPUS_KINDS  # arms that get the shared memory instruction text
-
-
 @dataclass(frozen=True)
 class McpSpec:
     server: str
     command: tuple[str, ...]
     search_tool: str
     required_tools: tuple[str, ...]
+    write_tools: tuple[str, ...] = ()  # the tools an agent remembers (first) and forgets through; empty: read-only
 
     @property
     def prefix(self) -> str:
@@ -108,6 +104,7 @@ class ArmSpec:
     uses: str | None  # prefetch arms: the mcp arm whose image, store and server they use
     required_paths: tuple[str, ...]  # must exist in the sandbox when the session starts
     root: Path = field(compare=False)
+    memory_file: str | None = None  # files arms: a writable file in the store that later sessions receive
 
 
 @dataclass(frozen=True)
@@ -123,6 +120,9 @@ class GridSpec:
     model: str | None = None  # what claude-code cells run on; None when the grid has no claude-code agent
     prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
     disk_mib: int = DEFAULT_DISK_MIB  # each sandbox's disk budget, unless its task sets its own
+    protocol: str = "coding"  # what a cell is (memgrid protocol list)
+    cases: int | None = None  # protocols whose units are generated: how many
+    command_agents: dict = field(default_factory=dict)  # name -> {command, files}: any command line as an agent
 
     def as_dict(self) -> dict:
         data = {
@@ -142,6 +142,12 @@ class GridSpec:
             data["prices"] = self.prices
         if self.disk_mib != DEFAULT_DISK_MIB:
             data["disk_mib"] = self.disk_mib
+        if self.protocol != "coding":  # a coding grid's lock stays as it was before protocols had names
+            data["protocol"] = self.protocol
+        if self.cases is not None:
+            data["cases"] = self.cases
+        if self.command_agents:
+            data["command_agents"] = self.command_agents
         return data
 
 
@@ -406,13 +412,15 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         instructions=data.get("instructions", ""),
         files=tuple(ArmFile(f["source"], f["dest"]) for f in data.get("files", [])),
         search_tool=data.get("search_tool"),
-        mcp=McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"])) if (m := data.get("mcp")) else None,
+        mcp=McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"]),
+                    tuple(m.get("write_tools", ()))) if (m := data.get("mcp")) else None,
         ingest=tuple(data["ingest"]["command"]) if "ingest" in data else None,
         ingest_seconds=data.get("ingest", {}).get("timeout_seconds", 600),
         hooks=tuple(HookSpec(h["event"], tuple(h["command"])) for h in data.get("hooks", [])),
         uses=data.get("uses"),
         required_paths=tuple(data.get("required_paths", [])),
         root=arm_dir,
+        memory_file=data.get("memory_file"),
     )
 
 
@@ -434,7 +442,7 @@ def load_grid(path: Path) -> GridSpec:
 def grid_from_dict(data: dict, path: Path) -> GridSpec:
     """A grid spec from its YAML mapping (a grid file, or a preregistration's `grid`); `path` names it in errors."""
     validate(data, "grid", path)
-    tasks = data["tasks"]
+    tasks = data.get("tasks", "all")
     return GridSpec(
         name=data["name"],
         tasks=tasks if tasks == "all" else tuple(tasks),
@@ -447,6 +455,9 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         model=data.get("model"),
         prices=data.get("prices", {}),
         disk_mib=data.get("disk_mib", DEFAULT_DISK_MIB),
+        protocol=data.get("protocol", "coding"),
+        cases=data.get("cases"),
+        command_agents=data.get("command_agents", {}),
     )
 
 

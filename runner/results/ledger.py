@@ -51,6 +51,8 @@ class LedgerRow:
     timings: str | None  # JSON: seconds per phase (sidecars_start, container_start, cli_to_init, session)
     error_class: str | None
     error_detail: str | None
+    protocol: str = "coding"  # what the cell is (memgrid protocol list)
+    result: str | None = None  # JSON: the protocol's own result record (two-session: score, judge's reason, gold)
 
 
 _ARROW_TYPES = {

@@ -1,0 +1,94 @@
+"""The `command` agent: any command line, gridded. Its definition comes from the grid spec:
+
+    command_agents:
+      stub-unknown:
+        command: [python3, -I, unknown.py]
+        files: [runner/protocols/two_session/stubs/unknown.py]
+
+The files (paths relative to the project root) are delivered through the agent's own channel to
+/sandbox/.command/ (recorded with their digest, never in the bundle), and the command runs there as
+the sandbox user with the prompt on stdin and in the file named by MEMGRID_PROMPT_FILE. Its stdout is
+its transcript and its output; tokens are unobserved (None). A non-zero exit is an agent error.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.agents.base import Agent, Transcript, record_truncation
+from runner.arms.kinds import STORE_DIR, kind_of
+from runner.digest import sha256_bytes
+from runner.env.archive import Entry, pack
+from runner.env.bundle import AGENT_UID
+from runner.env.sandbox import Sandbox
+from runner.errors import SpecError
+
+FOLDER = "/sandbox/.command"
+PROMPT_FILE = "/sandbox/agent/prompt.txt"
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    command: tuple[str, ...]
+    files: tuple[Path, ...]  # absolute paths on the host
+
+
+def load_command_agents(data: dict, root: Path, grid_path) -> dict[str, CommandSpec]:
+    """The grid spec's `command_agents` mapping, each file checked to exist (the schema checked the shape)."""
+    agents = {}
+    for name, spec in data.items():
+        files = []
+        for i, f in enumerate(spec.get("files", [])):
+            path = root / f
+            if not path.is_file():
+                raise SpecError(grid_path, f"command_agents.{name}.files[{i}]", f"{f} does not exist",
+                                "give a file path relative to the project root")
+            files.append(path)
+        agents[name] = CommandSpec(name, tuple(spec["command"]), tuple(files))
+    return agents
+
+
+def command_env(setup) -> dict[str, str]:
+    """The command's whole environment besides the image's own: where its prompt is, which session this
+    is, and its arm's writable store when the arm has a write path. Nothing names a protocol's inputs."""
+    env = {"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "MEMGRID_PROMPT_FILE": PROMPT_FILE, "MEMGRID_PHASE": setup.phase}
+    if kind_of(setup.arm).write_path(setup.arm) is not None:
+        env["MEMGRID_STORE"] = STORE_DIR
+    return env
+
+
+class CommandAgent(Agent):
+    name = "command"
+
+    def __init__(self, setup, spec: CommandSpec):
+        super().__init__(setup)
+        self.spec = spec
+        self.name = spec.name
+
+    def channel(self) -> tuple[bytes, list[str]]:
+        entries = [Entry(f".command/{p.name}", p.read_bytes(), 0o755) for p in self.spec.files]
+        return pack(entries, uid=AGENT_UID, gid=AGENT_UID), [e.path for e in entries]
+
+    def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
+        transcript = Transcript(agent=self.name, model=None)
+        archive, files = self.channel()
+        sandbox.put("/sandbox", archive)
+        env = command_env(self.setup)
+        transcript.add("channel", name=f"command:{self.name}", sha256=sha256_bytes(archive), files=files)
+        transcript.add("init", agent=self.name, command=list(self.spec.command), env_names=sorted(env),
+                       prompt_sha256=sha256_bytes(prompt.encode()), tools=[])
+        seconds = self.setup.agent_seconds
+        # The prompt on stdin from its file: the engine's exec API gives no stdin without attaching a socket.
+        result = sandbox.exec(["sh", "-c", 'exec "$@" < "$MEMGRID_PROMPT_FILE"', "sh", *self.spec.command],
+                              timeout=seconds, workdir=FOLDER, env=env)
+        transcript.output = result.stdout
+        transcript.add("output", lines=len(result.stdout.splitlines()), sha256=sha256_bytes(result.stdout.encode()),
+                       tail=result.stdout[-2000:], stderr_tail=result.stderr[-1000:])
+        record_truncation(transcript, result)
+        if result.exit_code != 0:
+            transcript.is_error = True
+            transcript.error = (f"{self.name} timed out after {seconds}s" if result.timed_out
+                                else f"{self.name} exited {result.exit_code}: {result.stderr.strip()[-300:]}")
+        transcript.add("result", is_error=transcript.is_error, error=transcript.error)
+        return transcript

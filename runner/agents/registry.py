@@ -1,0 +1,17 @@
+"""The agents a grid can name: the built-in classes by name, and the grid spec's command agents."""
+
+from runner.agents.base import Agent, SessionSetup
+from runner.agents.claude_code import ClaudeCodeAgent
+from runner.agents.command import CommandAgent, CommandSpec
+from runner.agents.reference import CeilingAgent, FloorAgent, ReaderAgent
+
+AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ClaudeCodeAgent)}
+
+
+def agent_class(name: str, command_agents: dict[str, CommandSpec]) -> type[Agent]:
+    return CommandAgent if name in command_agents else AGENTS[name]
+
+
+def make_agent(setup: SessionSetup, command_agents: dict[str, CommandSpec]) -> Agent:
+    name = setup.cell.agent
+    return CommandAgent(setup, command_agents[name]) if name in command_agents else AGENTS[name](setup)

@@ -1,0 +1,115 @@
+"""Arm kinds: one class per `kind:` an arm.yaml can name, each knowing what it brings to a cell.
+
+A kind says what it places in the bundle (from the condition's corpus, or its frozen store),
+whether its cells read the built corpus, whether it has an ingested store, which of its server's
+tools are memory tools the gate must see offered and permitted, and what writing means for it
+(its write path: the MCP tool an agent remembers through, or the writable file that is its
+store). Code outside this module asks the kind; it never compares `arm.kind` with a name.
+"""
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from runner.env.archive import Entry
+from runner.plan.spec import ArmSpec, McpSpec, TaskSpec
+
+STORE_DIR = "/sandbox/store"  # where a cell's store lives in the sandbox (mcp arms, and files arms that write)
+
+
+@dataclass(frozen=True)
+class CellMemory:
+    """What a cell's arm may draw on: the built corpora (corpus kinds), the task and the condition, and the
+    store the cell starts from (its entries, relative to the store folder)."""
+    memory: object | None  # corpus.build.MemorySource
+    task: TaskSpec | None
+    condition: str
+    seed: int
+    store: tuple[Entry, ...] = ()
+
+
+class ArmKind:
+    name: ClassVar[str]
+    reads_corpus: ClassVar[bool] = False  # its cells depend on the condition's built corpus (ids include its digest)
+    ingests: ClassVar[bool] = False  # it has a store that the arm's own ingest writes
+    memory: ClassVar[bool] = False  # it gets the shared memory instruction text
+    prefetches: ClassVar[bool] = False  # the harness searches its server before the session
+
+    def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
+        """Files placed in the bundle besides the fixture and the arm's own files."""
+        return []
+
+    def own_server(self, arm: ArmSpec) -> McpSpec | None:
+        """The MCP server the agent's session talks to as this arm's memory."""
+        return None
+
+    def write_path(self, arm: ArmSpec) -> dict | None:
+        """How an agent writes to this arm's memory: {"tool": name} or {"file": path}; None: it cannot."""
+        return None
+
+
+class NoneKind(ArmKind):
+    name = "none"
+
+
+class FilesKind(ArmKind):
+    name = "files"
+
+    def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
+        if arm.memory_file is None:
+            return []
+        # Its writable file is its store: empty at the first session, what the agent left at the next.
+        held = {e.path: e for e in cell.store}
+        return [Entry(f"store/{arm.memory_file}", held[arm.memory_file].data if arm.memory_file in held else b"")]
+
+    def write_path(self, arm: ArmSpec) -> dict | None:
+        return None if arm.memory_file is None else {"file": f"{STORE_DIR}/{arm.memory_file}"}
+
+
+class CorpusKind(ArmKind):
+    name = "corpus"
+    reads_corpus = memory = True
+
+    def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
+        return [Entry(f"memory/{name}.md", text) for name, text in cell.memory.documents(cell.condition, cell.seed)]
+
+
+class OracleKind(ArmKind):
+    name = "oracle"
+    reads_corpus = memory = True
+
+    def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
+        return [Entry("agent/memory.md", cell.memory.evidence(cell.task, cell.condition, cell.seed).encode())]
+
+
+class McpKind(ArmKind):
+    name = "mcp"
+    reads_corpus = ingests = memory = True
+
+    def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
+        return [Entry(f"store/{e.path}", e.data) for e in cell.store]
+
+    def own_server(self, arm: ArmSpec) -> McpSpec | None:
+        return arm.mcp
+
+    def write_path(self, arm: ArmSpec) -> dict | None:
+        return {"tool": arm.mcp.write_tools[0]} if arm.mcp.write_tools else None
+
+
+class PrefetchKind(McpKind):
+    """The harness, not the agent, searches the server of the mcp arm it uses; the session sees only the
+    injected hits, so it has no server of its own and no write path."""
+    name = "prefetch"
+    prefetches = True
+
+    def own_server(self, arm: ArmSpec) -> McpSpec | None:
+        return None
+
+    def write_path(self, arm: ArmSpec) -> dict | None:
+        return None
+
+
+KINDS: dict[str, ArmKind] = {k.name: k() for k in (NoneKind, FilesKind, CorpusKind, OracleKind, McpKind, PrefetchKind)}
+
+
+def kind_of(arm: ArmSpec) -> ArmKind:
+    return KINDS[arm.kind]

@@ -1,0 +1,1 @@
+"""Protocols: what a cell is, its phases, how it is scored."""

@@ -1,0 +1,53 @@
+"""The protocol seam: what a cell of a memory benchmark is, the phases it runs, how it is scored.
+
+A protocol declares
+- its units (coding: tasks; two-session: generated cases), each with a digest that enters the cell
+  id, and the (unit, condition) pairs a grid expands into cells;
+- how it checks a grid before anything runs (agents it can play, arms it can host);
+- `run_cell`: its phases, each a fresh hardened container from a bundle verified inside it
+  (`exec.trial.run_phase`), with only the arm's store passing from one phase to the next (its
+  digest recorded after the phase and checked before the next starts), and its scoring;
+- its result record, stored in the ledger's `result` column as JSON beside the common columns;
+- its analysis, printed after a run and in the report.
+"""
+
+from typing import ClassVar
+
+from runner.errors import SpecError
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+
+
+class Protocol:
+    name: ClassVar[str]
+    description: ClassVar[str]
+
+    def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        """The grid's units by id, each with the digest of everything that defines it."""
+        raise NotImplementedError
+
+    def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
+        """The (unit, condition) pairs a seed runs, in order."""
+        raise NotImplementedError
+
+    def reads_corpus(self) -> bool:
+        """Whether its cells may read the coding corpora (arms of a corpus kind)."""
+        return False
+
+    def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
+        """Refuse, by name, an agent that cannot play this protocol."""
+        for name, cls in agent_classes.items():
+            if cls.protocols is not None and self.name not in cls.protocols:
+                raise SpecError(grid_path, "agents", f"names '{name}', which plays only the {', '.join(cls.protocols)} "
+                                f"protocol, not {self.name}", "remove it, or use reader or a command agent")
+
+    def stores(self, client, arms: list[ArmSpec], pairs, settings, run_dir, images_by_arm: dict, *, run_id: str,
+               log=print) -> dict:
+        """The stores its cells start from, keyed (arm, condition, seed)."""
+        return {}
+
+    def run_cell(self, ctx, cell, attempt: int, bundle=None):
+        raise NotImplementedError
+
+    def summary(self, rows: list[dict]) -> list[dict]:
+        """One line per group for the end of a run: what the protocol measures, by arm and agent."""
+        raise NotImplementedError

@@ -1,0 +1,236 @@
+"""The two-session recall protocol: does the arm carry what the agent wrote in one session into the next?
+
+A unit is a generated case (cases.py): an accounts-receivable ledger and a derivation of it. Step 1
+shows the table and asks the agent to work out the value and remember it; step 2, in a fresh
+container that cannot reach step 1's files, asks for the value. The only thing that passes between
+them is the arm's store (/sandbox/store) as step 1 left it: snapshotted, its digest recorded in
+cells/<id>/phases.json, checked against the saved snapshot before step 2 starts (a mismatch discards
+the cell), and verified again inside step 2's container as part of its bundle. The deterministic
+judge (judge.py) scores step 2's output; nothing else is scored.
+
+Arms: `none` (the floor: nothing survives), `files` arms with a `memory_file` (the file is the store),
+and `mcp` arms (the store their own ingest makes of an empty corpus, written through their own write
+tools). Arms whose files or memory come from coding tasks and their corpora cannot host it.
+"""
+
+import json
+import time
+from functools import cache
+from pathlib import Path
+
+from runner.agents.base import ReferenceChannel
+from runner.agents.registry import agent_class
+from runner.arms.ingest import EMPTY, ensure_empty_stores
+from runner.arms.kinds import kind_of
+from runner.digest import sha256_bytes, sha256_json
+from runner.env.archive import Entry, pack, safe_entries
+from runner.env.bundle import Bundle, arm_instructions, bundle_of
+from runner.errors import SpecError
+from runner.exec.trial import (Cancelled, PhaseSpec, TrialContext, agent_config, cell_memory, harness_failure, new_row,
+                               now, run_phase, session_fields, write_json)
+from runner.grading import gate
+from runner.plan.grid import CellSpec
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+from runner.protocols.base import Protocol
+from runner.protocols.two_session import cases as casegen
+from runner.protocols.two_session.judge import judge
+from runner.results.ledger import LedgerRow
+
+AGENT_SECONDS = 300
+README = ("# Scratch space\n\nThis folder is yours for this session. Nothing here is graded; only your answer is.\n")
+GENERATOR_FILES = ("cases.py", "judge.py")
+
+
+@cache
+def generator_digest() -> str:
+    here = Path(__file__).resolve().parent
+    return sha256_json({name: sha256_bytes((here / name).read_bytes()) for name in GENERATOR_FILES})
+
+
+@cache
+def cases_of(n: int) -> dict[str, casegen.Case]:
+    return {c.id: c for c in casegen.generate_cases(n)}
+
+
+def case_digest(case: casegen.Case) -> str:
+    """What defines a case: its own fields and the code that renders, derives and judges it."""
+    return sha256_json({"case": {"id": case.id, "seed": case.seed, "derivation": case.derivation,
+                                 "params": case.params, "size": case.size}, "generator": generator_digest()})
+
+
+def reader_channel(case: casegen.Case, phase: str) -> ReferenceChannel:
+    """What the reader is handed: in step 1 the line to remember (as a model that derived the value
+    would write it), in step 2 only the key to look for in what its memory returns."""
+    key = casegen.key(case)
+    if phase == "step1":
+        text = f"{key} = {casegen.answer(case)}"
+        return ReferenceChannel("remember", (Entry("remember.json", json.dumps({"text": text}).encode()),),
+                                ("--remember",), {"key": key})
+    return ReferenceChannel("recall", (Entry("recall.json", json.dumps({"key": key}).encode()),), ("--answer",),
+                            {"key": key})
+
+
+def env_proof(env_lines: str, secrets: list[str]) -> gate.GateProof:
+    """Scrub by value: no variable of step 2's session (whatever its name) holds the answer or names
+    step 1's inputs."""
+    leaks = sorted({line.split("=", 1)[0] for line in env_lines.splitlines() for s in secrets if s and s in line})
+    return gate.GateProof("inputs_unreachable", not leaks,
+                          f"{len(env_lines.splitlines())} variables, none holds step 1's inputs" if not leaks
+                          else f"variables holding step 1's inputs: {', '.join(leaks)}")
+
+
+class TwoSessionProtocol(Protocol):
+    name = "two-session"
+    description = ("Two sessions in fresh containers: step 1 derives a value from a generated ledger and "
+                   "remembers it, step 2 asks for it; only the arm's store passes between them.")
+
+    def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        return {cid: case_digest(c) for cid, c in cases_of(grid.cases).items()}
+
+    def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
+        found = cases_of(grid.cases)
+        return [(u, found[u].derivation) for u in units if found[u].derivation in grid.conditions]
+
+    def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
+        super().check(grid, grid_path, arms, agent_classes)
+        for name in grid.arms:
+            arm = arms[name]
+            if arm.files or kind_of(arm).reads_corpus and kind_of(arm).own_server(arm) is None:
+                raise SpecError(grid_path, "arms", f"names '{name}', whose memory comes from coding tasks or their "
+                                "corpora, so it cannot host two sessions", "use arms of kind none, files with a "
+                                "memory_file (notes), or mcp (recall)")
+
+    def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print) -> dict:
+        return ensure_empty_stores(client, arms, run_dir, images_by_arm, run_id=run_id, log=log)
+
+    def start_store(self, ctx: TrialContext, arm: ArmSpec) -> tuple[Entry, ...]:
+        """The store a cell's step 1 starts from: the arm's own ingest of an empty corpus (mcp arms), or nothing."""
+        snapshot = ctx.stores.get((arm.name, EMPTY, 0))
+        return snapshot.entries if snapshot is not None else ()
+
+    def bundle(self, ctx: TrialContext, cell: CellSpec, phase: str, prompt: str, store: tuple[Entry, ...]) -> Bundle:
+        arm = ctx.arms[cell.arm]
+        config = agent_config(cell, arm, phase=phase)
+        entries = [Entry("workspace/README.md", README.encode()), Entry("agent/prompt.txt", prompt.encode()),
+                   Entry("agent/instructions.md", arm_instructions(arm).encode()),
+                   Entry("agent/config.json", json.dumps(config, sort_keys=True, indent=2).encode()),
+                   *kind_of(arm).memory_entries(arm, cell_memory(ctx, cell, store)),
+                   *agent_class(cell.agent, ctx.command_agents).bundle_entries(arm, config)]
+        return bundle_of(entries)
+
+    def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None,
+                 between=None) -> LedgerRow:
+        """`between(cell_dir)`: a test's hook, run after step 1's store is saved and before it is checked."""
+        case = cases_of_cell(ctx, cell)
+        arm = ctx.arms[cell.arm]
+        gold, key = casegen.answer(case), casegen.key(case)
+        cell_dir = ctx.run_dir / "cells" / cell.cell_id
+        started_at, t0 = now(), time.monotonic()
+        row = new_row(ctx, cell, attempt)
+        phases: dict[str, dict] = {}
+        proofs: list[dict] = []
+
+        def finish(**updates) -> LedgerRow:
+            row.update(updates)
+            row["gate_proofs"] = json.dumps(proofs)
+            write_json(cell_dir / "phases.json", phases)
+            return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3),
+                             protocol=self.name, result=json.dumps(result) if result else None)
+
+        result: dict = {}
+        try:
+            for phase in ("step1", "step2"):
+                (cell_dir / phase).mkdir(parents=True, exist_ok=True)
+            # Step 1: the table, the derivation, and the request to remember.
+            b1 = self.bundle(ctx, cell, "step1", casegen.step1_prompt(case), self.start_store(ctx, arm))
+            (cell_dir / "step1" / "bundle.manifest").write_text(b1.manifest)
+            ctx.check_cancel()
+            # An arm without a store (bare) carries nothing, whatever the agent leaves in /sandbox/store.
+            has_store = kind_of(arm).write_path(arm) is not None or kind_of(arm).ingests
+            s1 = run_phase(ctx, cell, PhaseSpec("step1", casegen.step1_prompt(case), b1, cell_dir / "step1",
+                                                AGENT_SECONDS, reader_channel(case, "step1"), export=None,
+                                                snapshot_store=has_store), attempt)
+            s1.remover.join(timeout=60)
+            if not has_store:
+                s1.store, s1.store_digest = (), sha256_bytes(pack([]))
+            proofs.extend({"phase": "step1", **p} for p in s1.decision.as_json())
+            phases["step1"] = {"admitted": s1.decision.admitted, "discard_reason": s1.decision.discard_reason,
+                               "bundle_digest": b1.digest, "store_out_digest": s1.store_digest,
+                               "store_files": len(s1.store or ())}
+            tokens = session_fields(s1)
+            # Session 1 failing still runs session 2; a session 1 without its arm attached discards the cell.
+            if not s1.decision.admitted and s1.decision.discard_reason != gate.AGENT_ERROR:
+                return finish(**{**tokens, "gate_proofs": None})
+            saved = cell_dir / "step1" / "store.tar"
+            saved.write_bytes(pack(list(s1.store)))
+            if between is not None:
+                between(cell_dir)
+            # Only the saved store passes, and only if it is what step 1 left.
+            raw = saved.read_bytes()
+            carried = sha256_bytes(raw) == s1.store_digest
+            carry = gate.GateProof("store_carried", carried, f"store {s1.store_digest[:12]} as step 1 left it" if carried
+                                   else f"the saved store is {sha256_bytes(raw)[:12]}, step 1 left {s1.store_digest[:12]}")
+            proofs.append({"phase": "between", **vars(carry)})
+            row["store_digest"] = s1.store_digest
+            if not carried:
+                return finish(admitted=False, discard_reason=gate.STORE_DIGEST_MISMATCH, gate_proofs=None)
+            store = tuple(safe_entries(raw))
+            # Step 2: a fresh container; the question, the arm, and the store.
+            b2 = self.bundle(ctx, cell, "step2", casegen.step2_prompt(case), store)
+            (cell_dir / "step2" / "bundle.manifest").write_text(b2.manifest)
+            row["bundle_digest"] = b2.digest
+            secrets = [gold, f"{float(gold):,.2f}" if case.derivation in casegen.MONEY_DERIVATIONS else gold,
+                       str(cell_dir / "step1")]
+
+            def scrubbed(sandbox) -> list[gate.GateProof]:
+                return [env_proof(sandbox.exec(["env"], timeout=30, workdir="/").stdout, secrets)]
+
+            ctx.check_cancel()
+            s2 = run_phase(ctx, cell, PhaseSpec("step2", casegen.step2_prompt(case), b2, cell_dir / "step2",
+                                                AGENT_SECONDS, reader_channel(case, "step2"), export=None,
+                                                pre_session=scrubbed), attempt)
+            s2.remover.join(timeout=60)
+            proofs.extend({"phase": "step2", **p} for p in s2.decision.as_json())
+            phases["step2"] = {"admitted": s2.decision.admitted, "discard_reason": s2.decision.discard_reason,
+                               "bundle_digest": b2.digest, "store_in_digest": s1.store_digest}
+            fields = session_fields(s2)
+            for k in ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output", "cost_usd"):
+                if tokens[k] is not None or fields[k] is not None:
+                    fields[k] = (tokens[k] or 0) + (fields[k] or 0)
+            if not s2.decision.admitted:
+                return finish(**{**fields, "gate_proofs": None})
+            verdict = judge(s2.transcript.output, gold)
+            result = {"score": verdict.score, "reason": verdict.reason, "last_line": verdict.last_line[:300],
+                      "candidates": list(verdict.candidates)[:20], "gold": gold, "key": key,
+                      "derivation": case.derivation, "step1_admitted": s1.decision.admitted}
+            write_json(cell_dir / "verdict.json", result)
+            return finish(**{**fields, "gate_proofs": None}, checker_passed=verdict.score == 1,
+                          checker_detail=f"{verdict.reason}: {verdict.last_line[:200]}",
+                          outcome="recalled" if verdict.score == 1 else "not_recalled")
+        except Cancelled:
+            raise
+        except Exception as e:
+            if ctx.cancel.is_set():
+                raise Cancelled() from e
+            return finish(**harness_failure(e), gate_proofs=None)
+
+    def summary(self, rows: list[dict]) -> list[dict]:
+        from statsmodels.stats.proportion import proportion_confint
+
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for r in rows:
+            groups.setdefault((r["agent"], r["arm"]), []).append(r)
+        out = []
+        for (agent, arm), rs in sorted(groups.items()):
+            scored = [r for r in rs if r["admitted"]]
+            k = sum(bool(r["checker_passed"]) for r in scored)
+            lo, hi = proportion_confint(k, len(scored), method="wilson") if scored else (None, None)
+            out.append({"agent": agent, "arm": arm, "cells": len(rs), "admitted": len(scored), "recalled": k,
+                        "rate": k / len(scored) if scored else None, "wilson_low": lo, "wilson_high": hi})
+        return out
+
+
+def cases_of_cell(ctx: TrialContext, cell: CellSpec) -> casegen.Case:
+    """A case by its id: generation is prefix-stable (case i is the same whatever the count), so the
+    first i + 1 cases hold it."""
+    return cases_of(int(cell.task.removeprefix("ts-")) + 1)[cell.task]
