@@ -1,0 +1,120 @@
+"""Two-session cells in real containers: the store is the only thing that passes, by digest; the
+stubs score as the protocol says they must; step 2 cannot read step 1's files or environment."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.agents.command import CommandSpec
+from runner.plan.grid import CellSpec
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.protocols.registry import PROTOCOLS
+from runner.protocols.two_session import cases as casegen
+from runner.protocols.two_session.protocol import env_proof
+from runner.exec.trial import TrialContext
+
+from conftest import REPO
+
+STUBS = REPO / "runner" / "protocols" / "two_session" / "stubs"
+PROTOCOL = PROTOCOLS["two-session"]
+
+# Step 1 leaves a marker everywhere it can write; step 2 looks for it everywhere it can read and
+# prints what it found as its answer. Only what the arm's store carries may be found.
+PROBE = r'''
+import os, sys
+MARK = "memgrid-step1-" + "marker"  # split, so the probe's own source is not a find
+if os.environ["MEMGRID_PHASE"] == "step1":
+    for d in ("/sandbox/workspace", "/tmp", "/home/agent", "/sandbox", "/sandbox/agent", "/sandbox/store"):
+        try:
+            with open(os.path.join(d, "left-by-step1.txt"), "w") as f:
+                f.write(MARK + " " + d + "\n")
+        except OSError:
+            pass
+    if "MEMGRID_STORE" in os.environ:  # and through the arm's write path, when it has one
+        with open(os.path.join(os.environ["MEMGRID_STORE"], "NOTES.md"), "a") as f:
+            f.write(MARK + "\n")
+    print("left markers")
+    sys.exit(0)
+found = []
+for root in ("/sandbox", "/tmp", "/home", "/var/tmp"):
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            try:
+                with open(os.path.join(dirpath, name), errors="replace") as f:
+                    if MARK in f.read(1 << 20):
+                        found.append(os.path.join(dirpath, name))
+            except OSError:
+                pass
+found += [k for k, v in os.environ.items() if MARK in v]
+print("found:", " ".join(sorted(found)) or "nothing")
+'''
+
+
+def ctx_for(engine, images, tmp_path, run_id, agents: dict[str, CommandSpec]) -> TrialContext:
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(REPO), load_all_arms(REPO),
+                       command_agents=agents, protocol=PROTOCOL)
+    ctx.run_dir.mkdir(parents=True)
+    return ctx
+
+
+def stub(name: str) -> CommandSpec:
+    return CommandSpec(name, ("python3", "-I", f"{name}.py"), (STUBS / f"{name}.py", STUBS / "ledgerlib.py"))
+
+
+def cell(case: casegen.Case, arm: str, agent: str) -> CellSpec:
+    return CellSpec(case.id, arm, 0, case.derivation, agent, f"{agent}-{arm}-{case.id}", 0)
+
+
+def test_step2_reads_only_what_the_store_carries(engine, images, tmp_path, run_id, no_leftovers):
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    ctx = ctx_for(engine, images, tmp_path, run_id, {"probe": CommandSpec("probe", ("python3", "-I", "probe.py"), (probe,))})
+    case = casegen.generate_cases(1)[0]
+    for arm in ("bare", "notes"):
+        row = PROTOCOL.run_cell(ctx, cell(case, arm, "probe"), 1)
+        assert row.admitted and row.final, row.error_detail
+        output = json.loads((ctx.run_dir / "cells" / row.cell_id / "step2" / "transcript.jsonl").read_text()
+                            .splitlines()[2])["tail"]
+        if arm == "bare":  # nothing survives: not the workspace, /tmp, home, the agent folder, nor a store
+            assert "found: nothing" in output, output
+        else:  # the control: the probe does see what the arm's write path carried, and nothing else
+            assert output.strip().splitlines()[-1] == "found: /sandbox/store/NOTES.md", output
+
+
+def test_a_store_tampered_between_the_sessions_discards_the_cell(engine, images, tmp_path, run_id, no_leftovers):
+    ctx = ctx_for(engine, images, tmp_path, run_id, {"ceiling": stub("ceiling")})
+    case = casegen.generate_cases(1)[0]
+
+    def tamper(cell_dir: Path) -> None:
+        saved = cell_dir / "step1" / "store.tar"
+        data = bytearray(saved.read_bytes())
+        at = data.index(casegen.answer(case).encode())
+        data[at] = ord("9") if data[at] != ord("9") else ord("8")  # a different remembered value, same size
+        saved.write_bytes(bytes(data))
+
+    honest = PROTOCOL.run_cell(ctx, cell(case, "notes", "ceiling"), 1)
+    assert honest.admitted and honest.checker_passed, honest.checker_detail
+    tampered = PROTOCOL.run_cell(ctx, CellSpec(case.id, "notes", 0, case.derivation, "ceiling", "tampered", 0), 1,
+                                 between=tamper)
+    assert not tampered.admitted and tampered.discard_reason == "store_digest_mismatch"
+    assert tampered.checker_passed is None and tampered.outcome is None  # discarded, never scored
+    proofs = json.loads(tampered.gate_proofs)
+    assert [p for p in proofs if p["name"] == "store_carried"][0]["passed"] is False
+    assert not (ctx.run_dir / "cells" / "tampered" / "step2" / "transcript.jsonl").exists(), "step 2 ran on a tampered store"
+
+
+@pytest.mark.parametrize("agent,expected", [("ceiling", 1), ("unknown", 0), ("confabulate", 0), ("env_scan", 0),
+                                            ("snoop", 0), ("shotgun", 0)])
+def test_stubs_score_as_the_protocol_requires(engine, images, tmp_path, run_id, no_leftovers, agent, expected):
+    ctx = ctx_for(engine, images, tmp_path, run_id, {agent: stub(agent)})
+    for case in casegen.generate_cases(5):  # one case of each derivation
+        row = PROTOCOL.run_cell(ctx, cell(case, "notes", agent), 1)
+        assert row.admitted, (row.discard_reason, row.error_detail)
+        assert json.loads(row.result)["score"] == expected, (case.derivation, row.result)
+
+
+def test_the_environment_scrub_catches_a_variable_holding_the_answer():
+    assert env_proof("HOME=/home/agent\nPATH=/usr/bin\n", ["12345.67"]).passed
+    leaked = env_proof("HOME=/home/agent\nHINT=it was 12345.67\n", ["12345.67"])
+    assert not leaked.passed and "HINT" in leaked.detail
