@@ -105,7 +105,7 @@ def test_rebuild_matches_the_committed_digests(built):
     assert committed["generator_digest"] == corpus_mod.generator_digest(settings, tasks), \
         "the generator or its inputs changed: run 'memgrid corpus build' and commit corpus/digests.yaml"
     for condition in CONDITIONS:
-        assert committed["digests"][condition][SEED] == digests[condition][SEED], condition
+        assert committed["digests"][condition][str(SEED)] == digests[condition][SEED], condition
 
 
 def test_bm25_does_not_saturate(built):

@@ -176,8 +176,8 @@ def build(settings: CorpusSettings, tasks: list[TaskSpec], conditions=CONDITIONS
 def save_digests(settings: CorpusSettings, tasks: list[TaskSpec], digests: dict[str, dict[int, str]]) -> None:
     existing = read_yaml(settings.digests_path) if settings.digests_path.exists() else {}
     recorded = existing.get("digests", {}) if existing.get("generator_digest") == generator_digest(settings, tasks) else {}
-    for condition, by_seed in digests.items():
-        recorded.setdefault(condition, {}).update(by_seed)
+    for condition, by_seed in digests.items():  # seeds as text keys: the spec reader allows no others
+        recorded.setdefault(condition, {}).update({str(seed): d for seed, d in by_seed.items()})
     doc = {"generator_digest": generator_digest(settings, tasks), "digests": recorded}
     header = "# Written by `memgrid corpus build`; commit it. `memgrid corpus build --check` compares a rebuild with it.\n"
     settings.digests_path.write_text(header + yaml.safe_dump(doc, sort_keys=True))
@@ -198,7 +198,7 @@ def check(settings: CorpusSettings, tasks: list[TaskSpec], conditions=CONDITIONS
         rebuilt = build(settings, tasks, conditions, seeds, Path(scratch), log=log)
     for condition, by_seed in rebuilt.items():
         for seed, digest in by_seed.items():
-            want = recorded["digests"].get(condition, {}).get(seed)
+            want = recorded["digests"].get(condition, {}).get(str(seed))
             if want is None:
                 problems.append(f"{condition} seed {seed}: no recorded digest (run 'memgrid corpus build' and commit)")
             elif want != digest:

@@ -82,12 +82,14 @@ def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None, ph
     config = {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "arm_kind": arm.kind, "seed": cell.seed,
               "condition": cell.condition, "hooks": [{"event": h.event, "command": list(h.command)} for h in arm.hooks]}
     mcp = (server or arm).mcp
+    write = kind_of(arm).write_path(arm) if phase is not None else None
     if mcp is not None:
+        command = mcp.write_command if write is not None and mcp.write_command else mcp.command
         config["mcp"] = {"server": mcp.server, "search_tool": mcp.search_tool,
-                         "command": [part.replace("{store}", STORE_DIR) for part in mcp.command]}
+                         "command": [part.replace("{store}", STORE_DIR) for part in command]}
     if phase is not None:  # a protocol of several sessions: which one, and how the agent may write to the arm
         config["phase"] = phase
-        if (write := kind_of(arm).write_path(arm)) is not None:
+        if write is not None:
             config["write"] = write
     return config
 
@@ -130,15 +132,18 @@ def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, ce
     return proofs
 
 
-def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, model_agent: bool) -> list[gate.GateProof]:
+def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, model_agent: bool,
+                     writes: bool = False) -> list[gate.GateProof]:
     """The arm's own admission signals, read from the session's record. A real agent could list or call
-    any server it finds, so an agent with a model proves isolation under every arm, not only mcp arms."""
+    any server it finds, so an agent with a model proves isolation under every arm, not only mcp arms.
+    `writes`: a session that may write must also have been offered the arm's write tools."""
     proofs = []
     own = kind_of(arm).own_server(arm)
     own_prefix = own.prefix if own is not None else None
     others = [a for a in ctx.arms.values() if kind_of(a).own_server(a) is not None and a.name != arm.name]
     if own is not None:
-        proofs += gate.server_proofs(transcript, own.server, own.prefix, own.required_tools)
+        required = own.required_tools + (own.write_tools if writes else ())
+        proofs += gate.server_proofs(transcript, own.server, own.prefix, required)
     if own_prefix is not None or model_agent:
         proofs.append(gate.isolation_proof(transcript, tuple(a.mcp.prefix for a in others if a.mcp.prefix != own_prefix),
                                            sorted(a.name for a in others if own_prefix and a.mcp.prefix == own_prefix)))
@@ -148,17 +153,17 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, mo
 
 
 def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endpoint: ModelEndpoint | None,
-                   record_dir: Path, core_tools: tuple[str, ...] = ()) -> list[gate.GateProof]:
+                   record_dir: Path, core_tools: tuple[str, ...] = (), writes: bool = False) -> list[gate.GateProof]:
     """The proofs read from the session's record, in the order the discard reason is taken from. With a
     model, the sidecars' records add: the model was reached (first: an unreachable model explains every
     later failure), it was offered the tools the treatment needs, and no memory tool call was denied."""
     if endpoint is None:
-        return [*treatment_proofs(ctx, arm, transcript, False), gate.agent_proof(transcript)]
+        return [*treatment_proofs(ctx, arm, transcript, False, writes), gate.agent_proof(transcript)]
     gateway = endpoint.collect(record_dir).get("gateway", [])
     own = kind_of(arm).own_server(arm)
     memory_tools = [f"{own.prefix}{t}" for t in own.required_tools] if own is not None else []
     return [gate.model_reached_proof(gateway, key_expected=not endpoint.scripted),
-            *treatment_proofs(ctx, arm, transcript, True),
+            *treatment_proofs(ctx, arm, transcript, True, writes),
             gate.tools_visible_proof([r for r in gateway if r.get("kind") == "model"], [*core_tools, *memory_tools]),
             gate.permissions_proof(transcript, (own.prefix,) if own is not None else ()),
             gate.agent_proof(transcript)]
@@ -176,6 +181,7 @@ class PhaseSpec:
     export: str | None = "/sandbox/workspace"  # what the checker grades; None: nothing
     artifact_bytes: int = 64 * MIB
     snapshot_store: bool = False  # keep /sandbox/store as the agent left it, for the next phase
+    writes: bool = False  # the session may write to the arm: its write tools must be offered
     disk_mib: int | None = None
     store_report: dict | None = None  # an ingested store's report: the gate proves it is populated
     extra_proofs: tuple[gate.GateProof, ...] = ()  # proofs the protocol took before the sandbox started
@@ -263,7 +269,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             if full := sandbox.full_mounts():
                 transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
             proofs += session_proofs(ctx, arm, transcript, endpoint, phase.record_dir,
-                                     getattr(cls, "core_tools", ()))
+                                     getattr(cls, "core_tools", ()), phase.writes)
         else:
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")

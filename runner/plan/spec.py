@@ -76,6 +76,7 @@ class McpSpec:
     search_tool: str
     required_tools: tuple[str, ...]
     write_tools: tuple[str, ...] = ()  # the tools an agent remembers (first) and forgets through; empty: read-only
+    write_command: tuple[str, ...] = ()  # the server as sessions that may write start it (default: command)
 
     @property
     def prefix(self) -> str:
@@ -413,7 +414,7 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         files=tuple(ArmFile(f["source"], f["dest"]) for f in data.get("files", [])),
         search_tool=data.get("search_tool"),
         mcp=McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"]),
-                    tuple(m.get("write_tools", ()))) if (m := data.get("mcp")) else None,
+                    tuple(m.get("write_tools", ())), tuple(m.get("write_command", ()))) if (m := data.get("mcp")) else None,
         ingest=tuple(data["ingest"]["command"]) if "ingest" in data else None,
         ingest_seconds=data.get("ingest", {}).get("timeout_seconds", 600),
         hooks=tuple(HookSpec(h["event"], tuple(h["command"])) for h in data.get("hooks", [])),

@@ -1,7 +1,8 @@
 """recall: a small BM25 memory for coding agents.
 
-`recall.ingest` turns a folder of JSONL session transcripts into a frozen, digest-stamped store;
-`recall.server` serves that store read-only over MCP stdio (tools: search, get, recent).
+`recall.ingest` turns a folder of JSONL session transcripts into a digest-stamped store;
+`recall.server` serves that store over MCP stdio (tools: search, get, recent; with --writable also
+remember and forget, which change the store in place, each write committed atomically).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,10 +1,14 @@
-"""recall's MCP server: a frozen store served read-only over stdio.
+"""recall's MCP server: a store served over stdio, read-only unless asked to take writes.
 
-    python -m recall.server --store DIR
+    python -m recall.server --store DIR [--writable]
 
-Tools: search(query, k), get(id), recent(n). The store is verified against its receipt before the
-transport starts; a missing or altered store ends the process with one stderr line and exit 2, so a
-harness sees a broken memory at launch instead of an agent seeing empty answers.
+Tools: search(query, k), get(id), recent(n); with --writable also remember(text, tags) and
+forget(id), which change the store in place (each write a whole new store committed atomically,
+see recall.store), so a later server on the same folder serves what was written. Without
+--writable the server lists exactly the three read tools and never writes its store. The store is
+verified against its receipt before the transport starts; a missing or altered store ends the
+process with one stderr line and exit 2, so a harness sees a broken memory at launch instead of an
+agent seeing empty answers.
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ INSTRUCTIONS = (
     "they say a rule replaced an older one."
 )
 
+WRITE_INSTRUCTIONS = (
+    " `remember` keeps a text (a fact, a decision, a value) as a new memory that later sessions find "
+    "with `search`; `forget` removes one by the id `remember` or `search` gave."
+)
+
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+REMOVES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
 
 
 class Hit(BaseModel):
@@ -60,9 +71,18 @@ class RecentResult(BaseModel):
     sessions: list[RecentSession]
 
 
-def build_server(store: Store) -> MCPServer:
+class Remembered(BaseModel):
+    id: str = Field(description="the new memory's id (mem-...), for get and forget")
+
+
+class Forgotten(BaseModel):
+    forgotten: bool
+
+
+def build_server(store: Store, writable: bool = False) -> MCPServer:
     # WARNING, not INFO: the SDK logs every request at INFO, which is noise on a harness's stderr.
-    server = MCPServer("recall", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = MCPServer("recall", instructions=INSTRUCTIONS + (WRITE_INSTRUCTIONS if writable else ""),
+                       version=__version__, log_level="WARNING")
 
     @server.tool(annotations=READ_ONLY)
     def search(query: str, k: int = 5) -> SearchResult:
@@ -83,19 +103,43 @@ def build_server(store: Store) -> MCPServer:
         """The n latest sessions by date (max 50), newest first: id, date and first line."""
         return RecentResult(sessions=[RecentSession(**r) for r in store.recent(n)])
 
+    if not writable:
+        return server
+
+    @server.tool(annotations=ADDS)
+    def remember(text: str, tags: list[str] | None = None) -> Remembered:
+        """Remember a text for later sessions: it becomes a new memory, dated now, that search, get and
+        recent return like any session. Tags, if given, are kept as its last line (`tags: a, b`)."""
+        try:
+            return Remembered(**store.remember(text, tags))
+        except (ValueError, StoreError, OSError) as e:
+            raise ToolError(f"not remembered: {e}") from e
+
+    @server.tool(annotations=REMOVES)
+    def forget(id: str) -> Forgotten:
+        """Forget one memory (or session) by its exact id: search, get and recent no longer return it."""
+        try:
+            return Forgotten(forgotten=store.forget(id))
+        except KeyError:
+            raise ToolError(f"no session with id {id!r} in namespace {store.namespace!r}") from None
+        except (StoreError, OSError) as e:
+            raise ToolError(f"not forgotten: {e}") from e
+
     return server
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="recall.server", description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", type=Path, required=True, help="store folder written by recall.ingest")
+    parser.add_argument("--writable", action="store_true",
+                        help="also serve the write tools remember and forget, which change the store in place")
     args = parser.parse_args(argv)
     try:
         store = Store(args.store)
     except StoreError as e:
         print(f"recall.server: {e}", file=sys.stderr, flush=True)
         return 2
-    build_server(store).run("stdio")
+    build_server(store, writable=args.writable).run("stdio")
     return 0
 
 

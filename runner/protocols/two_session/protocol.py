@@ -149,7 +149,7 @@ class TwoSessionProtocol(Protocol):
             has_store = kind_of(arm).write_path(arm) is not None or kind_of(arm).ingests
             s1 = run_phase(ctx, cell, PhaseSpec("step1", casegen.step1_prompt(case), b1, cell_dir / "step1",
                                                 AGENT_SECONDS, reader_channel(case, "step1"), export=None,
-                                                snapshot_store=has_store), attempt)
+                                                snapshot_store=has_store, writes=True), attempt)
             s1.remover.join(timeout=60)
             if not has_store:
                 s1.store, s1.store_digest = (), sha256_bytes(pack([]))
@@ -188,7 +188,7 @@ class TwoSessionProtocol(Protocol):
             ctx.check_cancel()
             s2 = run_phase(ctx, cell, PhaseSpec("step2", casegen.step2_prompt(case), b2, cell_dir / "step2",
                                                 AGENT_SECONDS, reader_channel(case, "step2"), export=None,
-                                                pre_session=scrubbed), attempt)
+                                                pre_session=scrubbed, writes=True), attempt)
             s2.remover.join(timeout=60)
             proofs.extend({"phase": "step2", **p} for p in s2.decision.as_json())
             phases["step2"] = {"admitted": s2.decision.admitted, "discard_reason": s2.decision.discard_reason,
