@@ -203,7 +203,7 @@ class ClaudeCodeAgent(Agent):
     name = NAME
     needs_model = True
     core_tools = CORE_TOOLS  # the gate proves the model was offered these beside the arm's memory tools
-    protocols = ("coding",)  # its scripted model plays coding tasks; another protocol needs its own script
+    protocols = ("coding", "two-session")  # the protocols the scripted model has a script for
 
     def __init__(self, setup):
         super().__init__(setup)
@@ -220,9 +220,14 @@ class ClaudeCodeAgent(Agent):
         return run_setup.agent_images[base.id]
 
     @classmethod
-    def start_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int) -> ModelEndpoint:
-        """The cell's own network with the model gateway (and, offline, the scripted model playing this cell)."""
-        script = build_script(task, arm, memory, cell.condition, cell.seed) if run_setup.model == SCRIPTED else None
+    def start_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int,
+                       script: dict | None = None) -> ModelEndpoint:
+        """The cell's own network with the model gateway (and, offline, the scripted model playing this
+        session: the protocol's script for it, or a coding task's)."""
+        if run_setup.model != SCRIPTED:
+            script = None
+        elif script is None:
+            script = build_script(task, arm, memory, cell.condition, cell.seed)
         endpoint = ModelEndpoint(client, run_setup.model_image.tag, run_id, cell.cell_id, run_setup.model, script,
                                  run_setup.allow_hosts, guard_image=images.base.tag)
         endpoint.start(attempt)
@@ -263,6 +268,7 @@ class ClaudeCodeAgent(Agent):
                         "session": None if t_init is None or t_result is None else round(t_result - t_init, 3),
                         "exec": round(result.seconds, 3)}
         transcript.usage = session.usage
+        transcript.output = str((session.result or {}).get("result") or "")
         transcript.cli_cost_usd = session.cli_cost_usd
         transcript.error_class, transcript.error = classify(session, result.timed_out, result.exit_code, result.stderr,
                                                             self.setup.agent_seconds)

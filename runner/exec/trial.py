@@ -161,7 +161,8 @@ def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endp
         return [*treatment_proofs(ctx, arm, transcript, False, writes), gate.agent_proof(transcript)]
     gateway = endpoint.collect(record_dir).get("gateway", [])
     own = kind_of(arm).own_server(arm)
-    memory_tools = [f"{own.prefix}{t}" for t in own.required_tools] if own is not None else []
+    memory_tools = [f"{own.prefix}{t}" for t in own.required_tools + (own.write_tools if writes else ())] \
+        if own is not None else []
     return [gate.model_reached_proof(gateway, key_expected=not endpoint.scripted),
             *treatment_proofs(ctx, arm, transcript, True, writes),
             gate.tools_visible_proof([r for r in gateway if r.get("kind") == "model"], [*core_tools, *memory_tools]),
@@ -186,6 +187,7 @@ class PhaseSpec:
     store_report: dict | None = None  # an ingested store's report: the gate proves it is populated
     extra_proofs: tuple[gate.GateProof, ...] = ()  # proofs the protocol took before the sandbox started
     pre_session: object = None  # callable(sandbox) -> list[GateProof], run after the bundle is verified
+    model_script: dict | None = None  # what the scripted model plays in this phase (None: a coding task's)
 
 
 @dataclass
@@ -219,7 +221,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     endpoint = None
     if cls.needs_model:
         endpoint = cls.start_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, ctx.tasks.get(cell.task),
-                                      arm, ctx.memory, attempt)
+                                      arm, ctx.memory, attempt, phase.model_script)
     sandbox = None
     handed_off = False
 

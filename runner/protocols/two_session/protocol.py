@@ -70,6 +70,19 @@ def reader_channel(case: casegen.Case, phase: str) -> ReferenceChannel:
                             {"key": key})
 
 
+def model_script(case: casegen.Case, arm: ArmSpec, phase: str) -> dict:
+    """What the scripted model plays (it reaches the model container only): in step 1, the line a model
+    that derived the value would remember, through the arm's write path; in step 2, where to look and
+    the key to look for."""
+    write, server, key = kind_of(arm).write_path(arm), kind_of(arm).own_server(arm), casegen.key(case)
+    if phase == "step1":
+        path = {} if write is None else {"tool": server.prefix + write["tool"]} if "tool" in write else {"file": write["file"]}
+        return {"mode": "remember", "text": f"{key} = {casegen.answer(case)}", "write": path}
+    search = {} if write is None else {"tool": server.prefix + server.search_tool} if "tool" in write \
+        else {"read": [write["file"]]}
+    return {"mode": "answer", "key": key, "prompt": casegen.step2_prompt(case), "search": search}
+
+
 def env_proof(env_lines: str, secrets: list[str]) -> gate.GateProof:
     """Scrub by value: no variable of step 2's session (whatever its name) holds the answer or names
     step 1's inputs."""
@@ -149,7 +162,8 @@ class TwoSessionProtocol(Protocol):
             has_store = kind_of(arm).write_path(arm) is not None or kind_of(arm).ingests
             s1 = run_phase(ctx, cell, PhaseSpec("step1", casegen.step1_prompt(case), b1, cell_dir / "step1",
                                                 AGENT_SECONDS, reader_channel(case, "step1"), export=None,
-                                                snapshot_store=has_store, writes=True), attempt)
+                                                snapshot_store=has_store, writes=True,
+                                                model_script=model_script(case, arm, "step1")), attempt)
             s1.remover.join(timeout=60)
             if not has_store:
                 s1.store, s1.store_digest = (), sha256_bytes(pack([]))
@@ -188,7 +202,8 @@ class TwoSessionProtocol(Protocol):
             ctx.check_cancel()
             s2 = run_phase(ctx, cell, PhaseSpec("step2", casegen.step2_prompt(case), b2, cell_dir / "step2",
                                                 AGENT_SECONDS, reader_channel(case, "step2"), export=None,
-                                                pre_session=scrubbed, writes=True), attempt)
+                                                pre_session=scrubbed, writes=True,
+                                                model_script=model_script(case, arm, "step2")), attempt)
             s2.remover.join(timeout=60)
             proofs.extend({"phase": "step2", **p} for p in s2.decision.as_json())
             phases["step2"] = {"admitted": s2.decision.admitted, "discard_reason": s2.decision.discard_reason,
