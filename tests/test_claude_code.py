@@ -143,3 +143,21 @@ def test_canary_key_reaches_the_model_and_no_file(engine, images, run_id, tmp_pa
             assert CANARY.encode() not in data, f"the API key leaked into {path}"
             scanned += 1
     assert scanned > 10
+
+
+def test_two_sessions_on_the_scripted_model_remember_through_the_arm(engine, images, run_id, tmp_path, no_leftovers):
+    grid = grid_from_dict({"name": "cc-two", "protocol": "two-session", "cases": 1, "arms": ["bare", "recall"],
+                           "agents": ["claude-code"], "seeds": 1, "conditions": ["closing_balance"], "model": "scripted"},
+                          Path("(test grid)"))
+    outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                       progress=False, log=lambda m: None)
+    rows = {r["arm"]: r for r in latest_attempts([json.loads(l) for l in (outcome.run_dir / "ledger.jsonl").open()]).values()}
+    assert all(r["admitted"] for r in rows.values()), {a: r["discard_reason"] for a, r in rows.items()}
+    assert json.loads(rows["recall"]["result"])["score"] == 1 and json.loads(rows["bare"]["result"])["score"] == 0
+    cell = outcome.run_dir / "cells" / rows["recall"]["cell_id"]
+    calls = {ph: [json.loads(l)["tool"] for l in (cell / ph / "transcript.jsonl").open() if json.loads(l)["type"] == "tool_call"]
+             for ph in ("step1", "step2")}
+    assert calls == {"step1": ["mcp__recall__remember"], "step2": ["mcp__recall__search"]}  # the real CLI, both sessions
+    step1 = [p for p in json.loads(rows["recall"]["gate_proofs"]) if p["phase"] == "step1"]
+    assert any(p["name"] == "tools_visible" and "mcp__recall__remember" in p["detail"] for p in step1)
+    assert rows["recall"]["tokens_fresh_input"] > 0  # both sessions' tokens, summed

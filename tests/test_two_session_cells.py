@@ -118,3 +118,24 @@ def test_the_environment_scrub_catches_a_variable_holding_the_answer():
     assert env_proof("HOME=/home/agent\nPATH=/usr/bin\n", ["12345.67"]).passed
     leaked = env_proof("HOME=/home/agent\nHINT=it was 12345.67\n", ["12345.67"])
     assert not leaked.passed and "HINT" in leaked.detail
+
+
+def test_an_arm_whose_write_tools_never_arrive_is_discarded_not_scored(engine, images, project, tmp_path, run_id,
+                                                                       no_leftovers):
+    """recall without its write tools (the server started read-only) cannot have carried anything: the
+    gate discards the cell instead of scoring the arm 0."""
+    arm_yaml = project / "arms" / "recall" / "arm.yaml"
+    arm_yaml.write_text(arm_yaml.read_text().replace('  write_command: ["recall-server", "--store", "{store}", "--writable"]\n', ""))
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
+                       protocol=PROTOCOL)
+    ctx.run_dir.mkdir(parents=True)
+    from runner.arms.ingest import ensure_empty_stores
+    from runner.env.images import ensure_arm_image
+
+    ctx.images_by_arm["recall"] = ensure_arm_image(engine, project / "arms" / "recall", images.sandbox, log=lambda m: None)
+    ctx.stores.update(ensure_empty_stores(engine, [ctx.arms["recall"]], ctx.run_dir, ctx.images_by_arm, run_id=run_id,
+                                          log=lambda m: None))
+    case = casegen.generate_cases(1)[0]
+    row = PROTOCOL.run_cell(ctx, cell(case, "recall", "reader"), 1)
+    assert not row.admitted and row.discard_reason == "required_tools_missing", (row.discard_reason, row.error_detail)
+    assert row.checker_passed is None
