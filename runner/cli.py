@@ -332,10 +332,15 @@ def cell_show(
     verdict = "[green]admitted" if row["admitted"] else f"[yellow]discarded: {row['discard_reason']}"
     console.print(f"attempts {len(attempts)} ({', '.join(str(r['discard_reason'] or 'admitted') for r in attempts)}) · "
                   f"{verdict}[/] · {row['wall_seconds']:.1f}s")
-    proofs = Table("proof", "passed", "detail", title="gate proofs (latest attempt)")
-    for p in json.loads(row["gate_proofs"]):
-        proofs.add_row(p["name"], "[green]yes" if p["passed"] else "[red]no", p["detail"])
+    listed = json.loads(row["gate_proofs"])
+    phased = any("phase" in p for p in listed)  # a protocol of several phases names each proof's
+    proofs = Table(*(["phase"] if phased else []), "proof", "passed", "detail", title="gate proofs (latest attempt)")
+    for p in listed:
+        proofs.add_row(*([p.get("phase", "")] if phased else []), p["name"], "[green]yes" if p["passed"] else "[red]no",
+                       p["detail"])
     console.print(proofs)
+    if row.get("result"):
+        console.print(f"result ({row.get('protocol')}): {row['result']}", markup=False, highlight=False)
     if row["checker_passed"] is None:
         console.print(f"checker: not run ({row['checker_detail'] or 'the cell was discarded, not scored'})")
     else:
@@ -357,7 +362,7 @@ def cell_show(
     if log.is_file():
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
         console.print("checker.log (last lines):\n  " + "\n  ".join(tail), markup=False, highlight=False)
-    for name in ("prefetch.jsonl", "transcript.jsonl"):
+    for name in ("prefetch.jsonl", "transcript.jsonl", "step1/transcript.jsonl", "step2/transcript.jsonl"):
         path = cell_dir / name
         if not path.is_file():
             continue
