@@ -218,8 +218,16 @@ def report(
     with task-cluster bootstrap intervals and exact McNemar tests, the damage detector's rate (damaged / admitted)
     and, apart from it, harm against bare by condition, discards
     and costs: as tables here and as a self-contained HTML page with plots."""
+    from runner.exec.run import resolve_run_dir
     from runner.results.report import make_report
 
+    protocol = json.loads((resolve_run_dir(run, runs_dir) / "run.json").read_text())["grid"].get("protocol", "coding")
+    if protocol != "coding":  # its own summary; the coding report's contrasts and plots do not apply
+        if html is not None or append_to_prereg is not None:
+            raise UserError(f"run {run}: --html and --append-to-prereg report coding runs; this run is {protocol}: "
+                            "fix: drop them")
+        _print_protocol_summary(resolve_run_dir(run, runs_dir), protocol)
+        return
     result = make_report(run, runs_dir, html, append_to_prereg, min_effect, console)
     console.print(f"report: {result.html_path}")
     if append_to_prereg is not None:

@@ -22,26 +22,15 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
 from runner.errors import UserError
+from runner.protocols.coding import BASELINE, DIAGNOSTIC_ARMS, DIAGNOSTICS, FLOOR  # the coding protocol's own analysis
 from runner.results.ledger import Ledger, latest_attempts
 
-BASELINE = "claude_md"
-FLOOR = "bare"
-DIAGNOSTIC_ARMS = frozenset({"recall_prefetch", "oracle_memory"})  # DESIGN.md: never ranked
 DEFAULT_MIN_EFFECT = 0.10
 RESAMPLES = 10_000
 FEW_TASKS = 5
 BOOTSTRAP_SEED = 20_240_601
 TOKEN_CLASSES = ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output")
 OUTCOMES = ("solved", "neutral_failure", "damaged", "ambiguous")
-
-# (minuend, subtrahend, what the difference measures) from the coding-suite spec.
-DIAGNOSTICS = (
-    ("oracle_memory", "claude_md", "headroom"),
-    ("recall", "claude_md", "natural lift"),
-    ("recall_prefetch", "claude_md", "prefetch lift"),
-    ("oracle_memory", "recall", "access gap"),
-    ("recall_prefetch", "recall", "query gap"),
-)
 
 
 @dataclass(frozen=True)

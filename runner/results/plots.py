@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
-from runner.results.analysis import BASELINE, FLOOR, Analysis  # noqa: E402
+from runner.protocols.coding import BASELINE, FLOOR  # noqa: E402
+from runner.results.analysis import Analysis  # noqa: E402
 
 DPI = 110
 ITT_COLOUR, PP_COLOUR, NOISE_COLOUR, DIAGNOSTIC_COLOUR = "#888888", "#1f5fa8", "#e8e8e8", "#b35806"

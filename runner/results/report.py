@@ -15,7 +15,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from runner.results.analysis import (BASELINE, FLOOR, OUTCOMES, TOKEN_CLASSES, Analysis, Contrast, PairedStat, ScoredPrediction, analyse,
+from runner.protocols.coding import BASELINE, FLOOR
+from runner.results.analysis import (OUTCOMES, TOKEN_CLASSES, Analysis, Contrast, PairedStat, ScoredPrediction, analyse,
                        fmt_rate, score_predictions)
 from runner.errors import UserError
 from runner.plan.prereg import append_results, load_prereg
