@@ -1,0 +1,94 @@
+"""The protocol seam without an engine: the registry, grid specs of each protocol, the agents and arms a
+protocol refuses by name, and the command line's one-line errors."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner.errors import SpecError
+from runner.exec.job import check_agents
+from runner.plan.spec import grid_from_dict, load_all_arms, load_all_tasks
+from runner.protocols.registry import PROTOCOLS, protocol_named
+
+REPO = Path(__file__).resolve().parent.parent
+WHERE = Path("(test grid)")
+DERIVATIONS = ["closing_balance", "month_debits", "counterparty_debits", "largest_debit_voucher", "nth_largest_debit_voucher"]
+
+
+def two_session(**changes) -> dict:
+    return {"name": "ts", "protocol": "two-session", "cases": 5, "arms": ["bare", "notes"], "agents": ["reader"],
+            "seeds": 1, "conditions": DERIVATIONS, **changes}
+
+
+def test_the_registry_holds_both_protocols_and_refuses_others_by_name():
+    assert set(PROTOCOLS) == {"coding", "two-session"}
+    with pytest.raises(SpecError) as e:
+        protocol_named("planted")
+    assert "use one of: coding, two-session" in str(e.value)
+
+
+def test_each_protocol_validates_its_own_conditions():
+    grid_from_dict(two_session(), WHERE)
+    with pytest.raises(SpecError) as e:
+        grid_from_dict(two_session(conditions=["present"]), WHERE)
+    assert "conditions" in e.value.field and "closing_balance" in e.value.fix
+    with pytest.raises(SpecError) as e:  # a coding grid neither takes derivations nor a case count
+        grid_from_dict({"name": "c", "tasks": "all", "arms": ["bare"], "agents": ["reader"], "seeds": 1,
+                        "conditions": ["closing_balance"]}, WHERE)
+    assert "absent" in e.value.fix
+    with pytest.raises(SpecError):
+        grid_from_dict(two_session(cases=0), WHERE)
+
+
+def test_a_coding_grid_locks_as_it_did_before_protocols_had_names():
+    grid = grid_from_dict({"name": "c", "tasks": "all", "arms": ["bare"], "agents": ["reader"], "seeds": 1,
+                           "conditions": ["present"]}, WHERE)
+    assert grid.protocol == "coding" and set(grid.as_dict()) == {"name", "tasks", "arms", "agents", "seeds",
+                                                                 "conditions", "network"}
+
+
+@pytest.mark.parametrize("changes,field,words", [
+    ({"agents": ["reader", "nobody"]}, "agents", "unknown agent 'nobody'"),
+    ({"agents": ["floor"]}, "agents", "plays only the coding protocol"),
+    ({"arms": ["claude_md"]}, "arms", "cannot host two sessions"),
+    ({"arms": ["fs_grep"]}, "arms", "cannot host two sessions"),
+    ({"agents": ["stub"], "command_agents": {"stub": {"command": ["python3", "x.py"], "files": ["no/such/x.py"]}}},
+     "command_agents.stub.files[0]", "does not exist"),
+])
+def test_what_a_protocol_cannot_use_is_refused_by_name(changes, field, words):
+    grid = grid_from_dict(two_session(**changes), WHERE)
+    with pytest.raises(SpecError) as e:
+        check_agents(grid, WHERE, REPO, load_all_arms(REPO))
+    assert e.value.field == field and words in e.value.problem
+
+
+def test_the_two_session_preset_expands_to_cases_times_arms_times_agents():
+    from runner.env.images import ImageRef, ImageSet
+    from runner.exec.run import plan_run
+    from runner.plan.spec import load_grid, preset_path
+
+    grid = load_grid(preset_path("two-session"))
+    protocol, command_agents = check_agents(grid, WHERE, REPO, load_all_arms(REPO))
+    ref = ImageRef("x", "x:1", "sha256:0")
+    plan = plan_run(grid, WHERE, load_all_tasks(REPO), load_all_arms(REPO), ImageSet(ref, ref, ref), Path("/tmp"),
+                    "plan-only", {}, {}, command_agents)
+    assert len(plan.cells) == grid.cases * len(grid.arms) * len(grid.agents) >= 40 * 2 * 7
+    assert {c.condition for c in plan.cells} == set(DERIVATIONS) and len({c.cell_id for c in plan.cells}) == len(plan.cells)
+    assert set(plan.inputs.tasks) == {f"ts-{i:04d}" for i in range(grid.cases)}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO / ".venv/bin/memgrid"), *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MEMGRID_ROOT": str(REPO)})
+
+
+def test_protocol_list_and_a_mismatched_protocol_on_the_command_line():
+    listed = run_cli("protocol", "list")
+    assert listed.returncode == 0 and "coding (default)" in listed.stdout and "two-session" in listed.stdout
+    wrong = run_cli("grid", "--protocol", "two-session", "--preset", "default")
+    assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
+    assert "its protocol is coding, not two-session" in wrong.stderr and "Traceback" not in wrong.stderr
+    unknown = run_cli("grid", "--protocol", "planted")
+    assert unknown.returncode == 2 and "'planted' is not a protocol" in unknown.stderr
