@@ -6,7 +6,8 @@ import tarfile
 
 import pytest
 
-from runner.agents import base as agent_module
+from runner.agents import registry as agent_module
+from runner.agents.base import Agent
 from runner.agents.base import Transcript
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID, MANIFEST, Bundle, build_bundle
@@ -96,17 +97,11 @@ def test_tampered_bundle_is_discarded(ctx, fix_manifest, no_leftovers):
     assert honest_row.admitted and honest_row.checker_passed
 
 
-class ProbeAgent:
+class ProbeAgent(Agent):
     """A test agent that runs shell commands in the sandbox and records what they print."""
 
     name = "probe"
     commands: list[list[str]] = []
-
-    def __init__(self, task):
-        self.task = task
-
-    def prepare(self, image):
-        pass
 
     def run(self, sandbox, prompt):
         transcript = Transcript(agent="probe", model=None)

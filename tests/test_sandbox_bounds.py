@@ -7,7 +7,8 @@ import psutil
 import pytest
 import yaml
 
-from runner.agents import base as agent_module
+from runner.agents import registry as agent_module
+from runner.agents.base import Agent
 from runner.agents.base import Transcript
 from runner.env.bundle import build_bundle
 from runner.plan.grid import CellSpec
@@ -18,17 +19,11 @@ from runner.exec.trial import TrialContext, run_cell
 from conftest import REPO
 
 
-class ShellAgent:
+class ShellAgent(Agent):
     """A test agent that runs shell commands in the sandbox, as a hostile agent's Bash tool would."""
 
     name = "shell"
     commands: list[str] = []
-
-    def __init__(self, task):
-        self.task = task
-
-    def prepare(self, image):
-        pass
 
     def run(self, sandbox, prompt):
         transcript = Transcript(agent=self.name, model=None)

@@ -20,7 +20,7 @@ def write(path: Path, text: str) -> Path:
 
 @pytest.mark.parametrize("text, field, fix", [
     (GOOD_GRID.replace("seeds: 1", "seeds: two"), "seeds", "whole number"),
-    (GOOD_GRID.replace("agents: [floor]", "agents: [robot]"), "agents[0]", "floor, ceiling"),
+    (GOOD_GRID.replace("agents: [floor]", "agents: [Robot!]"), "agents[0]", "floor, ceiling"),
     (GOOD_GRID.replace("name: g\n", ""), "(top level)", "add the field 'name'"),
     (GOOD_GRID + "colour: red\n", "colour", "allowed fields"),
     (GOOD_GRID.replace("arms: [bare]", "arms: [bare"), "line", "fix the YAML syntax"),
@@ -216,11 +216,11 @@ def memgrid_in_process(monkeypatch, capsys, project: Path, cwd: Path, *args: str
 @pytest.mark.parametrize("edit, flags, says", [
     (("arms: [bare]", "arms: [ghost]"), (), "grid.yaml: arms: names unknown arm 'ghost' — fix: use one of: bare, claude_md, "),
     (("tasks: all", "tasks: [ghost]"), (), "grid.yaml: tasks: names unknown task 'ghost' — fix: use one of: api_version_header, "),
-    (("agents: [floor]", "agents: [ghost]"), (), "grid.yaml: agents[0]: 'ghost' is not one of"),
+    (("agents: [floor]", "agents: [ghost]"), (), "grid.yaml: agents: names unknown agent 'ghost' — fix: use one of: "),
     (("conditions: [present]", "conditions: [ghost]"), (), "grid.yaml: conditions[0]: 'ghost' is not one of"),
     (None, ("--arms", "bare,ghost"), "(command line): --arms: names unknown arm 'ghost' — fix: use one of: bare, "),
     (None, ("--tasks", "ghost"), "(command line): --tasks: names unknown task 'ghost' — fix: use one of: "),
-    (None, ("--agent", "ghost"), "(command line): --agent: 'ghost' is not one of ['floor', "),
+    (None, ("--agent", "ghost"), "(command line): --agent: names unknown agent 'ghost' — fix: use one of: "),
     (None, ("--conditions", "present,ghost"), "(command line): --conditions: 'ghost' is not one of ['absent', "),
 ], ids=["arm", "task", "agent", "condition", "--arms", "--tasks", "--agent", "--conditions"])
 def test_unknown_names_in_the_spec_or_the_options_are_one_line_before_the_engine(tmp_path, monkeypatch, capsys,
@@ -236,10 +236,13 @@ def test_unknown_names_in_the_spec_or_the_options_are_one_line_before_the_engine
 
 def test_a_malformed_arm_yaml_is_one_line_for_arm_check(project, monkeypatch, capsys):
     arm = project / "arms" / "recall" / "arm.yaml"
+    before = arm.read_text().splitlines()
     arm.write_text(arm.read_text() + "kind: files\n")
     code, lines = memgrid_in_process(monkeypatch, capsys, project, project, "arm", "check", "recall")
     assert code == 2 and len(lines) == 1, lines
-    assert lines[0] == f"memgrid: {arm}: line 17: repeats the key 'kind' (first on line 5) — fix: keep one of them"
+    first = before.index("kind: mcp") + 1
+    assert lines[0] == (f"memgrid: {arm}: line {len(before) + 1}: repeats the key 'kind' (first on line {first}) — "
+                        "fix: keep one of them")
 
 
 def test_a_malformed_pin_or_digests_file_is_one_line(tmp_path, monkeypatch):

@@ -241,7 +241,7 @@ def run_selftest(root: Path, runs_dir: Path, *, emit: Callable[[str], None], log
                 emit(check.line())
         probe_dir = run.plan.run_dir / "cells" / "selftest-probes"
         probe_dir.mkdir(parents=True, exist_ok=True)
-        for check in escape_checks(run.ctx.client, run.ctx.images, run.ctx.claude.model_image.tag, run_id, probe_dir):
+        for check in escape_checks(run.ctx.client, run.ctx.images, run.ctx.agent_setups["claude-code"].model_image.tag, run_id, probe_dir):
             checks.append(check)
             emit(check.line())
     finally:

@@ -12,8 +12,8 @@ from runner.env.doctor import space_warnings
 from runner.env.engine import connect
 from runner.env.images import arm_image_needed, ensure_arm_image, ensure_images
 from runner.agents.command import load_command_agents
-from runner.agents.registry import AGENTS, agent_class
-from runner.errors import SpecError
+from runner.agents.registry import agent_class
+from runner.plan.grid import check_agent_names
 from runner.protocols.registry import protocol_named
 from runner.results.ledger import Ledger
 from runner.plan.preflight import check_grid
@@ -113,11 +113,7 @@ def check_agents(grid: GridSpec, grid_path: Path, root: Path, arms: dict) -> tup
     when unknown or unable to play the protocol; the protocol then checks the arms it can host."""
     protocol = protocol_named(grid.protocol, grid_path)
     command_agents = load_command_agents(grid.command_agents, root, grid_path)
-    known = sorted({*AGENTS, *command_agents})
-    for name in grid.agents:
-        if name not in AGENTS and name not in command_agents:
-            raise SpecError(grid_path, "agents", f"names unknown agent '{name}'",
-                            f"use one of: {', '.join(known)}, or define it under command_agents")
+    check_agent_names(grid, grid_path)
     protocol.check(grid, grid_path, arms, {a: agent_class(a, command_agents) for a in grid.agents})
     return protocol, command_agents
 

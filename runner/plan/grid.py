@@ -78,6 +78,15 @@ def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
     return task_ids, list(grid.arms)
 
 
+def check_agent_names(grid: GridSpec, grid_path) -> None:
+    from runner.agents.registry import AGENTS  # the agents package builds on plan; only this check needs it back
+
+    for name in grid.agents:
+        if name not in AGENTS and name not in grid.command_agents:
+            raise SpecError(grid_path, "agents", f"names unknown agent '{name}'",
+                            f"use one of: {', '.join(sorted({*AGENTS, *grid.command_agents}))}, or define it under command_agents")
+
+
 def check_names(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
                 flags: frozenset[str] = frozenset()) -> None:
     """Validate the grid and the names it uses before anything runs. `flags`: the fields command-line options
@@ -85,6 +94,7 @@ def check_names(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dic
     try:
         validate(grid.as_dict(), "grid", grid_path)
         select(grid, tasks, arms, grid_path)
+        check_agent_names(grid, grid_path)
     except SpecError as e:
         field_name = re.split(r"[.\[]", e.field, maxsplit=1)[0]
         if field_name in flags:
