@@ -87,7 +87,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 def test_protocol_list_and_a_mismatched_protocol_on_the_command_line():
     listed = run_cli("protocol", "list")
     assert listed.returncode == 0 and "coding (default)" in listed.stdout and "two-session" in listed.stdout
-    wrong = run_cli("grid", "--protocol", "two-session", "--preset", "default")
+    wrong = run_cli("grid", "--protocol", "two-session", "--spec", str(REPO / "runner/defaults/default.yaml"))
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
     assert "its protocol is coding, not two-session" in wrong.stderr and "Traceback" not in wrong.stderr
     unknown = run_cli("grid", "--protocol", "planted")
