@@ -145,7 +145,7 @@ class TwoSessionProtocol(Protocol):
 
         def finish(**updates) -> LedgerRow:
             row.update(updates)
-            row["gate_proofs"] = json.dumps(proofs)
+            row["gate_proofs"] = json.dumps(proofs)  # every phase's proofs, whatever a session's fields said
             write_json(cell_dir / "phases.json", phases)
             return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3),
                              protocol=self.name, result=json.dumps(result) if result else None)
@@ -174,7 +174,7 @@ class TwoSessionProtocol(Protocol):
             tokens = session_fields(s1)
             # Session 1 failing still runs session 2; a session 1 without its arm attached discards the cell.
             if not s1.decision.admitted and s1.decision.discard_reason != gate.AGENT_ERROR:
-                return finish(**{**tokens, "gate_proofs": None})
+                return finish(**tokens)
             saved = cell_dir / "step1" / "store.tar"
             saved.write_bytes(pack(list(s1.store)))
             if between is not None:
@@ -187,7 +187,7 @@ class TwoSessionProtocol(Protocol):
             proofs.append({"phase": "between", **vars(carry)})
             row["store_digest"] = s1.store_digest
             if not carried:
-                return finish(admitted=False, discard_reason=gate.STORE_DIGEST_MISMATCH, gate_proofs=None)
+                return finish(admitted=False, discard_reason=gate.STORE_DIGEST_MISMATCH)
             store = tuple(safe_entries(raw))
             # Step 2: a fresh container; the question, the arm, and the store.
             b2 = self.bundle(ctx, cell, "step2", casegen.step2_prompt(case), store)
@@ -213,13 +213,13 @@ class TwoSessionProtocol(Protocol):
                 if tokens[k] is not None or fields[k] is not None:
                     fields[k] = (tokens[k] or 0) + (fields[k] or 0)
             if not s2.decision.admitted:
-                return finish(**{**fields, "gate_proofs": None})
+                return finish(**fields)
             verdict = judge(s2.transcript.output, gold)
             result = {"score": verdict.score, "reason": verdict.reason, "last_line": verdict.last_line[:300],
                       "candidates": list(verdict.candidates)[:20], "gold": gold, "key": key,
                       "derivation": case.derivation, "step1_admitted": s1.decision.admitted}
             write_json(cell_dir / "verdict.json", result)
-            return finish(**{**fields, "gate_proofs": None}, checker_passed=verdict.score == 1,
+            return finish(**fields, checker_passed=verdict.score == 1,
                           checker_detail=f"{verdict.reason}: {verdict.last_line[:200]}",
                           outcome="recalled" if verdict.score == 1 else "not_recalled")
         except Cancelled:
@@ -227,7 +227,7 @@ class TwoSessionProtocol(Protocol):
         except Exception as e:
             if ctx.cancel.is_set():
                 raise Cancelled() from e
-            return finish(**harness_failure(e), gate_proofs=None)
+            return finish(**harness_failure(e))
 
     def summary(self, rows: list[dict]) -> list[dict]:
         from statsmodels.stats.proportion import proportion_confint
