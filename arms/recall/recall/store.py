@@ -6,7 +6,8 @@ through `Store.remember` / `Store.forget` (the server's write tools, when it ser
     store.json       the receipt: namespace, document count, ingest wall seconds, model tokens (0),
                      local model (none), per-file sha256 and the store digest (after a write also
                      `writes`, how many writes the store has taken since its ingest)
-    sessions.jsonl   one session per line, sorted by id: {"id", "date", "supersedes_hint", "text"}
+    sessions.jsonl   one session per line, sorted by id: {"id", "date", "supersedes_hint", "text"}; a
+                     remembered text also has "written", the number of the write that added it
     index/           the BM25 index as bm25s saves it (absent when the namespace has no documents)
 
 The digest covers every content file plus the receipt's deterministic fields, so the same corpus
@@ -20,6 +21,10 @@ store next (a server launching, or the next write) finishes a committed stage an
 uncommitted one, so a write killed at any point leaves either the store before it or the store
 after it, never one its own verification refuses. Writers hold an exclusive flock on the store
 folder; opening holds a shared one.
+
+A store root may hold one store per namespace, ROOT/<namespace>/ (`namespace_folder`), each a store
+as above whose receipt names that namespace; `recall-admin` plants memories into one and the server
+serves one when RECALL_NAMESPACE names it.
 """
 
 from __future__ import annotations
@@ -62,6 +67,11 @@ TXN = ".recall-write"  # the staging folder of a write in progress, inside the s
 MEMORY_PREFIX = "mem-"  # ids of remembered texts: mem-<12 hex>
 MAX_TEXT = 100_000  # characters of one remembered text
 MAX_TAGS, MAX_TAG = 16, 64  # tags of one remembered text, characters of one tag
+
+# A namespace is one folder name under a store root: no separators, no leading dot, so it can neither
+# leave the root nor name a hidden folder such as a write's scratch folder.
+NAMESPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+NAMESPACE_RULE = "1 to 128 of A-Z a-z 0-9 . _ -, starting with a letter or digit"
 
 # A lexical heuristic, not understanding: a session whose own words (user and assistant turns,
 # not tool output) say a rule replaces, supersedes, or is used "instead of" / "no longer" an older
@@ -110,9 +120,39 @@ class Session:
     date: str | None  # ISO 8601 timestamp of the session's first event
     supersedes_hint: bool
     text: str
+    written: int | None = None  # the write that remembered it; None for an ingested session
 
     def first_line(self) -> str:
         return next((line for line in self.text.splitlines() if line.strip()), "")
+
+
+def bounded(k: int) -> int:
+    """How many hits a search returns for a requested k."""
+    return max(1, min(int(k), MAX_K))
+
+
+def namespace_folder(root: Path, namespace: str) -> Path:
+    """ROOT/<namespace>, for a namespace name recall accepts; StoreError naming the rule otherwise."""
+    if not NAMESPACE.fullmatch(namespace):
+        raise StoreError(f"namespace {namespace!r} refused: a namespace is {NAMESPACE_RULE}")
+    return root / namespace
+
+
+def memory_document(text: str, tags: list[str] | None) -> str:
+    """The document `remember` stores for a text and its tags (as a last line `tags: a, b`); ValueError
+    for a text or tags the store cannot keep."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text is empty: nothing to remember")
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"text is {len(text)} characters; at most {MAX_TEXT} are kept in one memory")
+    tags = list(tags or [])
+    if len(tags) > MAX_TAGS or any(not isinstance(t, str) or not t.strip() or len(t) > MAX_TAG
+                                   or "\n" in t or "," in t for t in tags):
+        raise ValueError(f"tags: at most {MAX_TAGS}, each 1 to {MAX_TAG} characters without commas or newlines")
+    document = f"{text.rstrip()}\n\ntags: {', '.join(t.strip() for t in tags)}" if tags else text
+    if not query_tokens(document):
+        raise ValueError("text has no searchable word (only stopwords, punctuation or single characters)")
+    return document
 
 
 def verify(root: Path) -> dict[str, Any]:
@@ -291,7 +331,7 @@ class Store:
         receipt = verify(root)
         with (root / SESSIONS).open("r", encoding="utf-8") as f:
             rows = [json.loads(line) for line in f if line.strip()]
-        sessions = [Session(r["id"], r["date"], r["supersedes_hint"], r["text"]) for r in rows]
+        sessions = [Session(r["id"], r["date"], r["supersedes_hint"], r["text"], r.get("written")) for r in rows]
         if len(sessions) != receipt["documents"]:
             raise StoreError(f"{root}: {len(sessions)} sessions but the receipt says {receipt['documents']}")
         retriever: bm25s.BM25 | None = None
@@ -317,7 +357,7 @@ class Store:
     def search(self, query: str, k: int = 5) -> list[dict[str, Any]]:
         """The k best sessions by BM25 (score > 0 only), ties broken by id; each with its best passage."""
         with self._lock:
-            k = max(1, min(int(k), MAX_K))
+            k = bounded(k)
             if self.retriever is None:
                 return []
             tokens = query_tokens(query)
@@ -351,6 +391,15 @@ class Store:
             undated = sorted((s for s in self.sessions if not s.date), key=lambda s: s.id)
             return [{"id": s.id, "date": s.date, "first_line": s.first_line()} for s in (dated + undated)[:n]]
 
+    def newest_remembered(self, k: int = 5) -> list[dict[str, Any]]:
+        """The k latest remembered texts (never ingested sessions), latest write first, as search hits
+        scored 0.0 with a snippet from the start of the text: what was written, not what matches."""
+        with self._lock:
+            remembered = sorted((s for s in self.sessions if s.written is not None),
+                                key=lambda s: s.written, reverse=True)
+            return [{"id": s.id, "date": s.date, "score": 0.0, "snippet": _clip(s.text, 0, SNIPPET_CHARS),
+                     "supersedes_hint": s.supersedes_hint} for s in remembered[:bounded(k)]]
+
     # ---- the write path ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -375,17 +424,7 @@ class Store:
     def remember(self, text: str, tags: list[str] | None = None) -> dict[str, Any]:
         """Store `text` as a new document (its tags, if any, as a last line `tags: a, b`); returns its id.
         Raises ValueError for a text or tags the store cannot keep."""
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("text is empty: nothing to remember")
-        if len(text) > MAX_TEXT:
-            raise ValueError(f"text is {len(text)} characters; at most {MAX_TEXT} are kept in one memory")
-        tags = list(tags or [])
-        if len(tags) > MAX_TAGS or any(not isinstance(t, str) or not t.strip() or len(t) > MAX_TAG
-                                       or "\n" in t or "," in t for t in tags):
-            raise ValueError(f"tags: at most {MAX_TAGS}, each 1 to {MAX_TAG} characters without commas or newlines")
-        document = f"{text.rstrip()}\n\ntags: {', '.join(t.strip() for t in tags)}" if tags else text
-        if not query_tokens(document):
-            raise ValueError("text has no searchable word (only stopwords, punctuation or single characters)")
+        document = memory_document(text, tags)
         with self._writing():
             writes, n = int(self.receipt.get("writes", 0)), 0
             while True:
@@ -393,8 +432,9 @@ class Store:
                 if memory_id not in self.by_id:
                     break
                 n += 1
+            # `written` orders remembered texts where dates (to the second) tie, as a plant of several does.
             row = {"id": memory_id, "date": utc_now(), "supersedes_hint": bool(SUPERSEDES.search(text)),
-                   "text": document}
+                   "text": document, "written": writes + 1}
             self._commit(sorted([*self._rows, row], key=lambda r: r["id"]))
         return {"id": memory_id}
 
@@ -406,6 +446,18 @@ class Store:
                 raise KeyError(session_id)
             self._commit([r for r in self._rows if r["id"] != session_id])
         return True
+
+
+def namespace_store(root: Path, namespace: str) -> Store:
+    """The store of one namespace under a store root, refused unless its receipt names that namespace."""
+    folder = namespace_folder(root, namespace)
+    if not folder.is_dir():
+        raise StoreError(f"{folder}: namespace {namespace!r} has no store under {root} "
+                         f"(plant it with 'recall-admin plant --root {root} --namespace {namespace}')")
+    store = Store(folder)
+    if store.namespace != namespace:  # a store copied under another name would serve someone else's memories
+        raise StoreError(f"{folder}: its receipt names namespace {store.namespace!r}, not {namespace!r}")
+    return store
 
 
 def snippet(text: str, weights: dict[str, float], width: int = SNIPPET_CHARS) -> str:
