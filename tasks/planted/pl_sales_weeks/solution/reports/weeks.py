@@ -1,0 +1,18 @@
+"""Reporting weeks."""
+
+from collections import defaultdict
+from datetime import timedelta
+
+
+def week_start(d):
+    """The first day (a date) of the reporting week that contains the date `d`."""
+    # The stores plan on a calendar whose week begins on Sunday, not on the ISO Monday.
+    return d - timedelta(days=(d.weekday() + 1) % 7)
+
+
+def weekly_totals(sales):
+    """{week_start: total amount} for a list of (date, amount) pairs."""
+    totals = defaultdict(int)
+    for d, amount in sales:
+        totals[week_start(d)] += amount
+    return dict(totals)
