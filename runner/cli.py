@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.errors import UserError
+from runner.plan.spec import project_root
 
 app = typer.Typer(help="memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own "
                        "container, prove the treatment, grade the artifact, and ledger it all.",
@@ -46,10 +47,6 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 130)
 def progress_log(message: str) -> None:
     """Setup steps (image builds, corpus builds, ingests), dimmed on stderr."""
     err.print(f"[dim]{message}")
-
-
-def project_root() -> Path:
-    return Path(os.environ.get("MEMGRID_ROOT", ".")).resolve()
 
 
 def _csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
@@ -223,10 +220,20 @@ def report(
 
     protocol = json.loads((resolve_run_dir(run, runs_dir) / "run.json").read_text())["grid"].get("protocol", "coding")
     if protocol != "coding":  # its own summary; the coding report's contrasts and plots do not apply
-        if html is not None or append_to_prereg is not None:
-            raise UserError(f"run {run}: --html and --append-to-prereg report coding runs; this run is {protocol}: "
-                            "fix: drop them")
-        _print_protocol_summary(resolve_run_dir(run, runs_dir), protocol)
+        if append_to_prereg is not None:
+            raise UserError(f"run {run}: --append-to-prereg reports coding runs; this run is {protocol}: fix: drop it")
+        run_dir = resolve_run_dir(run, runs_dir)
+        summary = _print_protocol_summary(run_dir, protocol)
+        from runner.protocols.registry import protocol_named
+
+        page = protocol_named(protocol).report_html(run_dir.name, json.loads((run_dir / "run.json").read_text()), summary)
+        if page is None and html is not None:
+            raise UserError(f"run {run}: the {protocol} protocol has no HTML page: fix: drop --html")
+        if page is not None:
+            path = html or run_dir / "report.html"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(page, encoding="utf-8")
+            console.print(f"report: {path}")
         return
     result = make_report(run, runs_dir, html, append_to_prereg, min_effect, console)
     console.print(f"report: {result.html_path}")
@@ -260,14 +267,18 @@ def _print_protocol_summary(run_dir: Path, name: str) -> None:
     from runner.protocols.registry import protocol_named
     from runner.results.ledger import Ledger, latest_attempts
 
-    rows = protocol_named(name).summary([r for r in latest_attempts(Ledger(run_dir).rows()).values() if r["final"]])
+    protocol = protocol_named(name)
+    rows = protocol.summary([r for r in latest_attempts(Ledger(run_dir).rows()).values() if r["final"]])
     (run_dir / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
-    table = Table("agent", "arm", "cells", "admitted", "recalled", "rate", "Wilson 95 %", title=f"run {run_dir.name} ({name})")
-    for r in rows:
-        interval = "-" if r["rate"] is None else f"{r['wilson_low']:.2f}-{r['wilson_high']:.2f}"
-        table.add_row(r["agent"], r["arm"], str(r["cells"]), str(r["admitted"]), str(r["recalled"]),
-                      "-" if r["rate"] is None else f"{r['rate']:.2f}", interval)
+    columns, lines = protocol.summary_table(rows)
+    table = Table(*columns, title=f"run {run_dir.name} ({name})")
+    for line in lines:
+        table.add_row(*line)
     console.print(table)
+    for r in rows:
+        for flag in r.get("flags", ()):
+            console.print(f"[red]FLAG[/red] {r['agent']} x {r['arm']}: {flag}")
+    return rows
 
 
 def _print_summary(run_dir: Path) -> None:

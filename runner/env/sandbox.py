@@ -296,6 +296,11 @@ class Sandbox:
         finally:
             stream.close()  # over the cap: the engine stops sending once the connection is gone
 
+    def read_text(self, path: str, cap_bytes: int = MIB) -> str:
+        """The first `cap_bytes` of a file the phase left (an arm's log), as text; "" when it is absent. Read
+        through exec, whose output is bounded, so a flooded file costs at most the cap."""
+        return self.exec(["head", "-c", str(cap_bytes), path], timeout=30, workdir="/").stdout
+
     def full_mounts(self) -> list[str]:
         """The writable places the agent filled to their size (its disk budget was hit there)."""
         result = self.exec(["df", "-P", "-k", *self.disk.mounts()], timeout=30, workdir="/")

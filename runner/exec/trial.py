@@ -77,8 +77,10 @@ def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | N
     return protocol_of(ctx).run_cell(ctx, cell, attempt, bundle)
 
 
-def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None, phase: str | None = None) -> dict:
-    """`server`: the mcp arm whose server the session (mcp) or the harness's prefetch (prefetch) talks to."""
+def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None, phase: str | None = None,
+                 mcp_env: dict | None = None) -> dict:
+    """`server`: the mcp arm whose server the session (mcp) or the harness's prefetch (prefetch) talks to;
+    `mcp_env`: variables the agent starts that server with (a protocol's switches for the arm)."""
     config = {"agent": cell.agent, "task": cell.task, "arm": cell.arm, "arm_kind": arm.kind, "seed": cell.seed,
               "condition": cell.condition, "hooks": [{"event": h.event, "command": list(h.command)} for h in arm.hooks]}
     mcp = (server or arm).mcp
@@ -87,6 +89,8 @@ def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None, ph
         command = mcp.write_command if write is not None and mcp.write_command else mcp.command
         config["mcp"] = {"server": mcp.server, "search_tool": mcp.search_tool,
                          "command": [part.replace("{store}", STORE_DIR) for part in command]}
+        if mcp_env:
+            config["mcp"]["env"] = dict(mcp_env)
     if phase is not None:  # a protocol of several sessions: which one, and how the agent may write to the arm
         config["phase"] = phase
         if write is not None:
@@ -188,6 +192,8 @@ class PhaseSpec:
     extra_proofs: tuple[gate.GateProof, ...] = ()  # proofs the protocol took before the sandbox started
     pre_session: object = None  # callable(sandbox) -> list[GateProof], run after the bundle is verified
     model_script: dict | None = None  # what the scripted model plays in this phase (None: a coding task's)
+    required_paths: tuple[str, ...] | None = None  # what must exist before the session (None: the arm's own)
+    collect: tuple[str, ...] = ()  # files the protocol keeps from the sandbox after the session (an arm's log)
 
 
 @dataclass
@@ -200,6 +206,7 @@ class Session:
     agent: object = None
     store: tuple[Entry, ...] | None = None  # the store as the phase left it (snapshot_store)
     store_digest: str | None = None
+    collected: dict = field(default_factory=dict)  # path -> text ("" when absent), of PhaseSpec.collect
 
 
 def store_snapshot(sandbox: Sandbox) -> tuple[tuple[Entry, ...], str]:
@@ -253,10 +260,11 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             if endpoint.guard_proof is not None:
                 proofs.append(endpoint.guard_proof)
         proofs.append(bundle_verification(sandbox, phase.bundle))
-        if arm.required_paths:
-            check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *arm.required_paths],
+        required = arm.required_paths if phase.required_paths is None else phase.required_paths
+        if required:
+            check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *required],
                                  timeout=VERIFY_SECONDS, workdir="/sandbox")
-            proofs.append(gate.paths_proof(check.stdout.split(), arm.required_paths))
+            proofs.append(gate.paths_proof(check.stdout.split(), required))
         if phase.store_report is not None:
             proofs.append(gate.store_proof(phase.store_report))
         ctx.check_cancel()
@@ -281,10 +289,11 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                                                      "bundle_digest": phase.bundle.digest, "proofs": decision.as_json()})
         exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
         store, store_digest = store_snapshot(sandbox) if phase.snapshot_store else (None, None)
+        collected = {path: sandbox.read_text(path) for path in phase.collect}
         remover = threading.Thread(target=stop_all, daemon=True)
         remover.start()
         handed_off = True
-        return Session(decision, transcript, exported, remover, timings, agent, store, store_digest)
+        return Session(decision, transcript, exported, remover, timings, agent, store, store_digest, collected)
     finally:
         if not handed_off:
             stop_all()

@@ -46,12 +46,10 @@ def _last_json_line(log: str) -> dict | None:
     return None
 
 
-def run_checker(client, image: str, task: TaskSpec, artifact: list[Entry], *, run_id: str, cell_id: str,
-                limits: Limits = Limits()) -> tuple[CheckerVerdict, str]:
-    """Returns the verdict and the checker's own output (for checker.log)."""
-    spec = {"checker": {"command": list(task.checker.command), "timeout": task.checker.timeout_seconds},
-            "detector": {"command": list(task.detector.command), "timeout": task.detector.timeout_seconds}}
-    bound = task.checker.timeout_seconds + task.detector.timeout_seconds + GRACE_SECONDS
+def grade_in_container(client, image: str, inputs_tar: bytes, spec: dict, bound: float, *, run_id: str, cell_id: str,
+                       limits: Limits = Limits()) -> tuple[dict | None, str, float]:
+    """memgrid-grade in a fresh checker container over `inputs_tar` (placed at /): its result (None when it
+    gave none within `bound` seconds), its output, and the seconds it took."""
     args = hardened(image, user="checker", network="none", limits=limits,
                     labels={RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "checker"},
                     command=["memgrid-grade"], working_dir="/tmp",
@@ -59,7 +57,7 @@ def run_checker(client, image: str, task: TaskSpec, artifact: list[Entry], *, ru
     started = time.monotonic()
     container = client.containers.create(**args)
     try:
-        container.put_archive("/", checker_inputs(task, artifact))
+        container.put_archive("/", inputs_tar)
         container.start()
         try:
             container.wait(timeout=bound)
@@ -68,8 +66,17 @@ def run_checker(client, image: str, task: TaskSpec, artifact: list[Entry], *, ru
         log = container.logs(stdout=True, stderr=True).decode(errors="replace")
     finally:
         remove_quietly(container)
-    seconds = round(time.monotonic() - started, 3)
-    grade = _last_json_line(log)
+    return _last_json_line(log), log, round(time.monotonic() - started, 3)
+
+
+def run_checker(client, image: str, task: TaskSpec, artifact: list[Entry], *, run_id: str, cell_id: str,
+                limits: Limits = Limits()) -> tuple[CheckerVerdict, str]:
+    """Returns the verdict and the checker's own output (for checker.log)."""
+    spec = {"checker": {"command": list(task.checker.command), "timeout": task.checker.timeout_seconds},
+            "detector": {"command": list(task.detector.command), "timeout": task.detector.timeout_seconds}}
+    bound = task.checker.timeout_seconds + task.detector.timeout_seconds + GRACE_SECONDS
+    grade, log, seconds = grade_in_container(client, image, checker_inputs(task, artifact), spec, bound,
+                                             run_id=run_id, cell_id=cell_id, limits=limits)
     if grade is None:
         detail = f"the grader gave no result within {bound}s: {log.strip()[-300:]!r}"
         return CheckerVerdict(False, None, True, detail, seconds, None, "not run"), log

@@ -66,10 +66,10 @@ def arm_order(arms: tuple[str, ...], seed: int) -> list[str]:
 
 
 def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], grid_path) -> tuple[list[str], list[str]]:
-    task_ids = sorted(tasks) if grid.tasks == "all" else list(grid.tasks)
-    for t in task_ids:
-        if t not in tasks:
-            raise SpecError(grid_path, "tasks", f"names unknown task '{t}'", f"use one of: {', '.join(sorted(tasks))}")
+    """The grid's units (its protocol's: coding tasks, generated cases, planted tasks) and arms, by name."""
+    from runner.protocols.registry import protocol_named  # protocols build on plan; only this lookup needs them back
+
+    task_ids = protocol_named(grid.protocol, grid_path).unit_ids(grid, tasks, grid_path)
     for a in grid.arms:
         if a not in arms:
             raise SpecError(grid_path, "arms", f"names unknown arm '{a}'", f"use one of: {', '.join(sorted(arms))}")

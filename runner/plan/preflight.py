@@ -68,7 +68,8 @@ def arm_needs(task: TaskSpec, arms: list[ArmSpec]) -> list[ArmNeed]:
 def check_grid(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec]) -> None:
     """Refuse the grid when an arm cannot place a file for a task that has cells; one line per unmet need."""
     task_ids, arm_names = select(grid, tasks, arms, grid_path)
-    with_cells = [tasks[t] for t in task_ids if set(tasks[t].conditions) & set(grid.conditions)]
+    # Only coding tasks place arm files; another protocol's units are not under tasks/<id>.
+    with_cells = [tasks[t] for t in task_ids if t in tasks and set(tasks[t].conditions) & set(grid.conditions)]
     unmet = [n for t in with_cells for n in arm_needs(t, [arms[a] for a in arm_names]) if not n.met]
     if unmet:
         raise UserError(f"{grid_path}: the grid's arms need {len(unmet)} file(s) that are missing or misplaced; nothing "

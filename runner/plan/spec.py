@@ -5,6 +5,7 @@ not read Python can mend the YAML from one line.
 """
 
 import json
+import os
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -85,6 +86,20 @@ class McpSpec:
 
 
 @dataclass(frozen=True)
+class PlantApi:
+    """How the planted protocol drives an arm (arm.yaml `planted:`): commands run in the arm's image with
+    {store} (the cell's store folder) and {namespace} (unique to the cell) filled in, and the environment
+    its server gets in a planted session ({namespace}, {log}: where it logs what it served)."""
+    plant: tuple[str, ...]  # memories as JSON on stdin -> {"ids": [...]} on stdout
+    forget: tuple[str, ...]  # {"ids": [...]} on stdin -> forgets each by exact id
+    count: tuple[str, ...]  # -> {"ids": [...]}: what the namespace still holds
+    env: dict  # the server's environment in every planted session
+    kill_switch: dict  # added to env: the arm's own off switch (an empty namespace is not off)
+    lanes: tuple[str, ...]  # named retrieval lanes the arm can disable one at a time
+    lane_env: str | None  # the variable naming the disabled lanes, comma-separated
+
+
+@dataclass(frozen=True)
 class HookSpec:
     event: str
     command: tuple[str, ...]
@@ -106,6 +121,7 @@ class ArmSpec:
     required_paths: tuple[str, ...]  # must exist in the sandbox when the session starts
     root: Path = field(compare=False)
     memory_file: str | None = None  # files arms: a writable file in the store that later sessions receive
+    planted: PlantApi | None = None  # the write API and switches the planted protocol drives
 
 
 @dataclass(frozen=True)
@@ -422,6 +438,8 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         required_paths=tuple(data.get("required_paths", [])),
         root=arm_dir,
         memory_file=data.get("memory_file"),
+        planted=PlantApi(tuple(p["plant"]), tuple(p["forget"]), tuple(p["count"]), dict(p["env"]), dict(p["kill_switch"]),
+                         tuple(p.get("lanes", ())), p.get("lane_env")) if (p := data.get("planted")) else None,
     )
 
 
@@ -471,6 +489,11 @@ def preset_path(name: str) -> Path:
     if name not in preset_names():
         raise SpecError("--preset", name, "is not a shipped grid", f"use one of: {', '.join(preset_names())}, or --spec FILE")
     return Path(str(resources.files("runner").joinpath(f"defaults/{name}.yaml")))
+
+
+def project_root() -> Path:
+    """The checkout memgrid reads its tasks, arms and corpus from: MEMGRID_ROOT, else the working folder."""
+    return Path(os.environ.get("MEMGRID_ROOT", ".")).resolve()
 
 
 def _subdirs_with(root: Path, filename: str) -> list[Path]:

@@ -21,6 +21,14 @@ class Protocol:
     name: ClassVar[str]
     description: ClassVar[str]
 
+    def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
+        """The grid's unit ids, each checked by name (a coding task under tasks/ by default)."""
+        task_ids = sorted(tasks) if grid.tasks == "all" else list(grid.tasks)
+        for t in task_ids:
+            if t not in tasks:
+                raise SpecError(grid_path, "tasks", f"names unknown task '{t}'", f"use one of: {', '.join(sorted(tasks))}")
+        return task_ids
+
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
         """The grid's units by id, each with the digest of everything that defines it."""
         raise NotImplementedError
@@ -49,5 +57,14 @@ class Protocol:
         raise NotImplementedError
 
     def summary(self, rows: list[dict]) -> list[dict]:
-        """One line per group for the end of a run: what the protocol measures, by arm and agent."""
+        """One line per group for the end of a run: what the protocol measures, by arm and agent; a line's
+        `flags` name what a reader must not miss (a canary caught)."""
         raise NotImplementedError
+
+    def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+        """The summary as a table's columns and rows of text."""
+        raise NotImplementedError
+
+    def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
+        """Its own self-contained HTML page for `memgrid report --html`; None: it has none."""
+        return None

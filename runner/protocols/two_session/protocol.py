@@ -97,6 +97,9 @@ class TwoSessionProtocol(Protocol):
     description = ("Two sessions in fresh containers: step 1 derives a value from a generated ledger and "
                    "remembers it, step 2 asks for it; only the arm's store passes between them.")
 
+    def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
+        return list(cases_of(grid.cases))
+
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
         return {cid: case_digest(c) for cid, c in cases_of(grid.cases).items()}
 
@@ -243,6 +246,12 @@ class TwoSessionProtocol(Protocol):
             out.append({"agent": agent, "arm": arm, "cells": len(rs), "admitted": len(scored), "recalled": k,
                         "rate": k / len(scored) if scored else None, "wilson_low": lo, "wilson_high": hi})
         return out
+
+    def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+        lines = [[r["agent"], r["arm"], str(r["cells"]), str(r["admitted"]), str(r["recalled"]),
+                  "-" if r["rate"] is None else f"{r['rate']:.2f}",
+                  "-" if r["rate"] is None else f"{r['wilson_low']:.2f}-{r['wilson_high']:.2f}"] for r in summary]
+        return ["agent", "arm", "cells", "admitted", "recalled", "rate", "Wilson 95 %"], lines
 
 
 def cases_of_cell(ctx: TrialContext, cell: CellSpec) -> casegen.Case:
