@@ -161,3 +161,22 @@ def test_two_sessions_on_the_scripted_model_remember_through_the_arm(engine, ima
     step1 = [p for p in json.loads(rows["recall"]["gate_proofs"]) if p["phase"] == "step1"]
     assert any(p["name"] == "tools_visible" and "mcp__recall__remember" in p["detail"] for p in step1)
     assert rows["recall"]["tokens_fresh_input"] > 0  # both sessions' tokens, summed
+
+
+def test_planted_memory_on_and_off_on_the_scripted_model(engine, images, run_id, tmp_path, no_leftovers):
+    """The real CLI, the arm's server started with the condition's switches (its MCP env): on, the planted
+    memory is served (the arm's log confirms it) and the solution passes the hidden tests; off, nothing."""
+    from runner.protocols.registry import PROTOCOLS
+
+    task = sorted(PROTOCOLS["planted"].tasks(REPO))[0]
+    grid = grid_from_dict({"name": "cc-planted", "protocol": "planted", "tasks": [task], "arms": ["recall"],
+                           "agents": ["claude-code"], "seeds": 1, "conditions": ["off", "on"], "model": "scripted"},
+                          Path("(test grid)"))
+    outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                       progress=False, log=lambda m: None)
+    rows = {r["condition"]: r for r in latest_attempts([json.loads(l) for l in (outcome.run_dir / "ledger.jsonl").open()]).values()}
+    assert all(r["admitted"] for r in rows.values()), {c: (r["discard_reason"], r["error_detail"]) for c, r in rows.items()}
+    on, off = json.loads(rows["on"]["result"]), json.loads(rows["off"]["result"])
+    assert rows["on"]["checker_passed"] and on["injection"]["confirmed"], on
+    assert not rows["off"]["checker_passed"] and not off["injection"]["confirmed"], off
+    assert on["tokens_total"] > 0 and on["forgotten"]["ok"]

@@ -22,11 +22,11 @@ def two_session(**changes) -> dict:
             "seeds": 1, "conditions": DERIVATIONS, **changes}
 
 
-def test_the_registry_holds_both_protocols_and_refuses_others_by_name():
-    assert set(PROTOCOLS) == {"coding", "two-session"}
+def test_the_registry_holds_the_protocols_and_refuses_others_by_name():
+    assert set(PROTOCOLS) == {"coding", "two-session", "planted"}
     with pytest.raises(SpecError) as e:
-        protocol_named("planted")
-    assert "use one of: coding, two-session" in str(e.value)
+        protocol_named("personal")
+    assert "use one of: coding, two-session, planted" in str(e.value)
 
 
 def test_each_protocol_validates_its_own_conditions():
@@ -79,6 +79,52 @@ def test_the_two_session_preset_expands_to_cases_times_arms_times_agents():
     assert set(plan.inputs.tasks) == {f"ts-{i:04d}" for i in range(grid.cases)}
 
 
+def planted(**changes) -> dict:
+    return {"name": "pl", "protocol": "planted", "tasks": "all", "arms": ["recall"], "agents": ["reader"], "seeds": 1,
+            "conditions": ["off", "on", "ablate:lexical", "ablate:all"], **changes}
+
+
+@pytest.mark.parametrize("changes,field,words", [
+    ({"arms": ["bare"]}, "arms", "has no planted write API"),
+    ({"arms": ["notes"]}, "arms", "has no planted write API"),
+    ({"conditions": ["on", "ablate:semantic"]}, "conditions", "has no lane 'semantic'"),
+    ({"tasks": ["pl_no_such_task"]}, "tasks", "not a planted task"),
+    ({"tasks": ["slug_ids"]}, "tasks", "not a planted task"),  # a coding task is not a planted one
+    ({"agents": ["ceiling"]}, "agents", "plays only the coding protocol"),
+])
+def test_what_the_planted_protocol_cannot_use_is_refused_by_name(changes, field, words):
+    from runner.plan.grid import check_names
+
+    grid = grid_from_dict(planted(**changes), WHERE)
+    with pytest.raises(SpecError) as e:
+        check_names(grid, WHERE, load_all_tasks(REPO), load_all_arms(REPO))
+        check_agents(grid, WHERE, REPO, load_all_arms(REPO))
+    assert e.value.field == field and words in e.value.problem, (e.value.field, e.value.problem)
+
+
+def test_planted_conditions_are_the_arms_switches():
+    grid_from_dict(planted(), WHERE)
+    with pytest.raises(SpecError) as e:
+        grid_from_dict(planted(conditions=["present"]), WHERE)
+    assert "conditions" in e.value.field and "ablate:" in e.value.fix
+
+
+def test_the_planted_preset_expands_to_tasks_times_conditions_times_arms():
+    from runner.env.images import ImageRef, ImageSet
+    from runner.exec.run import plan_run
+    from runner.plan.spec import load_grid, preset_path
+
+    grid = load_grid(preset_path("planted"))
+    protocol, command_agents = check_agents(grid, WHERE, REPO, load_all_arms(REPO))
+    ref = ImageRef("x", "x:1", "sha256:0")
+    plan = plan_run(grid, WHERE, load_all_tasks(REPO), load_all_arms(REPO), ImageSet(ref, ref, ref), Path("/tmp"),
+                    "plan-only", {}, {}, command_agents)
+    tasks = PROTOCOLS["planted"].tasks(REPO)
+    assert len(tasks) >= 15 and set(plan.inputs.tasks) == set(tasks)
+    assert len(plan.cells) == len(tasks) * len(grid.conditions) * len(grid.arms) * len(grid.agents)
+    assert set(grid.arms) == {"recall", "recall_fallback"} and len({c.cell_id for c in plan.cells}) == len(plan.cells)
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(REPO / ".venv/bin/memgrid"), *args], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "MEMGRID_ROOT": str(REPO)})
@@ -90,5 +136,5 @@ def test_protocol_list_and_a_mismatched_protocol_on_the_command_line():
     wrong = run_cli("grid", "--protocol", "two-session", "--spec", str(REPO / "runner/defaults/default.yaml"))
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
     assert "its protocol is coding, not two-session" in wrong.stderr and "Traceback" not in wrong.stderr
-    unknown = run_cli("grid", "--protocol", "planted")
-    assert unknown.returncode == 2 and "'planted' is not a protocol" in unknown.stderr
+    unknown = run_cli("grid", "--protocol", "personal")
+    assert unknown.returncode == 2 and "'personal' is not a protocol" in unknown.stderr

@@ -191,7 +191,10 @@ def mcp_config(arm: ArmSpec, agent_config: dict) -> dict:
     if kind_of(arm).own_server(arm) is None:
         return {"mcpServers": {}}
     spec = agent_config["mcp"]
-    return {"mcpServers": {spec["server"]: {"type": "stdio", "command": spec["command"][0], "args": spec["command"][1:]}}}
+    server = {"type": "stdio", "command": spec["command"][0], "args": spec["command"][1:]}
+    if spec.get("env"):  # a protocol's switches for the arm (planted: namespace, off, ablated lanes)
+        server["env"] = spec["env"]
+    return {"mcpServers": {spec["server"]: server}}
 
 
 def allowed_tools(arm: ArmSpec) -> list[str]:
@@ -203,7 +206,7 @@ class ClaudeCodeAgent(Agent):
     name = NAME
     needs_model = True
     core_tools = CORE_TOOLS  # the gate proves the model was offered these beside the arm's memory tools
-    protocols = ("coding", "two-session")  # the protocols the scripted model has a script for
+    protocols = ("coding", "two-session", "planted")  # the protocols the scripted model has a script for
 
     def __init__(self, setup):
         super().__init__(setup)

@@ -1,12 +1,15 @@
 """`memgrid selftest`: before a paid run, prove on this machine that the gate and the sandbox still work.
 
-Three parts, each check one line PASS or FAIL with what was tried and what was seen:
+Four parts, each check one line PASS or FAIL with what was tried and what was seen:
 - reference agents: `floor` (the naive solution) must fail the checker, `ceiling` (the informed one)
   must pass, through the real cell path;
 - canaries: real claude-code cells on the scripted model, each with one piece of the treatment's
   wiring broken on purpose (the server never attaches, tool search defers the tools, the memory
   tool is denied, another arm's server is present) beside an unbroken control; the gate must
   discard each broken one with its reason and admit the control;
+- the planted protocol's canary: recall_fallback serves a default namespace instead of the cell's,
+  so no planted memory ever reaches a session while its cells look ordinary; the reader on recall
+  must have its injection confirmed and on recall_fallback must not, and the summary must flag it;
 - escape probes, run as commands inside a real cell (its sandbox on a guarded cell network beside
   the gateway and the scripted model): host reachability (a listener on every address of this host),
   egress (the cell's route table and resolver), gateway paths, the disk budget, the artifact cap,
@@ -37,6 +40,7 @@ from runner.exec.trial import run_cell
 
 TASK = "slug_ids"
 ARMS = ("bare", "recall", "recall_prefetch")
+PLANTED_ARMS = ("recall", "recall_fallback")  # the control, then the silent-fallback canary
 PROBE_DISK_MIB = 64
 FLOOD_BYTES = 200 * MIB
 GATEWAY_REFUSED = [("GET", "/v1/models"), ("GET", "/v1/files"), ("GET", "/v1/organizations/me"), ("GET", "/admin"),
@@ -121,6 +125,32 @@ def canary_checks(run: PreparedRun) -> list[Check]:
     checks.append(Check("canary", "another arm's tools present", not row["admitted"] and row["discard_reason"] == "foreign_tools",
                         "recall's server handed to a recall_prefetch session; expect discarded as foreign_tools",
                         f"admitted={row['admitted']} discard_reason={row['discard_reason']}"))
+    return checks
+
+
+def planted_checks(root: Path, runs_dir: Path, run_id: str, log: Callable[[str], None]) -> list[Check]:
+    from runner.protocols.registry import protocol_named
+
+    planted = protocol_named("planted")
+    task = sorted(planted.tasks(root))[0]
+    grid = grid_from_dict({"name": "selftest-planted", "protocol": "planted", "tasks": [task], "arms": list(PLANTED_ARMS),
+                           "agents": ["reader"], "seeds": 1, "conditions": ["on"]}, Path("(selftest)"))
+    run = prepare_run(grid, Path("(selftest)"), root=root, run_id=run_id, runs_dir=runs_dir, concurrency=1, log=log)
+    try:
+        rows = {arm: _run(run, _cell(run, "reader", arm)) for arm in PLANTED_ARMS}
+    finally:
+        run.ledger.compact()
+        remove_run_containers(run.ctx.client, run_id)
+    summary = {s["arm"]: s for s in planted.summary(list(rows.values()))}
+    checks = []
+    for arm, expect in zip(PLANTED_ARMS, (True, False)):
+        seen = summary[arm]
+        passed = rows[arm]["admitted"] and (seen["injection_confirmed"] == 1) is expect and bool(seen["flags"]) is not expect
+        checks.append(Check("planted", f"{arm} injection {'confirmed' if expect else 'flagged'}", passed,
+                            f"the reader on {task}/{arm}, memory on; expect injection "
+                            f"{'confirmed, no flag' if expect else 'never confirmed and the arm flagged'}",
+                            f"admitted={rows[arm]['admitted']} confirmed={seen['injection_confirmed']}/{seen['on_runs']} "
+                            f"flags={len(seen['flags'])}"))
     return checks
 
 
@@ -239,6 +269,9 @@ def run_selftest(root: Path, runs_dir: Path, *, emit: Callable[[str], None], log
             for check in part(run):
                 checks.append(check)
                 emit(check.line())
+        for check in planted_checks(root, runs_dir, f"{run_id}-planted", log):
+            checks.append(check)
+            emit(check.line())
         probe_dir = run.plan.run_dir / "cells" / "selftest-probes"
         probe_dir.mkdir(parents=True, exist_ok=True)
         for check in escape_checks(run.ctx.client, run.ctx.images, run.ctx.agent_setups["claude-code"].model_image.tag, run_id, probe_dir):

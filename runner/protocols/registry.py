@@ -3,9 +3,10 @@
 from runner.errors import SpecError
 from runner.protocols.base import Protocol
 from runner.protocols.coding import CodingProtocol
+from runner.protocols.planted.protocol import PlantedProtocol
 from runner.protocols.two_session.protocol import TwoSessionProtocol
 
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (CodingProtocol(), TwoSessionProtocol())}
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (CodingProtocol(), TwoSessionProtocol(), PlantedProtocol())}
 DEFAULT = "coding"
 
 

@@ -1,0 +1,1 @@
+"""The planted-memory protocol (on / off / ablation, Memory Utility Index)."""

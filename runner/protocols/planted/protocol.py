@@ -1,0 +1,360 @@
+"""The planted-memory protocol: with the arm's memory on, does the agent succeed more often or more cheaply
+than with it off, and which retrieval lane carries the effect?
+
+A unit is a planted task (tasks/planted/<id>, tasks.py); a condition is one of the arm's switches:
+`off` (its own kill switch), `on`, `ablate:<lane>` (one retrieval lane disabled), `ablate:all`. A cell
+runs four containers:
+1. plant (harness step, the arm's image): the task's memories go in through the arm's own write API
+   (arm.yaml `planted.plant`) into a namespace unique to the cell; the ids it returns are kept and the
+   namespace is counted to prove they landed;
+2. session: a fresh sandbox with the fixture and the planted store; the arm's server starts with the
+   condition's switches and logs what it serves; the memory is never pasted into the prompt;
+3. check: the workspace with hidden/ copied over it, graded in the checker container the sandbox never saw;
+4. forget (harness step): every planted id forgotten by its exact id, then the namespace counted again.
+Injection is confirmed when the arm's own log names a planted id inside the session's time window; a
+cell is credited by the Memory Utility Index (analysis.py) only when it is.
+"""
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from runner.agents.base import ReferenceChannel
+from runner.agents.registry import agent_class
+from runner.arms.kinds import STORE_DIR, kind_of
+from runner.env.archive import Entry, pack
+from runner.env.bundle import Bundle, arm_instructions, bundle_of, tree_entries
+from runner.env.sandbox import Sandbox
+from runner.errors import SpecError
+from runner.exec.trial import (Cancelled, PhaseSpec, TrialContext, agent_config, bundle_verification,
+                               harness_failure, new_row, now, run_phase, session_fields, store_snapshot, write_json)
+from runner.grading import gate
+from runner.grading.checker import GRACE_SECONDS, grade_in_container
+from runner.plan.grid import CellSpec
+from runner.plan.spec import ArmSpec, GridSpec, PlantApi, TaskSpec, project_root, provider
+from runner.protocols.base import Protocol
+from runner.protocols.planted import analysis
+from runner.protocols.planted.tasks import PlantedTask, load_planted_tasks, load_split, task_digest
+from runner.results.ledger import LedgerRow
+
+WORKSPACE = "/sandbox/workspace"
+ARM_LOG = "/sandbox/.arm-log/served.jsonl"  # where the arm's server logs what it served ({log})
+STEP_SECONDS = 120
+ECHO_WORDS = 8  # a run of this many words of a memory in the artifact is a surface echo
+
+
+def namespace_of(cell: CellSpec) -> str:
+    return f"memgrid-{cell.cell_id}"
+
+
+def lanes_off(condition: str, api: PlantApi) -> tuple[str, ...]:
+    if not condition.startswith("ablate:"):
+        return ()
+    lane = condition.removeprefix("ablate:")
+    return api.lanes if lane == "all" else (lane,)
+
+
+def server_env(api: PlantApi, condition: str, namespace: str) -> dict[str, str]:
+    """The arm's server environment under a condition: its own variables, its kill switch (off), the
+    disabled lanes (ablate)."""
+    env = {k: v.replace("{namespace}", namespace).replace("{log}", ARM_LOG) for k, v in api.env.items()}
+    if condition == "off":
+        env.update(api.kill_switch)
+    if off := lanes_off(condition, api):
+        env[api.lane_env] = ",".join(off)
+    return env
+
+
+def fill(command: tuple[str, ...], namespace: str) -> list[str]:
+    return [p.replace("{store}", STORE_DIR).replace("{namespace}", namespace) for p in command]
+
+
+def reader_channel(task: PlantedTask) -> ReferenceChannel:
+    """The reader's options (the terms of the memory the solution follows) and the files of each."""
+    options = {"informed": list(task.terms)}
+    entries = [Entry("options.json", json.dumps(options, indent=1).encode())]
+    for option in ("naive", "informed"):
+        entries += [Entry(f"solutions/{option}/{e.path.removeprefix('s/')}", e.data, e.mode)
+                    for e in tree_entries(task.reference(option), "s")]
+    return ReferenceChannel("options", tuple(entries), (), {"options": options})
+
+
+def model_script(task: PlantedTask, arm: ArmSpec) -> dict:
+    """What the scripted model plays (the coding script's shape): search the arm, pick the option whose
+    terms a retrieved memory names, write its files."""
+    server = kind_of(arm).own_server(arm)
+    search = {"tool": server.prefix + server.search_tool,
+              "get_tool": server.prefix + "get" if "get" in server.required_tools else None}
+    fixture = {e.path for e in tree_entries(task.fixture, "w")}
+    solutions = {option: [{"path": f"{WORKSPACE}/{e.path.removeprefix('w/')}", "content": e.data.decode(),
+                           "exists": e.path in fixture} for e in tree_entries(task.reference(option), "w")]
+                 for option in ("naive", "informed")}
+    return {"prompt": task.prompt, "search": search, "options": {"informed": list(task.terms)}, "solutions": solutions}
+
+
+@dataclass(frozen=True)
+class StepResult:
+    name: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[Entry, ...],
+                 steps: list[tuple[str, list[str], bytes]]) -> tuple[list[StepResult], tuple[Entry, ...], str, gate.GateProof]:
+    """Commands of the arm's write API in a fresh container of its image, each with its input on stdin,
+    over the store given; the results, the store as they left it with its digest, and the bundle's proof.
+    No agent runs here and the container has no network."""
+    image = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
+    entries = [Entry(f"harness/{name}.json", data) for name, _, data in steps]
+    entries += [Entry(f"store/{e.path}", e.data) for e in store]
+    bundle = bundle_of(entries)
+    results = []
+    with Sandbox(ctx.client, image.tag, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
+                 lifetime=STEP_SECONDS * (len(steps) + 1), limits=ctx.limits) as sandbox:
+        proof = bundle_verification(sandbox, bundle)
+        if proof.passed:
+            sandbox.exec(["mkdir", "-p", STORE_DIR], timeout=30, workdir="/sandbox")
+            for name, command, _ in steps:
+                r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
+                                 timeout=STEP_SECONDS, workdir="/sandbox")
+                results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
+        after, digest = store_snapshot(sandbox)
+    return results, after, digest, proof
+
+
+def parse_ids(result: StepResult) -> list[str] | None:
+    """The ids a step printed ({"ids": [...]} on its last line), or None when it printed none."""
+    for line in reversed(result.stdout.strip().splitlines()):
+        try:
+            ids = json.loads(line).get("ids")
+        except (json.JSONDecodeError, AttributeError):
+            return None
+        return [str(i) for i in ids] if isinstance(ids, list) else None
+    return None
+
+
+def injection(log_text: str, planted: list[str], start: datetime, end: datetime) -> dict:
+    """Whether the arm's own log names a planted id inside the session's window, and what it served."""
+    served, lines, outside = [], 0, 0
+    for line in log_text.splitlines():
+        try:
+            entry = json.loads(line)
+            ts = datetime.fromisoformat(entry["ts"])
+            ids = [str(i) for i in entry.get("ids", [])]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+        lines += 1
+        if not start <= ts <= end:
+            outside += 1
+            continue
+        served += [i for i in ids if i in planted and i not in served]
+    return {"confirmed": bool(served), "planted_ids_served": served, "log_lines": lines, "outside_window": outside}
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+def surface_echo(task: PlantedTask, artifact: list[Entry]) -> bool:
+    """A reference number only: the artifact repeats ECHO_WORDS consecutive words of a planted memory."""
+    body = " ".join(words(" ".join(e.data.decode(errors="replace") for e in artifact)))
+    for memory in task.memories:
+        w = words(memory.content)
+        if any(" ".join(w[i:i + ECHO_WORDS]) in body for i in range(len(w) - ECHO_WORDS + 1)):
+            return True
+    return False
+
+
+def tokens_total(fields: dict) -> int | None:
+    parts = [fields[k] for k in ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output")
+             if fields.get(k) is not None]
+    return sum(parts) if parts else None
+
+
+def check_inputs(task: PlantedTask, artifact: list[Entry]) -> bytes:
+    """The workspace as the agent left it with hidden/ copied over it: read-only for the checker user."""
+    files = {e.path: e for e in artifact}
+    files |= {e.path.removeprefix("h/"): Entry(e.path.removeprefix("h/"), e.data, e.mode) for e in tree_entries(task.hidden, "h")}
+    entries = [Entry(f"artifact/{e.path}", e.data, 0o555 if e.mode & 0o111 else 0o444) for e in files.values()]
+    return pack(entries, uid=0, gid=0, dir_mode=0o555)
+
+
+class PlantedProtocol(Protocol):
+    name = "planted"
+    description = ("Memories planted through the arm's own write API into a namespace per cell; the agent codes "
+                   "with memory off, on, or one lane ablated; hidden tests grade; Memory Utility Index.")
+
+    def __init__(self):
+        self._tasks: dict = {}  # checkout root -> its planted tasks, read once
+
+    def tasks(self, root=None) -> dict[str, PlantedTask]:
+        root = root or project_root()
+        if root not in self._tasks:
+            self._tasks[root] = load_planted_tasks(root)
+        return self._tasks[root]
+
+    def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
+        found = self.tasks()
+        ids = sorted(found) if grid.tasks == "all" else list(grid.tasks)
+        for i in ids:
+            if i not in found:
+                raise SpecError(grid_path, "tasks", f"names '{i}', which is not a planted task",
+                                f"use ids from tasks/planted/ ({', '.join(sorted(found)[:3])}, ...) or all")
+        if not ids:
+            raise SpecError(grid_path, "tasks", "selects no planted task", "add a task under tasks/planted/ or use all")
+        return ids
+
+    def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        found = self.tasks()
+        _, split_sha = load_split(project_root(), found)
+        return {i: task_digest(found[i], split_sha) for i in self.unit_ids(grid, tasks, grid_path)}
+
+    def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
+        return [(u, c) for u in units for c in grid.conditions]
+
+    def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
+        super().check(grid, grid_path, arms, agent_classes)
+        for name in grid.arms:
+            arm = arms[name]
+            api = arm.planted
+            if api is None or kind_of(arm).own_server(arm) is None:
+                raise SpecError(grid_path, "arms", f"names '{name}', which has no planted write API (arm.yaml "
+                                "'planted:') or no server of its own", "use recall, or add a planted section to the arm")
+            for c in grid.conditions:
+                lane = c.removeprefix("ablate:")
+                if c.startswith("ablate:") and lane != "all" and lane not in api.lanes:
+                    raise SpecError(grid_path, "conditions", f"names '{c}', but arm '{name}' has no lane '{lane}'",
+                                    f"use ablate: with one of {', '.join(api.lanes) or '(none)'} or all")
+            if any(c.startswith("ablate:") for c in grid.conditions) and (not api.lanes or api.lane_env is None):
+                raise SpecError(arm.root / "arm.yaml", "planted.lanes", "is needed by the grid's ablate: conditions",
+                                "list the arm's lanes and name lane_env, or drop the ablate: conditions")
+
+    def bundle(self, ctx: TrialContext, cell: CellSpec, task: PlantedTask, store: tuple[Entry, ...]) -> Bundle:
+        arm = ctx.arms[cell.arm]
+        env = server_env(arm.planted, cell.condition, namespace_of(cell))
+        config = agent_config(cell, arm, mcp_env=env)
+        entries = [*tree_entries(task.fixture, "workspace"), Entry("agent/prompt.txt", task.prompt.encode()),
+                   Entry("agent/instructions.md", arm_instructions(arm).encode()),
+                   Entry("agent/config.json", json.dumps(config, sort_keys=True, indent=2).encode()),
+                   *(Entry(f"store/{e.path}", e.data) for e in store),
+                   *agent_class(cell.agent, ctx.command_agents).bundle_entries(arm, config)]
+        return bundle_of(entries)
+
+    def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
+        task, arm = self.tasks()[cell.task], ctx.arms[cell.arm]
+        api, namespace = arm.planted, namespace_of(cell)
+        cell_dir = ctx.run_dir / "cells" / cell.cell_id
+        cell_dir.mkdir(parents=True, exist_ok=True)
+        started_at, t0 = now(), time.monotonic()
+        row = new_row(ctx, cell, attempt)
+        proofs: list[dict] = []
+        result: dict = {"namespace": namespace, "condition": cell.condition, "step_seconds": {}}
+        steps_t = result["step_seconds"]
+
+        def took(name: str, since: float) -> None:
+            steps_t[name] = round(time.monotonic() - since, 3)
+
+        def finish(**updates) -> LedgerRow:
+            row.update(updates)
+            row["gate_proofs"] = json.dumps(proofs)
+            write_json(cell_dir / "planted.json", result)
+            return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3),
+                             protocol=self.name, result=json.dumps(result))
+
+        try:
+            # 1. Plant through the arm's own write API; count what landed.
+            memories = json.dumps([asdict(m) for m in task.memories]).encode()
+            t = time.monotonic()
+            steps, store, digest, proof = harness_step(ctx, cell, arm, (), [
+                ("plant", fill(api.plant, namespace), memories), ("count", fill(api.count, namespace), b"{}")])
+            took("plant", t)
+            proofs.append({"phase": "plant", **vars(proof)})
+            planted = parse_ids(steps[0]) if steps else None
+            counted = parse_ids(steps[1]) if len(steps) > 1 else None
+            landed = planted is not None and len(planted) == len(task.memories) and set(planted) <= set(counted or ())
+            detail = (f"{len(planted)} memories planted in namespace {namespace}" if landed else
+                      f"plant exited {steps[0].exit_code}: {(steps[0].stderr or steps[0].stdout).strip()[-300:]}" if steps
+                      else "the harness step's bundle failed verification")
+            proofs.append({"phase": "plant", **vars(gate.GateProof("memories_planted", landed, detail))})
+            result.update(planted_ids=planted or [], plant_store_digest=digest)
+            write_json(cell_dir / "plant.json", {"steps": [asdict(s) for s in steps], "store_digest": digest})
+            if not landed:
+                return finish(admitted=False, discard_reason=gate.PLANT_FAILED)
+            ctx.check_cancel()
+
+            # 2. The session: the planted store, the condition's switches, the arm's log collected.
+            bundle = bundle or self.bundle(ctx, cell, task, store)
+            row.update(bundle_digest=bundle.digest, store_digest=digest)
+            (cell_dir / "bundle.manifest").write_text(bundle.manifest)
+            window_start, t = datetime.now(timezone.utc), time.monotonic()
+            session = run_phase(ctx, cell, PhaseSpec(
+                "session", task.prompt, bundle, cell_dir, task.agent_seconds, reader_channel(task),
+                snapshot_store=True, required_paths=(), collect=(ARM_LOG,), model_script=model_script(task, arm)), attempt)
+            window_end = datetime.now(timezone.utc)
+            took("session", t)
+            try:
+                fields = session_fields(session)
+                row.update(fields)
+                proofs.extend({"phase": "session", **p} for p in session.decision.as_json())
+                (cell_dir / "arm-log.jsonl").write_text(session.collected.get(ARM_LOG, ""))
+                result["injection"] = injection(session.collected.get(ARM_LOG, ""), planted, window_start, window_end)
+                result["tokens_total"] = tokens_total(fields)
+                if not session.decision.admitted:
+                    return finish(final=not (session.decision.discard_reason in gate.WIRING
+                                             and attempt < gate.MAX_ATTEMPTS))
+                ctx.check_cancel()
+                artifact = list(session.exported.entries) if session.exported is not None else []
+                (cell_dir / "artifact.tar").write_bytes(pack(artifact))
+                # 3. The check: hidden/ over the workspace, in the checker's container.
+                spec = {"checker": {"command": [p.replace("{artifact}", "/artifact") for p in task.check],
+                                    "timeout": task.check_seconds}, "detector": None}
+                bound = task.check_seconds + GRACE_SECONDS
+                t = time.monotonic()
+                grade, log, seconds = grade_in_container(ctx.client, ctx.images.checker.tag, check_inputs(task, artifact),
+                                                         spec, bound, run_id=ctx.run_id, cell_id=cell.cell_id,
+                                                         limits=ctx.limits)
+            finally:
+                session.remover.join(timeout=60)
+            took("check", t)
+            (cell_dir / "checker.log").write_text(log)
+            checker = (grade or {}).get("checker") or {}
+            passed = checker.get("exit") == 0 and not checker.get("timed_out")
+            detail = ("exit 0" if passed else f"timed out after {task.check_seconds}s" if checker.get("timed_out") or grade is None
+                      else f"exit {checker.get('exit')}: " + next((l for l in reversed(checker.get("output", "").splitlines())
+                                                                  if l.strip()), "")[:300])
+            result["echo"] = surface_echo(task, artifact)
+
+            # 4. Forget every planted id by its exact id; count what is left.
+            t = time.monotonic()
+            steps, _, _, proof = harness_step(ctx, cell, arm, session.store or (), [
+                ("forget", fill(api.forget, namespace), json.dumps({"ids": planted}).encode()),
+                ("count", fill(api.count, namespace), b"{}")])
+            took("forget", t)
+            left = parse_ids(steps[1]) if len(steps) > 1 else None
+            result["forgotten"] = {"ok": proof.passed and left is not None and not set(left) & set(planted),
+                                   "left": sorted(set(left or ()) & set(planted)) if left is not None else None,
+                                   "forget_exit": steps[0].exit_code if steps else None}
+            write_json(cell_dir / "forget.json", {"steps": [asdict(s) for s in steps]})
+            result["passed"] = passed
+            return finish(checker_passed=passed, checker_exit_code=checker.get("exit"), checker_detail=detail,
+                          checker_seconds=seconds, outcome="solved" if passed else "failed")
+        except Cancelled:
+            raise
+        except Exception as e:
+            if ctx.cancel.is_set():
+                raise Cancelled() from e
+            return finish(**harness_failure(e))
+
+    def summary(self, rows: list[dict]) -> list[dict]:
+        return analysis.summarise(rows)
+
+    def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+        return analysis.table(summary)
+
+    def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
+        from runner.protocols.planted.report import render  # matplotlib: only when a page is asked for
+
+        return render(run_id, lock, summary)

@@ -1,0 +1,58 @@
+"""The planted protocol's HTML page: the grid, the flags, pass rate per condition with Wilson intervals as
+a table and a plot, the Memory Utility Index, injection confirmation, lane deltas and the digests. One
+self-contained file (the plot embedded), like the coding report."""
+
+import base64
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from runner.protocols.planted.analysis import table  # noqa: E402
+from runner.results.plots import _png  # noqa: E402
+from runner.results.report import CSS, _digests, _e, _table  # noqa: E402
+
+
+def pass_rate_plot(summary: list[dict]) -> bytes:
+    """One panel per agent x arm: pass rate by condition with its Wilson 95 % interval."""
+    fig, axes = plt.subplots(1, max(1, len(summary)), figsize=(4.2 * max(1, len(summary)), 3.4), squeeze=False)
+    for ax, s in zip(axes[0], summary):
+        conditions = list(s["conditions"])
+        rates = [s["conditions"][c]["rate"] or 0 for c in conditions]
+        low = [r - (s["conditions"][c]["wilson_low"] or 0) for r, c in zip(rates, conditions)]
+        high = [(s["conditions"][c]["wilson_high"] or 0) - r for r, c in zip(rates, conditions)]
+        colours = ["#2b7bba" if c == "on" else "#999999" if c == "off" else "#e08a2c" for c in conditions]
+        ax.bar(range(len(conditions)), rates, yerr=[low, high], color=colours, capsize=4)
+        ax.set_xticks(range(len(conditions)), conditions, rotation=30, ha="right")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("pass rate (Wilson 95 %)")
+        mui = s["mui"]["mui"]
+        ax.set_title(f"{s['agent']} x {s['arm']}\nMUI {'-' if mui is None else f'{mui:.2f}'}"
+                     + (" - FLAGGED" if s["flags"] else ""), fontsize=10, color="#b00020" if s["flags"] else "black")
+    return _png(fig)
+
+
+def render(run_id: str, lock: dict, summary: list[dict]) -> str:
+    grid = lock.get("grid", {})
+    columns, lines = table(summary)
+    flags = [f"<li><b>{_e(s['agent'])} x {_e(s['arm'])}</b>: {_e(f)}</li>" for s in summary for f in s["flags"]]
+    png = base64.b64encode(pass_rate_plot(summary)).decode()
+    return "".join([
+        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid planted report {_e(run_id)}</title>"
+        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style></head><body>",
+        f"<h1>memgrid planted-memory report: run <code id=\"run-id\">{_e(run_id)}</code></h1>",
+        f"<p class=\"meta\">created {_e(lock.get('created_at', '?'))} · git {_e((lock.get('git_commit') or 'unknown')[:12])} · "
+        f"agents {_e(', '.join(grid.get('agents', [])))} · arms {_e(', '.join(grid.get('arms', [])))} · "
+        f"seeds {_e(grid.get('seeds', '?'))}</p>",
+        "<h2>Flags</h2>" + (f"<ul id=\"flags\">{''.join(flags)}</ul>" if flags else "<p id=\"flags\">none</p>"),
+        "<h2>Pass rate, Memory Utility Index, injection</h2>"
+        "<p>MUI v2: an on run earns a credit only when injection was confirmed (the arm's own log named a planted id "
+        "inside the session), it passed and off runs of the same task and trial exist: a success lift when a paired off "
+        "run failed, else a cost saving when one used at least 1.5x its tokens. Lane delta: SR(on) - SR(ablate:lane); "
+        "ablate:all - off is a harness check, expected near 0. Echo (the artifact repeats 8 words of a memory) is a "
+        "reference number only.</p>",
+        _table(columns, lines, table_id="planted"),
+        f"<figure><img alt=\"pass rate by condition per agent x arm, Wilson 95 % intervals\" "
+        f"src=\"data:image/png;base64,{png}\"></figure>",
+        "<h2>Digests</h2>" + _digests(lock), "</body></html>"])

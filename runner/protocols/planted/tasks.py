@@ -1,0 +1,99 @@
+"""Planted tasks (tasks/planted/<id>/planted.yaml): a fixture, an instruction, the memories to plant, the
+hidden tests applied only after the agent's turn, a solution and the naive implementation.
+
+They live in a folder of their own because a coding task (tasks/<id>/task.yaml) is a different shape:
+its memory is a corpus of transcripts under conditions, graded by an oracle; a planted task's memory is
+a handful of typed memories written through the arm's own write API, graded by hidden tests. The
+visible/holdout split (split.yaml) enters every unit's digest, so a run records which split it ran.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.digest import sha256_bytes, sha256_json, tree_digest
+from runner.errors import SpecError
+from runner.plan.spec import read_yaml, validate
+
+FOLDER = Path("tasks") / "planted"
+SPLIT = "split.yaml"
+
+
+@dataclass(frozen=True)
+class Memory:
+    type: str  # wisdom | belief | episode | correction
+    content: str
+
+
+@dataclass(frozen=True)
+class PlantedTask:
+    id: str
+    title: str
+    prompt: str
+    memories: tuple[Memory, ...]
+    terms: tuple[str, ...]  # phrases of the memory the solution follows: what the reader looks for
+    leak_terms: tuple[str, ...]
+    check: tuple[str, ...]  # {artifact}: the workspace with hidden/ copied over it
+    check_seconds: int
+    agent_seconds: int
+    root: Path
+
+    @property
+    def fixture(self) -> Path:
+        return self.root / "fixture"
+
+    @property
+    def hidden(self) -> Path:
+        return self.root / "hidden"
+
+    def reference(self, option: str) -> Path:
+        """The files an option writes over the fixture: the solution (informed) or the naive implementation."""
+        return self.root / ("solution" if option == "informed" else "naive")
+
+
+def load_planted_task(task_dir: Path) -> PlantedTask:
+    path = task_dir / "planted.yaml"
+    data = read_yaml(path)
+    validate(data, "planted", path)
+    if data["id"] != task_dir.name:
+        raise SpecError(path, "id", f"is '{data['id']}' but the folder is '{task_dir.name}'", "make the id equal the folder name")
+    for sub in ("fixture", "hidden", "solution", "naive"):
+        if not (task_dir / sub).is_dir():
+            raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
+    if not any("{artifact}" in part for part in data["check"]["command"]):
+        raise SpecError(path, "check.command", "never names {artifact}", "point the check at {artifact}, the graded workspace")
+    return PlantedTask(data["id"], data["title"], data["prompt"],
+                       tuple(Memory(m["type"], m["content"]) for m in data["memories"]), tuple(data["terms"]),
+                       tuple(data["leak_terms"]), tuple(data["check"]["command"]), data["check"].get("timeout_seconds", 60),
+                       data.get("agent_seconds", 300), task_dir)
+
+
+def load_planted_tasks(root: Path) -> dict[str, PlantedTask]:
+    folder = root / FOLDER
+    if not folder.is_dir():
+        raise SpecError(folder, "(folder)", "does not exist", "run memgrid from the project checkout, or set MEMGRID_ROOT to it")
+    return {t.id: t for t in map(load_planted_task, sorted(p.parent for p in folder.glob("*/planted.yaml")))}
+
+
+def load_split(root: Path, tasks: dict[str, PlantedTask]) -> tuple[dict[str, str], str]:
+    """Each task's split (visible | holdout) and the split file's sha256; every task in exactly one."""
+    path = root / FOLDER / SPLIT
+    data = read_yaml(path)
+    split: dict[str, str] = {}
+    for part in ("visible", "holdout"):
+        ids = data.get(part)
+        if not isinstance(ids, list):
+            raise SpecError(path, part, "is missing or not a list", f"list the {part} task ids")
+        for i in ids:
+            if i not in tasks:
+                raise SpecError(path, part, f"names '{i}', which is not a task under {FOLDER}", "remove it or add the task")
+            if i in split:
+                raise SpecError(path, part, f"names '{i}' twice (also in {split[i]})", "keep each task in one part")
+            split[i] = part
+    missing = sorted(set(tasks) - set(split))
+    if missing:
+        raise SpecError(path, "visible", f"does not place {', '.join(missing)}", "add each task to visible or holdout")
+    return split, sha256_bytes(path.read_bytes())
+
+
+def task_digest(task: PlantedTask, split_sha256: str) -> str:
+    return sha256_json({"task": tree_digest(task.root), "split": split_sha256})
