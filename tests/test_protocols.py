@@ -138,3 +138,14 @@ def test_protocol_list_and_a_mismatched_protocol_on_the_command_line():
     assert "its protocol is coding, not two-session" in wrong.stderr and "Traceback" not in wrong.stderr
     unknown = run_cli("grid", "--protocol", "personal")
     assert unknown.returncode == 2 and "'personal' is not a protocol" in unknown.stderr
+
+
+def test_the_planted_split_enters_every_units_digest():
+    """A task moved between visible and holdout is another unit: its cells get new ids."""
+    from runner.protocols.planted.tasks import load_split, task_digest
+
+    planted_tasks = PROTOCOLS["planted"].tasks(REPO)
+    split, sha = load_split(REPO, planted_tasks)
+    assert set(split.values()) == {"visible", "holdout"} and len(sha) == 64
+    task = planted_tasks[sorted(planted_tasks)[0]]
+    assert task_digest(task, sha) != task_digest(task, "0" * 64)

@@ -332,3 +332,13 @@ def session_fields(session: Session) -> dict:
 def harness_failure(e: Exception) -> dict:
     return dict(final=False, admitted=False, discard_reason=gate.HARNESS_ERROR, error_class=type(e).__name__,
                 error_detail=str(e)[:500])
+
+
+def cell_failure(ctx: TrialContext, e: Exception) -> dict:
+    """What a cell records when its protocol's code raised: a harness failure (rerun on resume), unless the
+    run is stopping, in which case the cell is abandoned (Cancelled) and records nothing."""
+    if isinstance(e, Cancelled):
+        raise e
+    if ctx.cancel.is_set():
+        raise Cancelled() from e
+    return harness_failure(e)

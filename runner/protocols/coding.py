@@ -22,7 +22,7 @@ from runner.digest import tree_digest
 from runner.env.archive import Entry, pack
 from runner.env.bundle import Bundle, build_bundle, tree_entries
 from runner.env.sandbox import MIB
-from runner.exec.trial import (Cancelled, PhaseSpec, TrialContext, agent_config, cell_memory, harness_failure, new_row,
+from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_memory, cell_failure, new_row,
                                now, run_phase, session_fields, store_of, write_json)
 from runner.grading import gate
 from runner.grading.checker import outcome_of, run_checker
@@ -135,9 +135,5 @@ class CodingProtocol(Protocol):
                           outcome=outcome_of(verdict, cell.condition),
                           damage_fired=None if verdict.fired is None else json.dumps(list(verdict.fired)),
                           error_class="checker_timeout" if verdict.timed_out else row["error_class"])
-        except Cancelled:
-            raise
         except Exception as e:
-            if ctx.cancel.is_set():
-                raise Cancelled() from e
-            return finish(**harness_failure(e))
+            return finish(**cell_failure(ctx, e))

@@ -28,8 +28,8 @@ from runner.env.archive import Entry, pack
 from runner.env.bundle import Bundle, arm_instructions, bundle_of, tree_entries
 from runner.env.sandbox import Sandbox
 from runner.errors import SpecError
-from runner.exec.trial import (Cancelled, PhaseSpec, TrialContext, agent_config, bundle_verification,
-                               harness_failure, new_row, now, run_phase, session_fields, store_snapshot, write_json)
+from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, bundle_verification,
+                               cell_failure, new_row, now, run_phase, session_fields, store_snapshot, write_json)
 from runner.grading import gate
 from runner.grading.checker import GRACE_SECONDS, grade_in_container
 from runner.plan.grid import CellSpec
@@ -189,12 +189,19 @@ class PlantedProtocol(Protocol):
 
     def __init__(self):
         self._tasks: dict = {}  # checkout root -> its planted tasks, read once
+        self._splits: dict = {}  # checkout root -> (task -> visible | holdout, split.yaml's sha256)
 
     def tasks(self, root=None) -> dict[str, PlantedTask]:
         root = root or project_root()
         if root not in self._tasks:
             self._tasks[root] = load_planted_tasks(root)
         return self._tasks[root]
+
+    def split(self, root=None) -> tuple[dict[str, str], str]:
+        root = root or project_root()
+        if root not in self._splits:
+            self._splits[root] = load_split(root, self.tasks(root))
+        return self._splits[root]
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
         found = self.tasks()
@@ -209,7 +216,7 @@ class PlantedProtocol(Protocol):
 
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
         found = self.tasks()
-        _, split_sha = load_split(project_root(), found)
+        _, split_sha = self.split()
         return {i: task_digest(found[i], split_sha) for i in self.unit_ids(grid, tasks, grid_path)}
 
     def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
@@ -251,7 +258,9 @@ class PlantedProtocol(Protocol):
         started_at, t0 = now(), time.monotonic()
         row = new_row(ctx, cell, attempt)
         proofs: list[dict] = []
-        result: dict = {"namespace": namespace, "condition": cell.condition, "step_seconds": {}}
+        split, split_sha = self.split()
+        result: dict = {"namespace": namespace, "condition": cell.condition, "split": split[cell.task],
+                        "split_sha256": split_sha, "step_seconds": {}}
         steps_t = result["step_seconds"]
 
         def took(name: str, since: float) -> None:
@@ -341,12 +350,8 @@ class PlantedProtocol(Protocol):
             result["passed"] = passed
             return finish(checker_passed=passed, checker_exit_code=checker.get("exit"), checker_detail=detail,
                           checker_seconds=seconds, outcome="solved" if passed else "failed")
-        except Cancelled:
-            raise
         except Exception as e:
-            if ctx.cancel.is_set():
-                raise Cancelled() from e
-            return finish(**harness_failure(e))
+            return finish(**cell_failure(ctx, e))
 
     def summary(self, rows: list[dict]) -> list[dict]:
         return analysis.summarise(rows)

@@ -26,7 +26,7 @@ from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.errors import SpecError
-from runner.exec.trial import (Cancelled, PhaseSpec, TrialContext, agent_config, cell_memory, harness_failure, new_row,
+from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_memory, cell_failure, new_row,
                                now, run_phase, session_fields, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
@@ -225,12 +225,8 @@ class TwoSessionProtocol(Protocol):
             return finish(**fields, checker_passed=verdict.score == 1,
                           checker_detail=f"{verdict.reason}: {verdict.last_line[:200]}",
                           outcome="recalled" if verdict.score == 1 else "not_recalled")
-        except Cancelled:
-            raise
         except Exception as e:
-            if ctx.cancel.is_set():
-                raise Cancelled() from e
-            return finish(**harness_failure(e))
+            return finish(**cell_failure(ctx, e))
 
     def summary(self, rows: list[dict]) -> list[dict]:
         from statsmodels.stats.proportion import proportion_confint
