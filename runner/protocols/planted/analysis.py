@@ -54,6 +54,11 @@ def mui(on_runs: list[dict], off_runs: list[dict]) -> dict:
             "wilson_low": lo, "wilson_high": hi}
 
 
+def condition_order(condition: str) -> tuple[int, str]:
+    """off, on, each lane ablated, every lane ablated: the order the table and the plot read in."""
+    return ({"off": 0, "on": 1, "ablate:all": 3}.get(condition, 2), condition)
+
+
 def summarise(rows: list[dict]) -> list[dict]:
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
@@ -64,7 +69,7 @@ def summarise(rows: list[dict]) -> list[dict]:
         by_condition = {}
         for r in admitted:
             by_condition.setdefault(r["condition"], []).append(r)
-        rates = {c: rate(v) for c, v in sorted(by_condition.items())}
+        rates = {c: rate(by_condition[c]) for c in sorted(by_condition, key=condition_order)}
         on, off = by_condition.get("on", []), by_condition.get("off", [])
         confirmed = sum(bool(_result(r).get("injection", {}).get("confirmed")) for r in on)
         sr = {c: v["rate"] for c, v in rates.items()}
@@ -93,8 +98,8 @@ def _interval(d: dict, key: str) -> str:
 
 def table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
     """One row per agent x arm x condition; the arm's MUI, confirmation and lane figures on its `on` row."""
-    columns = ["agent", "arm", "condition", "passed/admitted", "pass rate [Wilson 95 %]", "MUI [Wilson 95 %]",
-               "injection confirmed", "lane delta (on - ablated)", "echo"]
+    columns = ["agent", "arm", "condition", "passed", "rate [95 % CI]", "MUI [95 % CI]", "confirmed", "lane delta",
+               "echo"]
     lines = []
     for r in summary:
         for c, v in r["conditions"].items():
