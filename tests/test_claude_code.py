@@ -180,3 +180,44 @@ def test_planted_memory_on_and_off_on_the_scripted_model(engine, images, run_id,
     assert rows["on"]["checker_passed"] and on["injection"]["confirmed"], on
     assert not rows["off"]["checker_passed"] and not off["injection"]["confirmed"], off
     assert on["tokens_total"] > 0 and on["forgotten"]["ok"]
+
+
+# A hostile model's opening: read the planted ids out of the store with a shell and write the arm's log
+# line naming them itself, then work without ever calling the memory tool.
+FORGE = ("python3 -c \"import datetime, glob, json, os, re; "
+         "ids = sorted({m for f in glob.glob('/sandbox/store/**', recursive=True) if os.path.isfile(f) "
+         "for m in re.findall(r'mem-[0-9a-f]{12}', open(f, errors='ignore').read())}); "
+         "os.makedirs(os.path.dirname('{log}'), exist_ok=True); "
+         "open('{log}', 'a').write(json.dumps({'ts': datetime.datetime.now(datetime.timezone.utc).isoformat(), "
+         "'tool': 'search', 'ids': ids}) + chr(10)); print(ids)\"")
+
+
+def test_a_forged_arm_log_does_not_confirm_injection(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
+    """The model never calls the memory tool but writes the arm's log line itself, naming the planted ids it
+    read from the store with a shell. The log alone would confirm the cell (and would silence the canary
+    flag 'injection never confirmed'); the gateway's record shows no planted id in any memory tool's
+    result, so it is not confirmed."""
+    from runner.protocols.planted import protocol as planted
+
+    honest = planted.model_script
+
+    def hostile(task, arm):
+        return {**honest(task, arm), "search": {}, "shell": FORGE.replace("{log}", planted.ARM_LOG)}
+
+    monkeypatch.setattr(planted, "model_script", hostile)
+    task = sorted(planted.PlantedProtocol().tasks(REPO))[0]
+    grid = grid_from_dict({"name": "cc-forge", "protocol": "planted", "tasks": [task], "arms": ["recall"],
+                           "agents": ["claude-code"], "seeds": 1, "conditions": ["on"], "model": "scripted"},
+                          Path("(test grid)"))
+    outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=1,
+                       progress=False, log=lambda m: None)
+    (row,) = latest_attempts([json.loads(l) for l in (outcome.run_dir / "ledger.jsonl").open()]).values()
+    assert row["admitted"], (row["discard_reason"], row["error_detail"])
+    injection = json.loads(row["result"])["injection"]
+    cell = outcome.run_dir / "cells" / row["cell_id"]
+    calls = [json.loads(l)["tool"] for l in (cell / "transcript.jsonl").open() if json.loads(l)["type"] == "tool_call"]
+    assert calls[0] == "Bash" and not [c for c in calls if c.startswith("mcp__recall__")], calls
+    # The forgery worked on the log: the planted ids are named inside the session's window...
+    assert set(injection["planted_ids_served"]) == set(json.loads(row["result"])["planted_ids"]), injection
+    # ...and reached the model, but through the shell, not the memory: not confirmed.
+    assert injection["delivered_ids"] == [] and not injection["confirmed"], injection

@@ -224,6 +224,49 @@ def test_model_route_reaches_the_scripted_server(endpoint, images, tmp_path):
     assert seen["api_key"] == "placeholder" and seen["tools"] == ["Read", "mcp__recall__search"]
 
 
+# Run in the client container: sends each argument (a Messages request body, JSON) to the gateway's route
+# named before it (/v1/messages or /v1/messages/count_tokens); prints the statuses.
+HISTORY = r"""
+import json, sys, urllib.request
+out = []
+for route, body in zip(sys.argv[1::2], sys.argv[2::2]):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    req = urllib.request.Request("http://gateway:8080" + route, data=body.encode(), method="POST",
+                                 headers={"content-type": "application/json", "x-api-key": "placeholder"})
+    with opener.open(req, timeout=10) as r:
+        out.append(r.status)
+print(json.dumps(out))
+"""
+
+
+def history(*calls) -> str:
+    """A Messages request whose history holds each (id, tool, result text) as a call and its result."""
+    messages = [{"role": "user", "content": "go"}]
+    for call, tool, text in calls:
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": call, "name": tool, "input": {}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
+                                                   "content": [{"type": "text", "text": text}]}]}]
+    return json.dumps({"model": "scripted", "max_tokens": 16, "messages": messages,
+                       "tools": [{"name": "Bash", "input_schema": {"type": "object"}}]})
+
+
+def test_gateway_records_which_tool_delivered_each_result_once(endpoint, images, tmp_path):
+    """The record outside the sandbox of what reached the model: each tool result under the name of the
+    call that produced it, once, though every request resends the whole history; count_tokens delivers
+    nothing to the model and claims no result."""
+    client = endpoint.add("client", images.sandbox.tag, ["sleep", "300"], "test-client")
+    shell = ("toolu_a", "Bash", "cat /sandbox/store: mem-0123456789ab")
+    memory = ("toolu_b", "mcp__recall__search", '{"hits": [{"id": "mem-0123456789ab"}]}')
+    statuses = run_py(client, HISTORY, "/v1/messages/count_tokens", history(shell), "/v1/messages", history(shell),
+                      "/v1/messages", history(shell, memory))
+    assert statuses == [200, 200, 200]
+    calls = [r for r in endpoint.collect(tmp_path)["gateway"] if r["kind"] == "model"]
+    assert [c["path"] for c in calls] == ["/v1/messages/count_tokens", "/v1/messages", "/v1/messages"]
+    assert "tool_results" not in calls[0]
+    assert [(r["call"], r["tool"], r["text"]) for r in calls[1]["tool_results"]] == [shell]
+    assert [(r["call"], r["tool"], r["text"]) for r in calls[2]["tool_results"]] == [memory]
+
+
 def test_the_model_answers_only_through_the_gateway(endpoint, images, tmp_path):
     """The sandbox shares the cell's network with the scripted model: a request around the gateway
     would escape the record the gate reads, so the model refuses it."""

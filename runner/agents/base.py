@@ -96,6 +96,9 @@ class Agent:
     name: ClassVar[str]
     needs_model: ClassVar[bool] = False  # cells get their own network with the model gateway
     protocols: ClassVar[tuple[str, ...] | None] = None  # the protocols it can play; None: any
+    # Whether records written inside its sandbox (an arm's log of what it served) can be taken as they are:
+    # only memgrid's own LLM-free agents; any other agent could have written them itself.
+    harness_code: ClassVar[bool] = False
 
     def __init__(self, setup: SessionSetup):
         self.setup = setup

@@ -23,6 +23,7 @@ class ReferenceAgent(Agent):
     reference: str
 
     protocols = ("coding",)
+    harness_code = True
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=self.name, model=None)
@@ -67,6 +68,7 @@ class ReaderAgent(Agent):
     """
 
     name = "reader"
+    harness_code = True
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=self.name, model=None)

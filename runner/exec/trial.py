@@ -157,13 +157,12 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, mo
 
 
 def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endpoint: ModelEndpoint | None,
-                   record_dir: Path, core_tools: tuple[str, ...] = (), writes: bool = False) -> list[gate.GateProof]:
+                   gateway: list[dict], core_tools: tuple[str, ...] = (), writes: bool = False) -> list[gate.GateProof]:
     """The proofs read from the session's record, in the order the discard reason is taken from. With a
-    model, the sidecars' records add: the model was reached (first: an unreachable model explains every
+    model, the gateway's record adds: the model was reached (first: an unreachable model explains every
     later failure), it was offered the tools the treatment needs, and no memory tool call was denied."""
     if endpoint is None:
         return [*treatment_proofs(ctx, arm, transcript, False, writes), gate.agent_proof(transcript)]
-    gateway = endpoint.collect(record_dir).get("gateway", [])
     own = kind_of(arm).own_server(arm)
     memory_tools = [f"{own.prefix}{t}" for t in own.required_tools + (own.write_tools if writes else ())] \
         if own is not None else []
@@ -207,6 +206,7 @@ class Session:
     store: tuple[Entry, ...] | None = None  # the store as the phase left it (snapshot_store)
     store_digest: str | None = None
     collected: dict = field(default_factory=dict)  # path -> text ("" when absent), of PhaseSpec.collect
+    gateway: list[dict] | None = None  # the model gateway's record, outside the sandbox; None: no model session
 
 
 def store_snapshot(sandbox: Sandbox) -> tuple[tuple[Entry, ...], str]:
@@ -230,6 +230,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         endpoint = cls.start_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, ctx.tasks.get(cell.task),
                                       arm, ctx.memory, attempt, phase.model_script)
     sandbox = None
+    gateway = None  # the gateway's record of the session, for an agent with a model
     handed_off = False
 
     def stop_all() -> None:
@@ -278,7 +279,9 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                 timings.update(agent.timings)
             if full := sandbox.full_mounts():
                 transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
-            proofs += session_proofs(ctx, arm, transcript, endpoint, phase.record_dir,
+            if endpoint is not None:
+                gateway = endpoint.collect(phase.record_dir).get("gateway", [])
+            proofs += session_proofs(ctx, arm, transcript, endpoint, gateway or [],
                                      getattr(cls, "core_tools", ()), phase.writes)
         else:
             transcript = Transcript(agent=cell.agent, model=None)
@@ -293,7 +296,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         remover = threading.Thread(target=stop_all, daemon=True)
         remover.start()
         handed_off = True
-        return Session(decision, transcript, exported, remover, timings, agent, store, store_digest, collected)
+        return Session(decision, transcript, exported, remover, timings, agent, store, store_digest, collected, gateway)
     finally:
         if not handed_off:
             stop_all()

@@ -11,8 +11,9 @@ runs four containers:
    condition's switches and logs what it serves; the memory is never pasted into the prompt;
 3. check: the workspace with hidden/ copied over it, graded in the checker container the sandbox never saw;
 4. forget (harness step): every planted id forgotten by its exact id, then the namespace counted again.
-Injection is confirmed when the arm's own log names a planted id inside the session's time window; a
-cell is credited by the Memory Utility Index (analysis.py) only when it is.
+Injection is confirmed when the arm's own log names a planted id inside the session's time window and,
+for an agent that is not memgrid's own, a record outside the sandbox agrees (confirm); a cell is credited
+by the Memory Utility Index (analysis.py) only when it is.
 """
 
 import json
@@ -152,6 +153,33 @@ def injection(log_text: str, planted: list[str], start: datetime, end: datetime)
             continue
         served += [i for i in ids if i in planted and i not in served]
     return {"confirmed": bool(served), "planted_ids_served": served, "log_lines": lines, "outside_window": outside}
+
+
+def delivered(gateway: list[dict], prefix: str, planted: list[str]) -> list[str]:
+    """The planted ids that reached the model in a result of one of the arm's own tools, by the gateway's
+    record (outside the sandbox): a result the model got from any other tool (a shell reading the store)
+    is not the memory delivering."""
+    found = []
+    for request in gateway:
+        for r in request.get("tool_results") or []:
+            if str(r.get("tool", "")).startswith(prefix) and not r.get("is_error"):
+                found += [i for i in planted if i in str(r.get("text", "")) and i not in found]
+    return found
+
+
+def confirm(log_check: dict, agent_cls, gateway: list[dict] | None, prefix: str, planted: list[str]) -> dict:
+    """Injection as the protocol credits it. The arm's log is written inside the sandbox, where any agent
+    but memgrid's own could write a line naming a planted id itself; so for an agent with a model the
+    gateway's record must also show a planted id arriving in one of the arm's tool results, and an agent
+    with neither (a command agent) cannot be confirmed."""
+    if agent_cls.harness_code:
+        return {**log_check, "evidence": "arm log (memgrid's own agent)"}
+    if gateway is not None:
+        ids = delivered(gateway, prefix, planted)
+        return {**log_check, "confirmed": log_check["confirmed"] and bool(ids), "delivered_ids": ids,
+                "evidence": "arm log and the gateway's record of what reached the model"}
+    return {**log_check, "confirmed": False, "evidence": None,
+            "unverifiable": "only the arm's log, written inside a sandbox this agent controls, could confirm it"}
 
 
 def words(text: str) -> list[str]:
@@ -309,7 +337,9 @@ class PlantedProtocol(Protocol):
                 row.update(fields)
                 proofs.extend({"phase": "session", **p} for p in session.decision.as_json())
                 (cell_dir / "arm-log.jsonl").write_text(session.collected.get(ARM_LOG, ""))
-                result["injection"] = injection(session.collected.get(ARM_LOG, ""), planted, window_start, window_end)
+                result["injection"] = confirm(injection(session.collected.get(ARM_LOG, ""), planted, window_start, window_end),
+                                              agent_class(cell.agent, ctx.command_agents), session.gateway,
+                                              kind_of(arm).own_server(arm).prefix, planted)
                 result["tokens_total"] = tokens_total(fields)
                 if not session.decision.admitted:
                     return finish(final=not (session.decision.discard_reason in gate.WIRING

@@ -1,0 +1,50 @@
+"""Injection confirmation cannot be forged from inside the sandbox: the arm's log is written there, so an
+agent that is not memgrid's own needs a record from outside (the model gateway's) showing a planted id
+arriving in one of the arm's own tool results; an agent with no such record is never confirmed."""
+
+from runner.agents.claude_code import ClaudeCodeAgent
+from runner.agents.command import CommandAgent
+from runner.agents.reference import ReaderAgent
+from runner.protocols.planted.protocol import confirm, delivered
+
+PLANTED = ["mem-0123456789ab", "mem-ba9876543210"]
+PREFIX = "mcp__recall__"
+LOG_CONFIRMED = {"confirmed": True, "planted_ids_served": [PLANTED[0]], "log_lines": 1, "outside_window": 0}
+
+
+def request(*results) -> dict:
+    return {"kind": "model", "path": "/v1/messages", "tools": ["Bash", "mcp__recall__search"],
+            "tool_results": [{"call": f"toolu_{i}", "tool": tool, "text": text, "chars": len(text), "is_error": error}
+                             for i, (tool, text, error) in enumerate(results)]}
+
+
+def test_the_arm_log_alone_confirms_memgrids_own_agent():
+    assert confirm(LOG_CONFIRMED, ReaderAgent, None, PREFIX, PLANTED)["confirmed"]
+
+
+def test_a_model_agent_needs_the_gateway_to_see_a_planted_id_in_the_arms_own_result():
+    hit = request(("mcp__recall__search", '{"hits": [{"id": "mem-0123456789ab", "score": 2.1}]}', False))
+    got = confirm(LOG_CONFIRMED, ClaudeCodeAgent, [hit], PREFIX, PLANTED)
+    assert got["confirmed"] and got["delivered_ids"] == [PLANTED[0]]
+
+
+def test_a_forged_log_line_with_the_id_read_by_a_shell_is_not_confirmed():
+    """The attack: the model reads the store with a shell, writes the ids into the arm's log itself."""
+    forged = request(("Bash", "['mem-0123456789ab', 'mem-ba9876543210']", False))
+    got = confirm(LOG_CONFIRMED, ClaudeCodeAgent, [forged], PREFIX, PLANTED)
+    assert not got["confirmed"] and got["delivered_ids"] == []
+    assert not confirm(LOG_CONFIRMED, ClaudeCodeAgent, [], PREFIX, PLANTED)["confirmed"]
+
+
+def test_an_error_result_or_a_log_without_the_id_does_not_confirm():
+    failed = request(("mcp__recall__get", "mem-0123456789ab not found", True))
+    assert not confirm(LOG_CONFIRMED, ClaudeCodeAgent, [failed], PREFIX, PLANTED)["confirmed"]
+    hit = request(("mcp__recall__search", "mem-0123456789ab", False))
+    unlogged = {**LOG_CONFIRMED, "confirmed": False, "planted_ids_served": []}
+    assert not confirm(unlogged, ClaudeCodeAgent, [hit], PREFIX, PLANTED)["confirmed"]
+    assert delivered([hit], "mcp__other__", PLANTED) == []
+
+
+def test_an_agent_with_no_record_outside_the_sandbox_is_never_confirmed():
+    got = confirm(LOG_CONFIRMED, CommandAgent, None, PREFIX, PLANTED)
+    assert not got["confirmed"] and "sandbox" in got["unverifiable"]
