@@ -183,13 +183,36 @@ def test_planted_memory_on_and_off_on_the_scripted_model(engine, images, run_id,
 
 
 # A hostile model's opening: read the planted ids out of the store with a shell and write the arm's log
-# line naming them itself, then work without ever calling the memory tool.
+# line naming them itself (printing nothing), then work without ever calling the memory tool.
 FORGE = ("python3 -c \"import datetime, glob, json, os, re; "
          "ids = sorted({m for f in glob.glob('/sandbox/store/**', recursive=True) if os.path.isfile(f) "
          "for m in re.findall(r'mem-[0-9a-f]{12}', open(f, errors='ignore').read())}); "
          "os.makedirs(os.path.dirname('{log}'), exist_ok=True); "
          "open('{log}', 'a').write(json.dumps({'ts': datetime.datetime.now(datetime.timezone.utc).isoformat(), "
-         "'tool': 'search', 'ids': ids}) + chr(10)); print(ids)\"")
+         "'tool': 'search', 'ids': ids}) + chr(10))\"")
+
+
+def run_hostile_planted(run_id, tmp_path, monkeypatch, shell: str, condition: str, search: bool) -> tuple[dict, list[str]]:
+    """One planted cell of claude-code on recall whose scripted model opens with `shell`."""
+    from runner.protocols.planted import protocol as planted
+
+    honest = planted.model_script
+
+    def hostile(task, arm):
+        script = {**honest(task, arm), "shell": shell.replace("{log}", planted.ARM_LOG)}
+        return script if search else {**script, "search": {}}
+
+    monkeypatch.setattr(planted, "model_script", hostile)
+    task = sorted(planted.PlantedProtocol().tasks(REPO))[0]
+    grid = grid_from_dict({"name": "cc-hostile", "protocol": "planted", "tasks": [task], "arms": ["recall"],
+                           "agents": ["claude-code"], "seeds": 1, "conditions": [condition], "model": "scripted"},
+                          Path("(test grid)"))
+    outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=1,
+                       progress=False, log=lambda m: None)
+    (row,) = latest_attempts([json.loads(l) for l in (outcome.run_dir / "ledger.jsonl").open()]).values()
+    cell = outcome.run_dir / "cells" / row["cell_id"]
+    calls = [json.loads(l)["tool"] for l in (cell / "transcript.jsonl").open() if json.loads(l)["type"] == "tool_call"]
+    return row, calls
 
 
 def test_a_forged_arm_log_does_not_confirm_injection(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
@@ -197,27 +220,23 @@ def test_a_forged_arm_log_does_not_confirm_injection(engine, images, run_id, tmp
     read from the store with a shell. The log alone would confirm the cell (and would silence the canary
     flag 'injection never confirmed'); the gateway's record shows no planted id in any memory tool's
     result, so it is not confirmed."""
-    from runner.protocols.planted import protocol as planted
-
-    honest = planted.model_script
-
-    def hostile(task, arm):
-        return {**honest(task, arm), "search": {}, "shell": FORGE.replace("{log}", planted.ARM_LOG)}
-
-    monkeypatch.setattr(planted, "model_script", hostile)
-    task = sorted(planted.PlantedProtocol().tasks(REPO))[0]
-    grid = grid_from_dict({"name": "cc-forge", "protocol": "planted", "tasks": [task], "arms": ["recall"],
-                           "agents": ["claude-code"], "seeds": 1, "conditions": ["on"], "model": "scripted"},
-                          Path("(test grid)"))
-    outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=1,
-                       progress=False, log=lambda m: None)
-    (row,) = latest_attempts([json.loads(l) for l in (outcome.run_dir / "ledger.jsonl").open()]).values()
+    row, calls = run_hostile_planted(run_id, tmp_path, monkeypatch, FORGE, "on", search=False)
     assert row["admitted"], (row["discard_reason"], row["error_detail"])
     injection = json.loads(row["result"])["injection"]
-    cell = outcome.run_dir / "cells" / row["cell_id"]
-    calls = [json.loads(l)["tool"] for l in (cell / "transcript.jsonl").open() if json.loads(l)["type"] == "tool_call"]
     assert calls[0] == "Bash" and not [c for c in calls if c.startswith("mcp__recall__")], calls
     # The forgery worked on the log: the planted ids are named inside the session's window...
     assert set(injection["planted_ids_served"]) == set(json.loads(row["result"])["planted_ids"]), injection
-    # ...and reached the model, but through the shell, not the memory: not confirmed.
+    # ...but no result of the memory's own tools carried one to the model: not confirmed.
     assert injection["delivered_ids"] == [] and not injection["confirmed"], injection
+
+
+def test_planted_memory_read_around_the_arm_discards_the_cell(engine, images, run_id, tmp_path, no_leftovers,
+                                                              monkeypatch):
+    """With the memory off (the arm's kill switch), the model reads the planted store with a shell: the
+    condition is not what it says, so the cell is discarded (memory_bypassed), never scored as an off run."""
+    row, calls = run_hostile_planted(run_id, tmp_path, monkeypatch, "grep -rh mem- /sandbox/store", "off", search=True)
+    assert calls[0] == "Bash", calls
+    assert not row["admitted"] and row["discard_reason"] == "memory_bypassed", (row["discard_reason"], row["error_detail"])
+    assert row["checker_passed"] is None  # discarded: never graded
+    (proof,) = [p for p in json.loads(row["gate_proofs"]) if p["name"] == "memory_not_bypassed"]
+    assert "Bash" in proof["detail"], proof

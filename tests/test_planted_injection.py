@@ -1,11 +1,13 @@
 """Injection confirmation cannot be forged from inside the sandbox: the arm's log is written there, so an
 agent that is not memgrid's own needs a record from outside (the model gateway's) showing a planted id
-arriving in one of the arm's own tool results; an agent with no such record is never confirmed."""
+arriving in one of the arm's own tool results; an agent with no such record is never confirmed. And a
+planted memory that reaches the model around the arm (a shell reading the store) voids the condition."""
 
 from runner.agents.claude_code import ClaudeCodeAgent
 from runner.agents.command import CommandAgent
 from runner.agents.reference import ReaderAgent
-from runner.protocols.planted.protocol import confirm, delivered
+from runner.protocols.planted.protocol import bypass_proof, confirm, delivered
+from runner.protocols.planted.tasks import Memory
 
 PLANTED = ["mem-0123456789ab", "mem-ba9876543210"]
 PREFIX = "mcp__recall__"
@@ -48,3 +50,22 @@ def test_an_error_result_or_a_log_without_the_id_does_not_confirm():
 def test_an_agent_with_no_record_outside_the_sandbox_is_never_confirmed():
     got = confirm(LOG_CONFIRMED, CommandAgent, None, PREFIX, PLANTED)
     assert not got["confirmed"] and "sandbox" in got["unverifiable"]
+
+
+MEMORIES = [Memory("wisdom", "Settings files in this project are always written with a trailing newline and sorted keys.")]
+
+
+def test_memory_first_delivered_by_the_arm_is_not_a_bypass():
+    """The model searches the memory, writes code from it, and reads its own file back: not a bypass."""
+    log = request(("mcp__recall__search", "mem-0123456789ab: Settings files in this project", False),
+                  ("Read", "# Settings files in this project are always written with a trailing newline", False))
+    assert bypass_proof([log], PREFIX, PLANTED, MEMORIES).passed
+    assert bypass_proof([request(("Read", "def load(): pass", False))], PREFIX, PLANTED, MEMORIES).passed
+
+
+def test_memory_read_around_the_arm_is_a_bypass_by_id_or_by_its_words():
+    by_id = request(("Bash", "store/ns/sessions.jsonl: mem-ba9876543210", False))
+    by_words = request(("Read", "are always written with a trailing newline and sorted keys", False))
+    for log in (by_id, by_words):
+        proof = bypass_proof([log, request(("mcp__recall__search", "mem-0123456789ab", False))], PREFIX, PLANTED, MEMORIES)
+        assert not proof.passed and proof.name == "memory_not_bypassed", proof

@@ -167,6 +167,31 @@ def delivered(gateway: list[dict], prefix: str, planted: list[str]) -> list[str]
     return found
 
 
+def planted_text(text: str, planted: list[str], memories) -> bool:
+    """A planted id, or ECHO_WORDS consecutive words of a planted memory, in `text`."""
+    body = " ".join(words(text))
+    return any(i in text for i in planted) or any(
+        " ".join(w[k:k + ECHO_WORDS]) in body for w in (words(m.content) for m in memories)
+        for k in range(len(w) - ECHO_WORDS + 1))
+
+
+def bypass_proof(gateway: list[dict], prefix: str, planted: list[str], memories) -> gate.GateProof:
+    """The condition reached the model only through the arm: no planted memory arrived in a result of any
+    other tool (a shell or a file read of the store) before the arm itself had delivered one, so `off` and
+    the ablations are what they say. Results after the arm delivered are the model's own work (a file it
+    wrote from the memory, read back)."""
+    for request in gateway:
+        for r in request.get("tool_results") or []:
+            own = str(r.get("tool", "")).startswith(prefix)
+            if not planted_text(str(r.get("text", "")), planted, memories) or r.get("is_error"):
+                continue
+            if own:
+                return gate.GateProof("memory_not_bypassed", True, f"first delivered by {r['tool']}")
+            return gate.GateProof("memory_not_bypassed", False, f"planted memory reached the model through "
+                                  f"{r.get('tool') or 'an unnamed tool'} ({r.get('call')}), not the arm")
+    return gate.GateProof("memory_not_bypassed", True, "no planted memory reached the model around the arm")
+
+
 def confirm(log_check: dict, agent_cls, gateway: list[dict] | None, prefix: str, planted: list[str]) -> dict:
     """Injection as the protocol credits it. The arm's log is written inside the sandbox, where any agent
     but memgrid's own could write a line naming a planted id itself; so for an agent with a model the
@@ -344,6 +369,11 @@ class PlantedProtocol(Protocol):
                 if not session.decision.admitted:
                     return finish(final=not (session.decision.discard_reason in gate.WIRING
                                              and attempt < gate.MAX_ATTEMPTS))
+                if session.gateway is not None:
+                    bypass = bypass_proof(session.gateway, kind_of(arm).own_server(arm).prefix, planted, task.memories)
+                    proofs.append({"phase": "session", **vars(bypass)})
+                    if not bypass.passed:
+                        return finish(admitted=False, discard_reason=gate.MEMORY_BYPASSED)
                 ctx.check_cancel()
                 artifact = list(session.exported.entries) if session.exported is not None else []
                 (cell_dir / "artifact.tar").write_bytes(pack(artifact))
