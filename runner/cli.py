@@ -98,7 +98,8 @@ def grid(
     spec: Optional[Path] = typer.Option(None, "--spec", help="Grid spec YAML (instead of a preset)."),
     preset: str = typer.Option("default", help="A shipped grid: default (reader x all arms x all conditions), "
                                                "harness (floor/ceiling), full (everything, 2 seeds), two-session "
-                                               "(the two-session recall protocol: reader and stubs)."),
+                                               "(the two-session recall protocol: reader and stubs), planted (the "
+                                               "planted-memory protocol: reader over recall and its canary)."),
     protocol: Optional[str] = typer.Option(None, help="The protocol to run (memgrid protocol list); without --spec, "
                                                       "its own preset. Default: the spec's (coding)."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task ids (overrides the spec)."),
