@@ -164,21 +164,24 @@ def test_5_no_leak_term_in_prompt_or_fixture(task_dir):
 
 
 @each_task
-def test_6_prompt_quotes_no_memory(task_dir):
+def test_6_prompt_and_fixture_quote_no_memory(task_dir):
+    """The prompt quotes no memory (the spec); nor does the fixture, or reading it would look like the memory
+    reaching the model around the arm (the planted gate's memory_not_bypassed)."""
     data = spec(task_dir)
-    prompt = " ".join(words(data["prompt"]))
     quoted = []
-    for i, memory in enumerate(data["memories"]):
-        w = words(memory["content"])
-        # A memory shorter than the run length counts as quoted when all of it appears.
-        n = min(QUOTE_WORDS, len(w))
-        for start in range(len(w) - n + 1):
-            run_ = " ".join(w[start:start + n])
-            if f" {run_} " in f" {prompt} ":
-                quoted.append(f"memory {i + 1}: '{run_}'")
-                break
+    for where, text in [("prompt", data["prompt"]), *fixture_texts(task_dir)]:
+        body = " ".join(words(text))
+        for i, memory in enumerate(data["memories"]):
+            w = words(memory["content"])
+            # A memory shorter than the run length counts as quoted when all of it appears.
+            n = min(QUOTE_WORDS, len(w))
+            for start in range(len(w) - n + 1):
+                run_ = " ".join(w[start:start + n])
+                if f" {run_} " in f" {body} ":
+                    quoted.append(f"memory {i + 1} in {where}: '{run_}'")
+                    break
     if quoted:
-        fail(task_dir, "6 (the prompt quotes no memory)", "; ".join(quoted))
+        fail(task_dir, "6 (the prompt and fixture/ quote no memory)", "; ".join(quoted))
 
 
 @each_task
