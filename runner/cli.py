@@ -212,10 +212,7 @@ def report(
     min_effect: Optional[float] = typer.Option(None, "--min-effect", min=0.0, max=1.0, help="Smallest delta that is not noise "
                                                "(default: the preregistration's, else 0.10)."),
 ):
-    """Rates with Wilson intervals (intention-to-treat beside per-protocol), paired contrasts against claude_md
-    with task-cluster bootstrap intervals and exact McNemar tests, the damage detector's rate (damaged / admitted)
-    and, apart from it, harm against bare by condition, discards
-    and costs: as tables here and as a self-contained HTML page with plots."""
+    """A run's analysis, as tables here and as a self-contained HTML page with plots. Coding: rates with Wilson intervals (intention-to-treat beside per-protocol), paired contrasts against claude_md (task-cluster bootstrap, exact McNemar), the damage detector's rate and harm against bare, discards and costs. Other protocols: their own summary (two-session: recall rates; planted: Memory Utility Index, lanes, injection)."""
     from runner.exec.run import resolve_run_dir
     from runner.results.report import make_report
 
@@ -685,7 +682,8 @@ def selftest(runs_dir: Path = typer.Option(Path("runs"), help="Where its run fol
     """Before a paid run: prove on this machine that the gate and the sandbox still work. Runs the
     reference agents (floor must fail, ceiling must pass), canary cells of the real claude-code agent
     on the scripted model with one piece of wiring broken each (server never attaches, tools deferred,
-    memory tool denied, another arm's tools present; the gate must discard each), and escape probes
+    memory tool denied, another arm's tools present; the gate must discard each), the planted protocol's
+    canary (recall_fallback, whose namespace hook serves a default namespace, must be flagged), and escape probes
     inside a real cell (host reachability, route out, gateway paths, disk budget, artifact cap, links,
     output flood). One line per check, PASS or FAIL with what was tried; exit 1 on any FAIL. Offline,
     no spend, about two minutes once the images are built."""
