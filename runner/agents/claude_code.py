@@ -26,7 +26,7 @@ from pathlib import Path
 from runner.agents.base import Agent, Transcript, record_truncation
 from runner.agents.reference import task_options
 from runner.env.archive import Entry
-from runner.arms.kinds import kind_of
+from runner.arms.kinds import WORKSPACE, kind_of
 from runner.env.bundle import tree_entries
 from runner.results.costs import Price, price_for
 from runner.digest import sha256_bytes, sha256_json
@@ -52,7 +52,6 @@ SESSION_ENV = {
     "DISABLE_ERROR_REPORTING": "1", "ENABLE_TOOL_SEARCH": "false", "CLAUDE_CODE_MAX_RETRIES": str(MAX_RETRIES),
 }
 MCP_CONFIG = "/sandbox/agent/mcp.json"
-WORKSPACE = "/sandbox/workspace"
 
 
 # ---- install ------------------------------------------------------------------------------------
@@ -164,18 +163,7 @@ def grep_ranked(memory, condition: str, seed: int, prompt: str, top: int = 10) -
 def build_script(task: TaskSpec, arm: ArmSpec, memory, condition: str, seed: int) -> dict:
     """What the scripted model does in this cell: how it searches (by what the arm gives the session),
     the options it looks for and the solution of each. It reaches the model container only."""
-    if arm.kind == "mcp":
-        prefix = arm.mcp.prefix
-        search = {"tool": prefix + arm.mcp.search_tool,
-                  "get_tool": prefix + "get" if "get" in arm.mcp.required_tools else None}
-    elif arm.kind == "corpus":
-        search = {"read": [f"/sandbox/memory/{n}.md" for n in grep_ranked(memory, condition, seed, task.prompt)]}
-    elif arm.kind in ("oracle", "prefetch"):
-        search = {"read": ["/sandbox/agent/memory.md"], "newest_first": arm.kind == "oracle"}
-    elif arm.kind == "files":
-        search = {"read": [f"{WORKSPACE}/CLAUDE.md"]}
-    else:
-        search = {}
+    search = kind_of(arm).location(arm).script(lambda: grep_ranked(memory, condition, seed, task.prompt))
     fixture = {e.path for e in tree_entries(task.fixture, "w")}
     solutions = {}
     for option in ["naive", *task_options(task)]:

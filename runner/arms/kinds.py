@@ -4,7 +4,8 @@ A kind says what it places in the bundle (from the condition's corpus, or its fr
 whether its cells read the built corpus, whether it has an ingested store, which of its server's
 tools are memory tools the gate must see offered and permitted, and what writing means for it
 (its write path: the MCP tool an agent remembers through, or the writable file that is its
-store). Code outside this module asks the kind; it never compares `arm.kind` with a name.
+store), and where an agent in the sandbox finds its memory (`location`). Code outside this module
+asks the kind; it never compares `arm.kind` with a name.
 """
 
 from dataclasses import dataclass
@@ -14,6 +15,26 @@ from runner.env.archive import Entry
 from runner.plan.spec import ArmSpec, McpSpec, TaskSpec
 
 STORE_DIR = "/sandbox/store"  # where a cell's store lives in the sandbox (mcp arms, and files arms that write)
+WORKSPACE = "/sandbox/workspace"
+
+
+@dataclass(frozen=True)
+class MemoryLocation:
+    """Where an agent in the sandbox finds this arm's memory: what the scripted model looks at, as an agent
+    that knows its arm would. At most one way is set; none: the arm gives nothing to look up."""
+    tool: str | None = None  # the server's search tool, by its full name
+    get_tool: str | None = None  # the tool that fetches one hit by id, if the server has one
+    files: tuple[str, ...] = ()  # files to read, in order
+    folder: str | None = None  # a folder of documents, one per session, to search by the prompt's words
+    newest_first: bool = False  # the files hold dated notes oldest first: read the latest first
+
+    def script(self, ranked_documents=tuple) -> dict:
+        """The scripted model's `search` (images/model/memgrid-model-server): the search tool, or the files
+        to read in order (a folder's documents as `ranked_documents()` names them, best first)."""
+        if self.tool:
+            return {"tool": self.tool, "get_tool": self.get_tool}
+        files = [f"{self.folder}/{n}.md" for n in ranked_documents()] if self.folder else list(self.files)
+        return {"read": files, "newest_first": self.newest_first} if self.folder or self.files else {}
 
 
 @dataclass(frozen=True)
@@ -46,6 +67,9 @@ class ArmKind:
         """How an agent writes to this arm's memory: {"tool": name} or {"file": path}; None: it cannot."""
         return None
 
+    def location(self, arm: ArmSpec) -> MemoryLocation:
+        return MemoryLocation()
+
 
 class NoneKind(ArmKind):
     name = "none"
@@ -64,6 +88,9 @@ class FilesKind(ArmKind):
     def write_path(self, arm: ArmSpec) -> dict | None:
         return None if arm.memory_file is None else {"file": f"{STORE_DIR}/{arm.memory_file}"}
 
+    def location(self, arm: ArmSpec) -> MemoryLocation:
+        return MemoryLocation(files=(f"{WORKSPACE}/CLAUDE.md",))
+
 
 class CorpusKind(ArmKind):
     name = "corpus"
@@ -72,6 +99,9 @@ class CorpusKind(ArmKind):
     def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
         return [Entry(f"memory/{name}.md", text) for name, text in cell.memory.documents(cell.condition, cell.seed)]
 
+    def location(self, arm: ArmSpec) -> MemoryLocation:
+        return MemoryLocation(folder="/sandbox/memory")
+
 
 class OracleKind(ArmKind):
     name = "oracle"
@@ -79,6 +109,9 @@ class OracleKind(ArmKind):
 
     def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
         return [Entry("agent/memory.md", cell.memory.evidence(cell.task, cell.condition, cell.seed).encode())]
+
+    def location(self, arm: ArmSpec) -> MemoryLocation:
+        return MemoryLocation(files=("/sandbox/agent/memory.md",), newest_first=True)  # evidence is dated oldest first
 
 
 class McpKind(ArmKind):
@@ -94,6 +127,10 @@ class McpKind(ArmKind):
     def write_path(self, arm: ArmSpec) -> dict | None:
         return {"tool": arm.mcp.write_tools[0]} if arm.mcp.write_tools else None
 
+    def location(self, arm: ArmSpec) -> MemoryLocation:
+        return MemoryLocation(tool=arm.mcp.prefix + arm.mcp.search_tool,
+                              get_tool=arm.mcp.prefix + "get" if "get" in arm.mcp.required_tools else None)
+
 
 class PrefetchKind(McpKind):
     """The harness, not the agent, searches the server of the mcp arm it uses; the session sees only the
@@ -106,6 +143,9 @@ class PrefetchKind(McpKind):
 
     def write_path(self, arm: ArmSpec) -> dict | None:
         return None
+
+    def location(self, arm: ArmSpec) -> MemoryLocation:
+        return MemoryLocation(files=("/sandbox/agent/memory.md",))  # the injected hits, best first
 
 
 KINDS: dict[str, ArmKind] = {k.name: k() for k in (NoneKind, FilesKind, CorpusKind, OracleKind, McpKind, PrefetchKind)}

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 
 from runner.agents.base import ReferenceChannel
 from runner.agents.registry import agent_class
-from runner.arms.kinds import STORE_DIR, kind_of
+from runner.arms.kinds import STORE_DIR, WORKSPACE, kind_of
 from runner.env.archive import Entry, pack
 from runner.env.bundle import Bundle, arm_instructions, bundle_of, tree_entries
 from runner.env.sandbox import Sandbox
@@ -40,7 +40,6 @@ from runner.protocols.planted import analysis
 from runner.protocols.planted.tasks import PlantedTask, load_planted_tasks, load_split, task_digest
 from runner.results.ledger import LedgerRow
 
-WORKSPACE = "/sandbox/workspace"
 ARM_LOG = "/sandbox/.arm-log/served.jsonl"  # where the arm's server logs what it served ({log})
 STEP_SECONDS = 120
 ECHO_WORDS = 8  # a run of this many words of a memory in the artifact is a surface echo
@@ -85,9 +84,7 @@ def reader_channel(task: PlantedTask) -> ReferenceChannel:
 def model_script(task: PlantedTask, arm: ArmSpec) -> dict:
     """What the scripted model plays (the coding script's shape): search the arm, pick the option whose
     terms a retrieved memory names, write its files."""
-    server = kind_of(arm).own_server(arm)
-    search = {"tool": server.prefix + server.search_tool,
-              "get_tool": server.prefix + "get" if "get" in server.required_tools else None}
+    search = kind_of(arm).location(arm).script()
     fixture = {e.path for e in tree_entries(task.fixture, "w")}
     solutions = {option: [{"path": f"{WORKSPACE}/{e.path.removeprefix('w/')}", "content": e.data.decode(),
                            "exists": e.path in fixture} for e in tree_entries(task.reference(option), "w")]
