@@ -323,6 +323,35 @@ def cells(
     _print_cells(resolve_run_dir(run, runs_dir), arm, discarded, as_json)
 
 
+@app.command()
+def view(
+    run: str = typer.Argument(..., help="Run id (a folder under --runs-dir) or a run folder path."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where the site is written (default: RUN/site)."),
+    serve: bool = typer.Option(False, "--serve", help="Then serve it on http://127.0.0.1:PORT until Ctrl-C."),
+    port: int = typer.Option(8765, min=1024, max=65535, help="The port --serve listens on (this machine only)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
+):
+    """A static site of the run to click through: summary and plots, every cell in a table filterable by arm,
+    task, condition, agent, outcome and discard reason (sortable by wall time and tokens), and one page per
+    cell: identity and digests, every gate proof with its evidence, the session as a timeline (tools, MCP
+    servers, tool calls, model requests, tokens per step), the checker's verdict and log, the damage
+    detector's finding and the artifact's diff against the fixture. Works from file:// (no external assets)."""
+    from runner.exec.run import resolve_run_dir
+    from runner.results.view import build_site
+    from runner.results.view import serve as serve_site
+
+    run_dir = resolve_run_dir(run, runs_dir)
+    site = build_site(run_dir, out or run_dir / "site", project_root())
+    console.print(f"site: {site.index} ({site.pages} pages, {site.bytes / 1e6:.1f} MB, {site.seconds:.1f} s)",
+                  markup=False, highlight=False)
+    if serve:
+        console.print(f"serving http://127.0.0.1:{port}/index.html (Ctrl-C stops)", markup=False, highlight=False)
+        try:
+            serve_site(site.index.parent, port)
+        except KeyboardInterrupt:
+            pass
+
+
 cell_app = typer.Typer(help="One cell of a run.", no_args_is_help=True)
 app.add_typer(cell_app, name="cell")
 
