@@ -233,6 +233,21 @@ def test_view_command_prints_the_site_and_refuses_a_folder_that_is_not_a_site(ru
     assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
 
 
+def test_a_failed_build_leaves_the_previous_site_whole(run_dir, tmp_path, monkeypatch):
+    out = tmp_path / "site"
+    before = view.build_site(run_dir, out, REPO)
+    pages = sorted(p.name for p in out.rglob("*.html"))
+
+    def broken(*args):
+        raise ValueError("a page that cannot be rendered")
+
+    monkeypatch.setattr(view, "index_page", broken)
+    with pytest.raises(ValueError):
+        view.build_site(run_dir, out, REPO)
+    assert sorted(p.name for p in out.rglob("*.html")) == pages and before.index.is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["site"]  # nothing half-built left beside it
+
+
 # ---------------------------------------------------------------- real run folders of every protocol
 
 def _grid(run_id, tmp_path, spec: dict) -> Path:

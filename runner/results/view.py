@@ -326,6 +326,8 @@ def _plots_and_report(run_dir: Path, out: Path, lock: dict, rows: list[dict]) ->
         analysis = analyse(run_dir)
     except UserError as e:
         return f"<p class=\"note\">no plots: {_e(e)}</p>"
+    except ValueError as e:  # cells that share coordinates (selftest's canaries) cannot be paired
+        return f"<p class=\"fail\">no plots: the coding analysis cannot read this run ({_e(e)})</p>"
     (out / "plots").mkdir(exist_ok=True)
     figures = []
     for plot in all_plots(analysis):
@@ -404,11 +406,26 @@ def build_site(run_dir: Path, out: Path, root: Path) -> Site:
     attempts: dict[str, list[dict]] = {}
     for r in sorted(all_rows, key=lambda r: r["attempt"]):
         attempts.setdefault(r["cell_id"], []).append(r)
-    if out.exists() and any(out.iterdir()):
-        if not (out / "index.html").is_file() or (out / "run.json").exists():
-            raise UserError(f"{out}: exists and is not a memgrid site: fix: give --out a new or a site folder")
+    if out.exists() and any(out.iterdir()) and (not (out / "index.html").is_file() or (out / "run.json").exists()):
+        raise UserError(f"{out}: exists and is not a memgrid site: fix: give --out a new or a site folder")
+    # Built beside the target and swapped in whole: a failed build never leaves half a site, nor removes the old one.
+    building = out.parent / f".{out.name}.building"
+    if building.exists():
+        shutil.rmtree(building)
+    (building / "cells").mkdir(parents=True)
+    try:
+        pages = _write_pages(run_dir, building, root, lock, latest, attempts)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    if out.exists():
         shutil.rmtree(out)
-    (out / "cells").mkdir(parents=True, exist_ok=True)
+    building.rename(out)
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    return Site(out / "index.html", pages, size, time.monotonic() - started)
+
+
+def _write_pages(run_dir: Path, out: Path, root: Path, lock: dict, latest: list[dict], attempts: dict) -> int:
     protocol = protocol_named(lock.get("grid", {}).get("protocol", "coding"))
     fixtures: dict[str, Path | None] = {}
     pages = 0
@@ -420,8 +437,7 @@ def build_site(run_dir: Path, out: Path, root: Path) -> Site:
             (out / "cells" / name).write_text(text, encoding="utf-8")
             pages += 1
     (out / "index.html").write_text(index_page(run_dir, out, lock, latest), encoding="utf-8")
-    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    return Site(out / "index.html", pages + 1, size, time.monotonic() - started)
+    return pages + 1
 
 
 def serve(out: Path, port: int) -> None:
