@@ -104,7 +104,8 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
                              run_id=plan.run_id, log=log)
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
-                       agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol)
+                       agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol,
+                       session_limits=grid_spec.limits)
     return PreparedRun(plan, ledger, ctx)
 
 
