@@ -105,6 +105,8 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     console.print(f"[bold]run {a.run_id}[/]: {a.cells} finished cells of {a.lock.get('cells', '?')} · "
                   f"{len(grid.get('tasks', []))} tasks · seeds {grid.get('seeds', '?')} · "
                   f"minimum effect {a.min_effect:.2f} · bootstrap {a.resamples:,} task resamples (seed {a.seed})")
+    for stop in a.lock.get("budget_stops", []):
+        console.print(f"[yellow]stopped at its budget at {stop['at']}: {stop['detail']}", highlight=False)
     head = _rt("agent", "arm", "condition", "cells", "adm.", "ITT [Wilson 95%]", "PP [Wilson 95%]", "solved", "damaged",
                "disc.", title="headline: intention-to-treat (ITT) beside per-protocol (PP, admitted cells); damaged = the "
                "damage detector's class")
@@ -265,6 +267,8 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
              f"memgrid {_e(lock.get('versions', {}).get('memgrid', '?'))} · {a.cells} finished cells of {_e(lock.get('cells', '?'))} planned · "
              f"minimum effect {a.min_effect:.2f} · bootstrap {a.resamples:,} task resamples, seed {a.seed}</p>"]
 
+    for stop in lock.get("budget_stops", []):
+        parts.append(f"<p class=\"bad budget-stop\">stopped at its budget at {_e(stop['at'])}: {_e(stop['detail'])}</p>")
     parts.append("<h2>Grid</h2>" + _table(["field", "value"], [
         ["agents", ", ".join(grid.get("agents", []))], ["arms", ", ".join(grid.get("arms", []))],
         ["conditions", ", ".join(grid.get("conditions", []))], ["tasks", (_e(", ".join(grid.get("tasks", []))), "wrap")],

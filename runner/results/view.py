@@ -363,8 +363,8 @@ def index_page(run_dir: Path, out: Path, lock: dict, rows: list[dict]) -> str:
             f"<td class=\"{css}\">{_e(outcome)}</td><td>{_e(r['discard_reason'] or '')}</td>"
             f"<td class=\"n\">{r['wall_seconds']:.1f}</td><td class=\"n\">{'–' if tokens is None else f'{tokens:,}'}</td>"
             f"<td class=\"n\">{'–' if cost is None else f'{cost:.4f}'}</td></tr>")
-    stop = lock.get("budget_stop")
-    stopped = (f"<p class=\"fail\" id=\"budget-stop\">stopped by its budget: {_e(stop.get('detail'))}</p>" if stop else "")
+    stopped = "".join(f"<p class=\"fail budget-stop\">stopped at its budget at {_e(s['at'])}: {_e(s['detail'])}</p>"
+                      for s in lock.get("budget_stops", []))
     reason_links = " · ".join(f"<a href=\"#outcome=discarded&amp;reason={_e(k)}\">{_e(k)}: {n}</a>"
                               for k, n in sorted(reasons.items()))
     head = (f"<h1>memgrid run <code id=\"run-id\">{_e(lock.get('run_id', run_dir.name))}</code></h1>"
