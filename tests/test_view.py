@@ -248,6 +248,20 @@ def test_a_failed_build_leaves_the_previous_site_whole(run_dir, tmp_path, monkey
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # nothing half-built left beside it
 
 
+def test_the_index_says_the_run_stopped_at_its_budget_and_which_cells_reached_a_cap(tmp_path):
+    from runner.exec.run import Budget, record_budget_stop
+
+    run = write_run(tmp_path / "stopped", [cell("slug_ids", "recall", False, agent="claude-code", cost_usd=0.4,
+                                                 error_class="budget_exhausted")])
+    budget = Budget(1.0)
+    budget.add(0.4)
+    budget.add(0.4)
+    record_budget_stop(run, budget.stop_record(3))
+    index = view.build_site(run, tmp_path / "site", REPO).index.read_text()
+    assert re.search(r'class="fail budget-stop">stopped at its budget at \S+: spent \$0.8000 of \$1.0000', index)
+    assert "3 cells not started" in index and "(budget_exhausted)" in index
+
+
 # ---------------------------------------------------------------- real run folders of every protocol
 
 def _grid(run_id, tmp_path, spec: dict) -> Path:

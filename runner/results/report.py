@@ -150,6 +150,9 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     else:
         console.print("discards: none (every finished cell was admitted)")
     console.print(_cost_table(a))
+    for agent, arm, condition, n in a.budget_exhausted:
+        console.print(f"[yellow]budget_exhausted[/]: {n} {agent} x {arm} x {condition} cells reached a session cap "
+                      "(limits); scored as they ended", highlight=False)
     if any(c.tokens_total is not None for c in a.costs):
         console.print(_token_table(a))
     if scored:
@@ -332,6 +335,12 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
                  + (" The CLI USD column is the agent CLI's own figure, not verified against prices." if a.has_cli_cost else "")
                  + "</p>" + _table(cost_headers, cost_rows, numeric=set(range(2, len(cost_headers))), table_id="costs"))
 
+    if a.budget_exhausted:
+        parts.append("<h2>Sessions stopped at a cap</h2><p class=\"note\">error_class budget_exhausted: the session "
+                     "reached the grid's or the task's limits (max_turns, max_output_tokens); the cell is scored as it "
+                     "ended, and counted here.</p>" + _table(["agent", "arm", "condition", "cells"],
+                                                             [list(r) for r in a.budget_exhausted], numeric={3},
+                                                             table_id="budget-exhausted"))
     if scored:
         parts.append("<h2>Preregistered predictions</h2>" + _table(
             ["id", "prediction", "contrast", "condition", "agent", "expect", "verdict", "why"],

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from runner.agents.base import BUDGET_EXHAUSTED
 from runner.errors import UserError
 from runner.protocols.registry import protocol_named
 from runner.results.cell_record import CellRecord, Phase, Step, Text, read_cell
@@ -356,11 +357,12 @@ def index_page(run_dir: Path, out: Path, lock: dict, rows: list[dict]) -> str:
         data = " ".join(f"data-{f}=\"{_e(_filter_value(r, f))}\"" for f in FILTERS)
         outcome = outcome_of(r)
         css = "fail" if outcome == "discarded" else "pass" if r["checker_passed"] else ""
+        capped = " <span class=\"warn\">(budget_exhausted)</span>" if r.get("error_class") == BUDGET_EXHAUSTED else ""
         body_rows.append(
             f"<tr {data} data-wall=\"{r['wall_seconds']:.3f}\" data-tokens=\"{'' if tokens is None else tokens}\">"
             f"<td><a href=\"cells/{_e(r['cell_id'])}.html\"><code>{_e(r['cell_id'])}</code></a></td><td>{_e(r['task'])}</td>"
             f"<td>{_e(r['arm'])}</td><td>{_e(r['condition'])}</td><td class=\"n\">{_e(r['seed'])}</td><td>{_e(r['agent'])}</td>"
-            f"<td class=\"{css}\">{_e(outcome)}</td><td>{_e(r['discard_reason'] or '')}</td>"
+            f"<td class=\"{css}\">{_e(outcome)}{capped}</td><td>{_e(r['discard_reason'] or '')}</td>"
             f"<td class=\"n\">{r['wall_seconds']:.1f}</td><td class=\"n\">{'–' if tokens is None else f'{tokens:,}'}</td>"
             f"<td class=\"n\">{'–' if cost is None else f'{cost:.4f}'}</td></tr>")
     stopped = "".join(f"<p class=\"fail budget-stop\">stopped at its budget at {_e(s['at'])}: {_e(s['detail'])}</p>"
