@@ -262,6 +262,32 @@ def test_the_index_says_the_run_stopped_at_its_budget_and_which_cells_reached_a_
     assert "3 cells not started" in index and "(budget_exhausted)" in index
 
 
+def test_serve_answers_the_site_on_this_machine_only(run_dir, tmp_path):
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-c", "from runner.cli import main; main()", "view", str(run_dir), "--out",
+                               str(tmp_path / "s"), "--serve", "--port", str(port)], cwd=REPO, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, page = time.monotonic() + 60, None
+        while page is None and time.monotonic() < deadline:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=5).read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert page is not None and 'id="cells"' in page
+        listening = [c for c in __import__("psutil").Process(server.pid).net_connections() if c.status == "LISTEN"]
+        assert [c.laddr.ip for c in listening] == ["127.0.0.1"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 # ---------------------------------------------------------------- real run folders of every protocol
 
 def _grid(run_id, tmp_path, spec: dict) -> Path:
