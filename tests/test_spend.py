@@ -53,6 +53,7 @@ def test_without_a_cap_the_same_session_finishes(engine, images, run_id, tmp_pat
 
 PRICES = {"test-live": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_creation": 3.75, "as_of": "2026-12-01",
                         "source": "test prices (a provider's published shape)"}}
+KEY = "sk-ant-test-" + "5e" * 12
 GRID = {"name": "spend-live", "tasks": ["slug_ids"], "arms": ["bare", "claude_md"], "agents": ["claude-code"], "seeds": 1,
         "conditions": ["present", "superseded"]}
 
@@ -88,7 +89,7 @@ def live_upstream(engine, images, run_id, monkeypatch):
         while b"ready" not in upstream.logs() and time.monotonic() < deadline:
             time.sleep(0.05)
         upstream.reload()
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-" + "0" * 24)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", f"http://{upstream.attrs['NetworkSettings']['Networks']['bridge']['IPAddress']}:8080")
         yield upstream
     finally:
@@ -129,6 +130,11 @@ def test_estimate_then_a_budget_stop_then_a_resume_with_more(engine, images, run
     assert resumed.summary.budget_stop is None and resumed.summary.skipped == len(costs) and resumed.unfinished == 0
     actual = sum(spend(resumed.run_dir))
     assert guess.usd_low <= actual <= guess.usd_high, (guess, actual)
+    from runner.results.view import build_site
+
+    site = build_site(resumed.run_dir, tmp_path / "site", REPO).index.parent
+    for path in [*resumed.run_dir.rglob("*"), *site.rglob("*")]:  # the key reached the gateway only
+        assert not path.is_file() or KEY.encode() not in path.read_bytes(), path
     print(f"estimate ${guess.usd:.4f} [{guess.usd_low:.4f}, {guess.usd_high:.4f}] vs actual ${actual:.4f}: "
           f"ratio actual/estimate {actual / guess.usd:.3f}; budget ${budget:.4f} stopped at ${sum(costs):.4f} "
           f"after {len(costs)} cells")

@@ -72,7 +72,7 @@ class Phase:
 @dataclass(frozen=True)
 class FileDiff:
     path: str
-    status: str  # changed | added | removed | unchanged-fixture-missing
+    status: str  # changed | added | removed
     lines: tuple[str, ...] = ()
     more_lines: int = 0
     note: str = ""

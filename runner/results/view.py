@@ -270,7 +270,7 @@ def cell_page(row: dict, attempts: list[dict], record: CellRecord, lock: dict) -
             f"<details><summary><code>{_e(name)}</code> ({t.chars:,} characters)</summary>{_text(t)}</details>"
             for name, t in record.records.items())
     pages = {}
-    for i, phase in enumerate(record.phases or [Phase("", record.folder)]):
+    for phase in record.phases:
         total = max(1, -(-len(phase.steps) // PAGE_STEPS))
         for n in range(2, total + 1):
             pages[_page_name(cell_id, phase, n)] = _page(
