@@ -218,3 +218,22 @@ def test_grid_estimate_prints_tokens_usd_and_its_source_and_refuses_a_free_model
     assert "4 of 4 cells matched" in out.stdout
     free = memgrid("--model", "scripted")
     assert free.returncode == 2 and "costs nothing" in free.stderr and "Traceback" not in free.stderr
+
+
+def test_grid_stopped_at_its_budget_says_so_and_how_to_go_on(engine, images, run_id, tmp_path, no_leftovers, live_upstream):
+    import subprocess
+    import sys
+
+    import yaml
+
+    spec = tmp_path / "live.yaml"
+    spec.write_text(yaml.safe_dump({**GRID, "arms": ["bare"], "model": "test-live", "prices": PRICES}))
+    out = subprocess.run([sys.executable, "-c", "from runner.cli import main; main()", "grid", "--spec", str(spec),
+                          "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"), "--concurrency", "1", "--no-progress",
+                          "--max-usd", "0.01"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert out.returncode == 1, out.stderr[-2000:]
+    stops = json.loads((tmp_path / "runs" / run_id / "run.json").read_text())["budget_stops"]
+    assert len(stops) == 1 and stops[0]["cells_left"] == 1  # the first cell runs to learn the price; the second would pass it
+    said = " ".join(out.stderr.split())
+    assert "stopped at its budget: spent $" in said and f"memgrid grid --run-id {run_id} --max-usd <a higher budget>" in said
+    assert "harness errors" not in said
