@@ -118,6 +118,16 @@ def grid(
     progress: bool = typer.Option(True, help="Show the progress bar."),
     prereg: Optional[Path] = typer.Option(None, "--prereg", help="Run the grid of this committed preregistration "
                                                                  "(preregistration/NNN-slug.md); no other grid option may change it."),
+    estimate: bool = typer.Option(False, "--estimate", help="Print the grid's expected tokens per class and USD (with a "
+                                  "range and where it comes from: an earlier live run of the model, else a scripted-model run "
+                                  "of the same cells plus --output-allowance) and exit without running."),
+    estimate_from: Optional[Path] = typer.Option(None, "--estimate-from", help="The run folder --estimate reads (default: "
+                                                 "the newest matching run under --runs-dir)."),
+    output_allowance: int = typer.Option(2000, "--output-allowance", min=1, help="Output tokens per cell --estimate assumes "
+                                         "when it estimates from a scripted-model run."),
+    max_usd: Optional[float] = typer.Option(None, "--max-usd", min=0.0, help="Stop starting cells once the priced spend "
+                                            "of finished cells plus the cells in flight would pass this (overrides the spec's "
+                                            "budget_usd; resume with a higher one to go on)."),
 ):
     """Run a grid: every cell in its own container, proofs, checker verdicts and a parquet ledger.
 
@@ -144,7 +154,8 @@ def grid(
         check_location(root, prereg)
         check_clean(root)
         check_sizing(preregistration, root)
-        outcome = run_grid(preregistration.grid, prereg, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
+        grid_of = replace(preregistration.grid, budget_usd=max_usd) if max_usd is not None else preregistration.grid
+        outcome = run_grid(grid_of, prereg, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
                            progress=progress, log=progress_log, prereg=preregistration)
         _finish_grid(outcome, f"memgrid grid --prereg {prereg} --run-id {outcome.plan.run_id}")
         return
@@ -161,12 +172,30 @@ def grid(
                         f"or give a spec of the {protocol} protocol")
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
-                                    "model": model}.items() if v}
+                                    "model": model, "budget_usd": max_usd}.items() if v}
     grid_spec = replace(grid_spec, **overrides)
     check_names(grid_spec, grid_path, load_all_tasks(root), load_all_arms(root), frozenset(overrides))
+    if estimate:
+        _print_estimate(grid_spec, grid_path, root, runs_dir, output_allowance, estimate_from)
+        return
     outcome = run_grid(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir,
                        concurrency=concurrency, progress=progress, log=progress_log)
     _finish_grid(outcome, f"memgrid grid --run-id {outcome.plan.run_id}")
+
+
+def _print_estimate(grid_spec, grid_path: Path, root: Path, runs_dir: Path, allowance: int, source: Optional[Path]) -> None:
+    from runner.exec.run import resolve_run_dir
+    from runner.plan.estimate import CLASSES, estimate
+
+    e = estimate(grid_spec, grid_path, root, runs_dir, allowance, resolve_run_dir(str(source), runs_dir) if source else None)
+    table = Table("token class", "tokens", title=f"estimate for {e.cells} {grid_spec.model} cells")
+    for c in CLASSES:
+        table.add_row(c.replace("_", " "), f"{e.tokens[c]:,}")
+    console.print(table)
+    console.print(f"USD: {e.usd:,.2f} (range {e.usd_low:,.2f} – {e.usd_high:,.2f}) at prices of {e.price_source}",
+                  markup=False, highlight=False)
+    console.print(f"from the {e.source}; {e.matched} of {e.cells} cells matched by task, arm, condition, seed and agent "
+                  "(the rest at the mean of their arm's)", markup=False, highlight=False, soft_wrap=True)
 
 
 def _finish_grid(outcome, resume: str) -> None:
@@ -186,6 +215,10 @@ def _finish_grid(outcome, resume: str) -> None:
     if summary.interrupted:
         err.print(f"[yellow]interrupted; resume with: {resume}")
         raise typer.Exit(130)
+    if summary.budget_stop is not None:
+        err.print(f"[yellow]stopped at its budget: {summary.budget_stop['detail']}; go on with: {resume} --max-usd "
+                  "<a higher budget>", highlight=False)
+        raise typer.Exit(1)
     if outcome.unfinished:
         err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: {resume}")
         raise typer.Exit(1)
@@ -318,6 +351,35 @@ def cells(
     from runner.exec.run import resolve_run_dir
 
     _print_cells(resolve_run_dir(run, runs_dir), arm, discarded, as_json)
+
+
+@app.command()
+def view(
+    run: str = typer.Argument(..., help="Run id (a folder under --runs-dir) or a run folder path."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where the site is written (default: RUN/site)."),
+    serve: bool = typer.Option(False, "--serve", help="Then serve it on http://127.0.0.1:PORT until Ctrl-C."),
+    port: int = typer.Option(8765, min=1024, max=65535, help="The port --serve listens on (this machine only)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
+):
+    """A static site of the run to click through: summary and plots, every cell in a table filterable by arm,
+    task, condition, agent, outcome and discard reason (sortable by wall time and tokens), and one page per
+    cell: identity and digests, every gate proof with its evidence, the session as a timeline (tools, MCP
+    servers, tool calls, model requests, tokens per step), the checker's verdict and log, the damage
+    detector's finding and the artifact's diff against the fixture. Works from file:// (no external assets)."""
+    from runner.exec.run import resolve_run_dir
+    from runner.results.view import build_site
+    from runner.results.view import serve as serve_site
+
+    run_dir = resolve_run_dir(run, runs_dir)
+    site = build_site(run_dir, out or run_dir / "site", project_root())
+    console.print(f"site: {site.index} ({site.pages} pages, {site.bytes / 1e6:.1f} MB, {site.seconds:.1f} s)",
+                  markup=False, highlight=False)
+    if serve:
+        console.print(f"serving http://127.0.0.1:{port}/index.html (Ctrl-C stops)", markup=False, highlight=False)
+        try:
+            serve_site(site.index.parent, port)
+        except KeyboardInterrupt:
+            pass
 
 
 cell_app = typer.Typer(help="One cell of a run.", no_args_is_help=True)

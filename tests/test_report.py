@@ -258,3 +258,15 @@ def test_page_and_terminal_label_detector_damage_and_harm_against_bare_apart(bar
     detector = text[start:text.index("harm against bare by condition")]
     assert "recall 3/4 (0.75) 0/4 (0.00)" in detector and "oracle_memory 0/4 (0.00) 4/4 (1.00)" in detector
     assert "damage against" not in text
+
+
+def test_a_session_stopped_at_a_cap_is_named_on_the_page_and_the_terminal(tmp_path):
+    rows = [cell(f"task_{t}", arm, False, outcome="neutral_failure",
+                 error_class="budget_exhausted" if (arm, t) == ("recall", 0) else None)
+            for t in range(2) for arm in ("bare", "claude_md", "recall")]
+    run = write_run(tmp_path / "capped", rows)
+    console = Console(record=True, width=200)
+    html = make_report(str(run), html_path=tmp_path / "r.html", console=console).html_path.read_text()
+    table = html[html.index('<table id="budget-exhausted">'):]
+    assert "<td>recall</td><td>present</td><td class=\"n\">1</td>" in table[:table.index("</table>")]
+    assert "budget_exhausted: 1 reader x recall x present cells reached a session cap" in console.export_text()

@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from runner.env.sandbox import Sandbox
-from runner.plan.spec import ArmSpec, TaskSpec
+from runner.plan.spec import ArmSpec, SessionLimits, TaskSpec
+
+
+BUDGET_EXHAUSTED = "budget_exhausted"  # error class of a session that reached a cap: the agent's doing, still scored
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class SessionSetup:
     channel: ReferenceChannel = field(default_factory=ReferenceChannel)
     endpoint: object | None = None  # env.model_endpoint.ModelEndpoint when the agent needs a model
     run_setup: object | None = None  # what the agent class prepared for the whole grid (prepare_grid)
+    limits: SessionLimits = field(default_factory=SessionLimits)  # caps on a model session (turns, output tokens)
 
 
 class Agent:

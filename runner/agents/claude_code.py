@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from runner.agents.base import Agent, Transcript, record_truncation
+from runner.agents.base import BUDGET_EXHAUSTED, Agent, Transcript, record_truncation
 from runner.agents.reference import task_options
 from runner.env.archive import Entry
 from runner.arms.kinds import WORKSPACE, kind_of
@@ -212,7 +212,7 @@ class ClaudeCodeAgent(Agent):
 
     @classmethod
     def start_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int,
-                       script: dict | None = None) -> ModelEndpoint:
+                       script: dict | None = None, max_output_tokens: int | None = None) -> ModelEndpoint:
         """The cell's own network with the model gateway (and, offline, the scripted model playing this
         session: the protocol's script for it, or a coding task's)."""
         if run_setup.model != SCRIPTED:
@@ -220,7 +220,7 @@ class ClaudeCodeAgent(Agent):
         elif script is None:
             script = build_script(task, arm, memory, cell.condition, cell.seed)
         endpoint = ModelEndpoint(client, run_setup.model_image.tag, run_id, cell.cell_id, run_setup.model, script,
-                                 run_setup.allow_hosts, guard_image=images.base.tag)
+                                 run_setup.allow_hosts, max_output_tokens, guard_image=images.base.tag)
         endpoint.start(attempt)
         return endpoint
 
@@ -237,7 +237,8 @@ class ClaudeCodeAgent(Agent):
                 "--mcp-config", MCP_CONFIG, "--strict-mcp-config",
                 "--allowedTools", ",".join(allowed_tools(self.arm)),
                 "--disallowedTools", ",".join(DISALLOWED_TOOLS),
-                "--append-system-prompt", self.instructions]
+                "--append-system-prompt", self.instructions,
+                *(["--max-turns", str(self.setup.limits.max_turns)] if self.setup.limits.max_turns else [])]
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=NAME, model=self.model)
@@ -263,7 +264,7 @@ class ClaudeCodeAgent(Agent):
         transcript.cli_cost_usd = session.cli_cost_usd
         transcript.error_class, transcript.error = classify(session, result.timed_out, result.exit_code, result.stderr,
                                                             self.setup.agent_seconds)
-        transcript.is_error = transcript.error_class is not None
+        transcript.is_error = transcript.error_class not in (None, BUDGET_EXHAUSTED)
         return transcript
 
 
@@ -277,6 +278,8 @@ def classify(session: StreamSession, timed_out: bool, exit_code: int | None, std
     if session.result is None:
         return "no_result", f"claude exited {exit_code} without a result: {stderr.strip()[-300:]}"
     r = session.result
+    if r.get("subtype") == "error_max_turns":
+        return BUDGET_EXHAUSTED, f"the session reached its turn cap (--max-turns) after {r.get('num_turns')} turns"
     if r.get("is_error") or r.get("terminal_reason") not in ("completed", None):
         return "session_error", (f"is_error={r.get('is_error')}, terminal_reason={r.get('terminal_reason')}: "
                                  f"{str(r.get('result', ''))[:200]}")

@@ -50,6 +50,7 @@ class ModelEndpoint:
     model: str
     script: dict | None = None  # the scripted model's script; None for a live model
     allow_hosts: tuple[str, ...] = ()
+    max_output_tokens: int | None = None  # the session's output cap, enforced by the gateway; None: none
     guard_image: str = ""  # the image the network guard runs from (it needs iproute2: the base image)
     network_name: str = ""
     guard_proof: GateProof | None = None  # the scripted model container's route table
@@ -74,7 +75,7 @@ class ModelEndpoint:
             upstream = "http://model:8080" if self.scripted else live_upstream()
             self.gateway_token = token = secrets.token_hex(16)  # the model server answers only the gateway
             env = {"MEMGRID_UPSTREAM": upstream, "MEMGRID_ALLOW_HOSTS": ",".join(self.allow_hosts),
-                   "MEMGRID_GATEWAY_TOKEN": token}
+                   "MEMGRID_GATEWAY_TOKEN": token, "MEMGRID_MAX_OUTPUT_TOKENS": str(self.max_output_tokens or "")}
             key = None if self.scripted else live_api_key()
             if key:
                 env["MEMGRID_API_KEY"] = key

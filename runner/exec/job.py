@@ -19,6 +19,7 @@ from runner.results.ledger import Ledger
 from runner.plan.preflight import check_grid
 from runner.plan.prereg import Prereg
 from runner.exec.run import RunPlan, RunSummary, check_run_id, corpus_pairs, execute, lock_document, open_run, plan_run
+from runner.errors import SpecError
 from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks, provider
 from runner.exec.trial import TrialContext
 
@@ -50,7 +51,7 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
     run = prepare_run(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
                       log=log, prereg=prereg, verify_lock=verify_lock)
     log(f"run {run.plan.run_id}: {len(run.plan.cells)} cells, concurrency {concurrency} -> {run.plan.run_dir}")
-    summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress)
+    summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress, budget_usd=grid_spec.budget_usd)
     unfinished = summary.total - len({r["cell_id"] for r in run.ledger.rows() if r["final"]})
     return GridOutcome(run.plan, summary, unfinished)
 
@@ -63,6 +64,9 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
     check_grid(grid_spec, grid_path, all_tasks, all_arms)
     protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
+    if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
+        raise SpecError(grid_path, "budget_usd", "is set, but no agent of this grid has a priced model, so no spend "
+                        "can be counted against it", "drop budget_usd (and --max-usd), or run a model agent (claude-code)")
     if run_id is not None:  # before any engine work, as every other input
         check_run_id(run_id)
     client = connect(concurrency=concurrency)
@@ -104,7 +108,8 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
                              run_id=plan.run_id, log=log)
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
-                       agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol)
+                       agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol,
+                       session_limits=grid_spec.limits)
     return PreparedRun(plan, ledger, ctx)
 
 

@@ -53,6 +53,33 @@ class RunSummary:
     skipped: int
     recorded: int
     interrupted: bool
+    budget_stop: dict | None = None  # why the run stopped scheduling at its budget (as recorded in run.json)
+
+
+@dataclass
+class Budget:
+    """The run's spend cap at its prices. A cell starts only while the priced spend of finished cells plus
+    every cell in flight, each costed at the dearest cell so far, stays within it; until one cell is priced,
+    only one is in flight. A cell whose cost went unobserved counts at that dearest cost too."""
+    limit_usd: float
+    spent_usd: float = 0.0
+    dearest_usd: float | None = None  # the most one recorded cell cost
+
+    def add(self, cost_usd: float | None) -> None:
+        if cost_usd is not None:
+            self.dearest_usd = max(self.dearest_usd or 0.0, cost_usd)
+        self.spent_usd += cost_usd if cost_usd is not None else (self.dearest_usd or 0.0)
+
+    def allows(self, in_flight: int) -> bool:
+        if self.dearest_usd is None:
+            return in_flight == 0 and self.spent_usd < self.limit_usd
+        return self.spent_usd + (in_flight + 1) * self.dearest_usd <= self.limit_usd
+
+    def stop_record(self, cells_left: int) -> dict:
+        return {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "budget_usd": self.limit_usd,
+                "spent_usd": round(self.spent_usd, 6), "dearest_cell_usd": self.dearest_usd, "cells_left": cells_left,
+                "detail": f"spent ${self.spent_usd:.4f} of ${self.limit_usd:.4f}; the next cell, costed at the dearest "
+                          f"so far (${self.dearest_usd or 0:.4f}), would pass it; {cells_left} cells not started"}
 
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -132,7 +159,7 @@ def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: lis
 def lock_differences(old: dict, new: dict) -> list[str]:
     """What changed between a run's lock and the inputs now, by name."""
     changes = []
-    for key in sorted(set(old["grid"]) | set(new["grid"])):
+    for key in sorted((set(old["grid"]) | set(new["grid"])) - {"budget_usd"}):  # a resume may raise the budget
         if old["grid"].get(key) != new["grid"].get(key):
             changes.append(f"grid.{key}: {old['grid'].get(key)!r} -> {new['grid'].get(key)!r}")
     for kind in ("tasks", "arms", "images", "corpora", "agent"):
@@ -211,20 +238,30 @@ class Scheduler:
     """Keeps at most `concurrency` cells in flight and records each finished one before scheduling
     the next, so a kill loses only the cells in flight."""
 
-    def __init__(self, ctx: TrialContext, ledger: Ledger, pool: ThreadPoolExecutor, concurrency: int, on_row):
+    def __init__(self, ctx: TrialContext, ledger: Ledger, pool: ThreadPoolExecutor, concurrency: int, on_row,
+                 budget: Budget | None = None):
         self.ctx, self.ledger, self.pool, self.concurrency, self.on_row = ctx, ledger, pool, concurrency, on_row
+        self.budget = budget
         self.in_flight = {}
         self.recorded = 0
+        self.budget_stop: dict | None = None
 
     def record(self, row: LedgerRow) -> None:
         self.ledger.append(row)
         self.recorded += 1
+        if self.budget is not None:
+            self.budget.add(row.cost_usd)
         self.on_row(row)
 
     def run(self, pending: list[CellSpec], attempts: dict[str, int]) -> None:
-        queue = iter(pending)
+        queue = list(reversed(pending))
         while True:
-            while len(self.in_flight) < self.concurrency and (cell := next(queue, None)) is not None:
+            while len(self.in_flight) < self.concurrency and queue and self.budget_stop is None:
+                if self.budget is not None and not self.budget.allows(len(self.in_flight)):
+                    if not self.in_flight:  # nothing left that could free room: this is where the run stops
+                        self.budget_stop = self.budget.stop_record(len(queue))
+                    break
+                cell = queue.pop()
                 self.in_flight[self.pool.submit(run_cell, self.ctx, cell, attempts.get(cell.cell_id, 0) + 1)] = cell
             if not self.in_flight:
                 return
@@ -250,8 +287,14 @@ class Scheduler:
         remove_run_containers(self.ctx.client, self.ctx.run_id)
 
 
-def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True) -> RunSummary:
+def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True,
+            budget_usd: float | None = None) -> RunSummary:
     rows = ledger.rows()
+    budget = None
+    if budget_usd is not None:
+        budget = Budget(budget_usd)
+        for r in rows:  # what the run spent before this resume counts against the budget
+            budget.add(r.get("cost_usd"))
     done = finished_cells(rows)
     attempts: dict[str, int] = {}
     for r in rows:
@@ -285,7 +328,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                                            f"passed {counts['passed']} · errors {counts['errors']} · "
                                            f"{time.monotonic() - started:.0f}s", highlight=False)
 
-            scheduler = Scheduler(ctx, ledger, pool, concurrency, on_row)
+            scheduler = Scheduler(ctx, ledger, pool, concurrency, on_row, budget)
             try:
                 scheduler.run(pending, attempts)
             except KeyboardInterrupt:
@@ -294,4 +337,17 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                 scheduler.stop()
     finally:
         ledger.compact()  # whatever escaped, the parquet matches the journal
-    return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), scheduler.recorded, interrupted)
+    if scheduler.budget_stop is not None:
+        record_budget_stop(ctx.run_dir, scheduler.budget_stop)
+    return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), scheduler.recorded, interrupted,
+                      scheduler.budget_stop)
+
+
+def record_budget_stop(run_dir: Path, stop: dict) -> None:
+    """Append the stop to run.json's `budget_stops` (atomically): the lock says the run stopped at its budget."""
+    path = run_dir / "run.json"
+    lock = json.loads(path.read_text())
+    lock.setdefault("budget_stops", []).append(stop)
+    tmp = path.with_suffix(".json.tmp")
+    write_json(tmp, lock)
+    os.replace(tmp, path)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from runner.agents.base import ReferenceChannel, SessionSetup, Transcript
+from runner.agents.base import BUDGET_EXHAUSTED, ReferenceChannel, SessionSetup, Transcript
 from runner.agents.registry import agent_class, make_agent
 from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.corpus.build import MemorySource
@@ -29,7 +29,7 @@ from runner.env.model_endpoint import ModelEndpoint
 from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
 from runner.grading import gate
 from runner.plan.grid import CellSpec
-from runner.plan.spec import DEFAULT_DISK_MIB, ArmSpec, TaskSpec, provider
+from runner.plan.spec import DEFAULT_DISK_MIB, ArmSpec, SessionLimits, TaskSpec, provider
 from runner.results.ledger import LedgerRow
 
 VERIFY_SECONDS = 60
@@ -52,6 +52,7 @@ class TrialContext:
     images_by_arm: dict = field(default_factory=dict)  # arm -> ImageRef of an arm that ships its own image
     agent_setups: dict = field(default_factory=dict)  # agent name -> what its class prepared for the grid
     limits: Limits = Limits()
+    session_limits: SessionLimits = SessionLimits()  # the grid's caps on a model session; a task's own win
     disk_mib: int = DEFAULT_DISK_MIB  # the grid's disk budget per sandbox; a task's own limit wins
     cancel: threading.Event = field(default_factory=threading.Event)
     command_agents: dict = field(default_factory=dict)  # the grid spec's command agents by name
@@ -225,10 +226,12 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     timings: dict = {}
     t0 = time.monotonic()
     run_setup = ctx.agent_setups.get(cell.agent)
+    task = ctx.tasks.get(cell.task)
+    session_limits = task.session_limits.over(ctx.session_limits) if task is not None else ctx.session_limits
     endpoint = None
     if cls.needs_model:
-        endpoint = cls.start_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, ctx.tasks.get(cell.task),
-                                      arm, ctx.memory, attempt, phase.model_script)
+        endpoint = cls.start_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, task, arm, ctx.memory, attempt,
+                                      phase.model_script, session_limits.max_output_tokens)
     sandbox = None
     gateway = None  # the gateway's record of the session, for an agent with a model
     handed_off = False
@@ -242,8 +245,8 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     try:
         if endpoint is not None:
             timings["sidecars_start"] = round(time.monotonic() - t0, 3)
-        setup = SessionSetup(cell, ctx.tasks.get(cell.task), arm, phase.name, phase.agent_seconds, phase.record_dir,
-                             arm_instructions(arm), phase.channel, endpoint, run_setup)
+        setup = SessionSetup(cell, task, arm, phase.name, phase.agent_seconds, phase.record_dir,
+                             arm_instructions(arm), phase.channel, endpoint, run_setup, session_limits)
         agent = make_agent(setup, ctx.command_agents)
         agent.prepare(image)
         sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=phase.bundle.tar,
@@ -281,6 +284,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                 transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
             if endpoint is not None:
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
+                output_cap(transcript, gateway)
             proofs += session_proofs(ctx, arm, transcript, endpoint, gateway or [],
                                      getattr(cls, "core_tools", ()), phase.writes)
         else:
@@ -300,6 +304,15 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     finally:
         if not handed_off:
             stop_all()
+
+
+def output_cap(transcript: Transcript, gateway: list[dict]) -> None:
+    """A session the gateway stopped at its output-token cap ended on the refused request's error: it is
+    budget_exhausted (scored, and said so), not an agent error."""
+    stopped = next((g for g in gateway if g.get("kind") == "budget"), None)
+    if stopped is not None:
+        transcript.error_class, transcript.is_error = BUDGET_EXHAUSTED, False
+        transcript.error = f"the session reached its output-token cap of {stopped['cap']} ({stopped['output_tokens']} used)"
 
 
 def new_row(ctx: TrialContext, cell: CellSpec, attempt: int) -> dict:

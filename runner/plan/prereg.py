@@ -299,7 +299,9 @@ sizing:
 min_effect: 0.10
 
 # The full grid spec that runs (fields as in runner/defaults/default.yaml; memgrid arm list and
-# memgrid task list show the names). No command-line option can narrow it.
+# memgrid task list show the names). No command-line option can narrow it. A paid run may add
+# budget_usd: N (stop starting cells before the priced spend passes N; memgrid grid --max-usd overrides
+# it) and limits: {{max_turns: N, max_output_tokens: N}} (per-session caps).
 grid:
   name: default
   tasks: all

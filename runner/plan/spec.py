@@ -36,6 +36,21 @@ class PlantsSpec:
 
 
 @dataclass(frozen=True)
+class SessionLimits:
+    """Caps on one model session; None: no cap. A session that reaches one is recorded budget_exhausted."""
+    max_turns: int | None = None
+    max_output_tokens: int | None = None
+
+    def over(self, grid: "SessionLimits") -> "SessionLimits":
+        """These limits, each unset one taken from `grid` (a task's limits win over its grid's)."""
+        return SessionLimits(self.max_turns if self.max_turns is not None else grid.max_turns,
+                             self.max_output_tokens if self.max_output_tokens is not None else grid.max_output_tokens)
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -51,6 +66,7 @@ class TaskSpec:
     root: Path = field(compare=False)
     disk_mib: int | None = None  # the sandbox's disk budget; None: the grid's
     artifact_mib: int = DEFAULT_ARTIFACT_MIB  # the largest workspace the checker grades
+    session_limits: SessionLimits = field(default_factory=SessionLimits)  # None fields: the grid's
 
     @property
     def fixture(self) -> Path:
@@ -140,6 +156,8 @@ class GridSpec:
     protocol: str = "coding"  # what a cell is (memgrid protocol list)
     cases: int | None = None  # protocols whose units are generated: how many
     command_agents: dict = field(default_factory=dict)  # name -> {command, files}: any command line as an agent
+    budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
+    limits: SessionLimits = field(default_factory=SessionLimits)
 
     def as_dict(self) -> dict:
         data = {
@@ -165,6 +183,10 @@ class GridSpec:
             data["cases"] = self.cases
         if self.command_agents:
             data["command_agents"] = self.command_agents
+        if self.budget_usd is not None:
+            data["budget_usd"] = self.budget_usd
+        if self.limits.as_dict():
+            data["limits"] = self.limits.as_dict()
         return data
 
 
@@ -393,6 +415,8 @@ def load_task(task_dir: Path) -> TaskSpec:
         root=task_dir,
         disk_mib=data.get("limits", {}).get("disk_mib"),
         artifact_mib=data.get("limits", {}).get("artifact_mib", DEFAULT_ARTIFACT_MIB),
+        session_limits=SessionLimits(**{k: v for k, v in data.get("limits", {}).items()
+                                        if k in ("max_turns", "max_output_tokens")}),
     )
 
 
@@ -477,6 +501,8 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         protocol=data.get("protocol", "coding"),
         cases=data.get("cases"),
         command_agents=data.get("command_agents", {}),
+        budget_usd=data.get("budget_usd"),
+        limits=SessionLimits(**data.get("limits", {})),
     )
 
 

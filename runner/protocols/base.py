@@ -65,6 +65,11 @@ class Protocol:
         """The summary as a table's columns and rows of text."""
         raise NotImplementedError
 
+    def fixture(self, root, unit: str):
+        """The folder a unit's workspace starts from in this checkout (the viewer diffs the artifact against
+        it); None: its cells have no fixture, or the unit is gone."""
+        return None
+
     def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
         """Its own self-contained HTML page for `memgrid report --html`; None: it has none."""
         return None

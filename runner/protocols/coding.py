@@ -69,6 +69,10 @@ class CodingProtocol(Protocol):
     def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
         return [(t, c) for t in units for c in grid.conditions if c in tasks[t].conditions]
 
+    def fixture(self, root, unit: str):
+        folder = root / "tasks" / unit / "fixture"
+        return folder if folder.is_dir() else None
+
     def reads_corpus(self) -> bool:
         return True
 

@@ -21,6 +21,7 @@ from scipy.stats import bootstrap
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
+from runner.agents.base import BUDGET_EXHAUSTED
 from runner.errors import UserError
 from runner.protocols.coding import BASELINE, DIAGNOSTIC_ARMS, DIAGNOSTICS, FLOOR  # the coding protocol's own analysis
 from runner.results.ledger import Ledger, latest_attempts
@@ -148,6 +149,8 @@ class Analysis:
     arms: list[str] = field(default_factory=list)
     conditions: list[str] = field(default_factory=list)
     has_cli_cost: bool = False
+    # (agent, arm, condition, cells) whose session reached a cap (error_class budget_exhausted): scored, and named
+    budget_exhausted: list[tuple[str, str, str, int]] = field(default_factory=list)
 
     def contrast(self, name: str, condition: str, agent: str) -> Contrast | None:
         key = _normalise_contrast(name)
@@ -410,7 +413,16 @@ def analyse_frame(df: pd.DataFrame, lock: dict, run_dir: Path | None = None, min
                     sorted(diagnostic, key=lambda c: (agents.index(c.agent), conditions.index(c.condition))), omitted, sorted(harm(df), key=key),
                     sorted(costs(df, ingest or {}), key=key), agents, arms, conditions,
                     # the ledger always carries the column now; show it only where a CLI reported a figure
-                    has_cli_cost="cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any()))
+                    has_cli_cost="cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any()),
+                    budget_exhausted=_budget_exhausted(df, agents, arms, conditions))
+
+
+def _budget_exhausted(df: pd.DataFrame, agents, arms, conditions) -> list[tuple[str, str, str, int]]:
+    if "error_class" not in df.columns:
+        return []
+    capped = df[df["error_class"] == BUDGET_EXHAUSTED].groupby(["agent", "arm", "condition"]).size()
+    return sorted(((a, b, c, int(n)) for (a, b, c), n in capped.items()),
+                  key=lambda x: (agents.index(x[0]), arms.index(x[1]), conditions.index(x[2])))
 
 
 def analyse(run_dir: Path, min_effect: float | None = None, resamples: int = RESAMPLES,

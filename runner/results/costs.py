@@ -27,11 +27,15 @@ class Price:
 
     def cost(self, usage: Usage) -> float | None:
         """USD for one session; None when any class went unobserved (a killed session)."""
-        counts = (usage.fresh_input, usage.output, usage.cache_read, usage.cache_creation)
+        counts = (usage.fresh_input, usage.cache_read, usage.cache_creation, usage.output)
         if any(c is None for c in counts):
             return None
-        rates = (self.input, self.output, self.cache_read, self.cache_creation)
-        return round(sum(c * r for c, r in zip(counts, rates)) / 1e6, 6)
+        return self.cost_of(*counts)
+
+    def cost_of(self, fresh_input: float, cache_read: float, cache_creation: float, output: float) -> float:
+        """USD for these token counts."""
+        return round((fresh_input * self.input + cache_read * self.cache_read + cache_creation * self.cache_creation
+                      + output * self.output) / 1e6, 6)
 
 
 def price_for(model: str, prices: dict, where) -> Price:

@@ -105,6 +105,8 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     console.print(f"[bold]run {a.run_id}[/]: {a.cells} finished cells of {a.lock.get('cells', '?')} · "
                   f"{len(grid.get('tasks', []))} tasks · seeds {grid.get('seeds', '?')} · "
                   f"minimum effect {a.min_effect:.2f} · bootstrap {a.resamples:,} task resamples (seed {a.seed})")
+    for stop in a.lock.get("budget_stops", []):
+        console.print(f"[yellow]stopped at its budget at {stop['at']}: {stop['detail']}", highlight=False)
     head = _rt("agent", "arm", "condition", "cells", "adm.", "ITT [Wilson 95%]", "PP [Wilson 95%]", "solved", "damaged",
                "disc.", title="headline: intention-to-treat (ITT) beside per-protocol (PP, admitted cells); damaged = the "
                "damage detector's class")
@@ -148,6 +150,9 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     else:
         console.print("discards: none (every finished cell was admitted)")
     console.print(_cost_table(a))
+    for agent, arm, condition, n in a.budget_exhausted:
+        console.print(f"[yellow]budget_exhausted[/]: {n} {agent} x {arm} x {condition} cells reached a session cap "
+                      "(limits); scored as they ended", highlight=False)
     if any(c.tokens_total is not None for c in a.costs):
         console.print(_token_table(a))
     if scored:
@@ -265,6 +270,8 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
              f"memgrid {_e(lock.get('versions', {}).get('memgrid', '?'))} · {a.cells} finished cells of {_e(lock.get('cells', '?'))} planned · "
              f"minimum effect {a.min_effect:.2f} · bootstrap {a.resamples:,} task resamples, seed {a.seed}</p>"]
 
+    for stop in lock.get("budget_stops", []):
+        parts.append(f"<p class=\"bad budget-stop\">stopped at its budget at {_e(stop['at'])}: {_e(stop['detail'])}</p>")
     parts.append("<h2>Grid</h2>" + _table(["field", "value"], [
         ["agents", ", ".join(grid.get("agents", []))], ["arms", ", ".join(grid.get("arms", []))],
         ["conditions", ", ".join(grid.get("conditions", []))], ["tasks", (_e(", ".join(grid.get("tasks", []))), "wrap")],
@@ -328,6 +335,12 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
                  + (" The CLI USD column is the agent CLI's own figure, not verified against prices." if a.has_cli_cost else "")
                  + "</p>" + _table(cost_headers, cost_rows, numeric=set(range(2, len(cost_headers))), table_id="costs"))
 
+    if a.budget_exhausted:
+        parts.append("<h2>Sessions stopped at a cap</h2><p class=\"note\">error_class budget_exhausted: the session "
+                     "reached the grid's or the task's limits (max_turns, max_output_tokens); the cell is scored as it "
+                     "ended, and counted here.</p>" + _table(["agent", "arm", "condition", "cells"],
+                                                             [list(r) for r in a.budget_exhausted], numeric={3},
+                                                             table_id="budget-exhausted"))
     if scored:
         parts.append("<h2>Preregistered predictions</h2>" + _table(
             ["id", "prediction", "contrast", "condition", "agent", "expect", "verdict", "why"],

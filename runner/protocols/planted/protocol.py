@@ -247,6 +247,10 @@ class PlantedProtocol(Protocol):
             self._tasks[root] = load_planted_tasks(root)
         return self._tasks[root]
 
+    def fixture(self, root, unit: str):
+        task = self.tasks(root).get(unit)
+        return task.fixture if task is not None else None
+
     def split(self, root=None) -> tuple[dict[str, str], str]:
         root = root or project_root()
         if root not in self._splits:
