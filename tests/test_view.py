@@ -331,3 +331,46 @@ def test_real_runs_of_every_protocol_become_sites(engine, images, run_id, tmp_pa
     page, = _pages_of(site).values()
     assert "plant.json" in page and "forget.json" in page and "+++ artifact/" in page
     assert (site.index.parent / "report.html").is_file()
+
+
+PWN = "document.body.setAttribute('data-pwned', '1')"
+PAYLOADS = (f"<script>{PWN}</script>", f"<img src=x onerror=\"{PWN}\">", f"</pre></details><svg onload=\"{PWN}\">")
+
+
+def test_what_the_agent_wrote_is_shown_as_text_never_run_in_the_reviewers_browser(tmp_path):
+    """The attack: markup in everything a hostile agent controls (its tool inputs and results, what the gateway
+    saw delivered, its artifact, the checker's log of it, a proof's evidence) must not run when a reviewer opens
+    the cell; without escaping, the payload sets data-pwned on the page's body."""
+    lines = STREAM.read_text().splitlines()
+    hostile = "\n".join(PAYLOADS)
+    events = []
+    for line in lines:
+        event = json.loads(line)
+        for block in (event.get("message") or {}).get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                block["input"] = {"command": hostile}
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                block["content"] = hostile
+        events.append(json.dumps(event))
+    run = write_run(tmp_path / "hostile-run", [cell("slug_ids", "recall", True, agent="claude-code")])
+    cell_dir = run / "cells" / "claude-code-slug_ids-recall-0-present"
+    _admitted_cell(cell_dir, events)
+    gateway = [json.loads(l) for l in (cell_dir / "gateway.jsonl").read_text().splitlines()]
+    for g in gateway:
+        for r in g["tool_results"]:
+            r["text"] = hostile
+    (cell_dir / "gateway.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gateway))
+    files = _fixture_files(FIXTURE)
+    files[CHANGED] = hostile.encode()
+    (cell_dir / "artifact.tar").write_bytes(_tar(files))
+    (cell_dir / "checker.log").write_text(hostile)
+    proof = json.loads((cell_dir / "proof.json").read_text())
+    proof["proofs"][0]["detail"] = hostile
+    (cell_dir / "proof.json").write_text(json.dumps(proof))
+
+    page = view.build_site(run, tmp_path / "site", REPO).index.parent / "cells" / f"{cell_dir.name}.html"
+    source = page.read_text()
+    assert "&lt;script&gt;" in source and "&lt;img src=x" in source  # the payload is on the page, as text
+    assert not any(p in source for p in PAYLOADS)
+    document = dom(page.as_uri(), tmp_path / "p", height=3000)
+    assert 'data-pwned="1"' not in document
