@@ -108,6 +108,16 @@ def test_contrasts_pair_cells_and_count_a_discard_as_failure_only_under_itt(tmp_
     assert c.pp.label == "positive"
 
 
+def test_cells_sharing_their_coordinates_count_in_rates_but_pair_with_nothing(tmp_path):
+    """selftest's canaries: one arm's cell broken several ways at the same (task, seed); none is the partner."""
+    rows = [cell(f"t{i}", arm, i < 3) for i in range(4) for arm in ("claude_md", "recall")]
+    rows += [cell("t0", "recall", None, admitted=False, cell_id=f"canary-{k}") for k in range(2)]
+    a = analyse(write_run(tmp_path / "run", rows), min_effect=0.1)
+    assert next(g for g in a.groups if g.arm == "recall").cells == 6
+    c = a.contrast("recall - claude_md", "present", "reader")
+    assert c.itt.pairs == 3  # t0's recall cells are three at one coordinate: t1-t3 pair
+
+
 def test_small_deltas_are_labelled_noise_against_the_minimum_effect(tmp_path):
     rows = []
     for i in range(20):

@@ -286,9 +286,12 @@ def group_stats(df: pd.DataFrame) -> list[GroupStats]:
 
 
 def _paired_frames(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
-    """Per (agent, condition): one row per (task, seed), columns (passed|admitted, arm)."""
+    """Per (agent, condition): one row per (task, seed), columns (passed|admitted, arm). Cells that share
+    their coordinates (selftest's canaries: one arm, broken several ways) have no one partner: they count in
+    the rates but pair with nothing."""
     out = {}
     for (agent, condition), g in df.groupby(["agent", "condition"], sort=True):
+        g = g[~g.duplicated(["task", "seed", "arm"], keep=False)]
         out[(agent, condition)] = g.set_index(["task", "seed", "arm"])[["passed", "admitted"]].unstack("arm")
     return out
 

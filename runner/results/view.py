@@ -327,8 +327,6 @@ def _plots_and_report(run_dir: Path, out: Path, lock: dict, rows: list[dict]) ->
         analysis = analyse(run_dir)
     except UserError as e:
         return f"<p class=\"note\">no plots: {_e(e)}</p>"
-    except ValueError as e:  # cells that share coordinates (selftest's canaries) cannot be paired
-        return f"<p class=\"fail\">no plots: the coding analysis cannot read this run ({_e(e)})</p>"
     (out / "plots").mkdir(exist_ok=True)
     figures = []
     for plot in all_plots(analysis):
