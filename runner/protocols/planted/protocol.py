@@ -152,40 +152,43 @@ def injection(log_text: str, planted: list[str], start: datetime, end: datetime)
     return {"confirmed": bool(served), "planted_ids_served": served, "log_lines": lines, "outside_window": outside}
 
 
+def tool_results(gateway: list[dict]):
+    """Every tool result the gateway saw reach the model, in order, each once."""
+    for request in gateway:
+        yield from request.get("tool_results") or []
+
+
 def delivered(gateway: list[dict], prefix: str, planted: list[str]) -> list[str]:
     """The planted ids that reached the model in a result of one of the arm's own tools, by the gateway's
     record (outside the sandbox): a result the model got from any other tool (a shell reading the store)
     is not the memory delivering."""
     found = []
-    for request in gateway:
-        for r in request.get("tool_results") or []:
-            if str(r.get("tool", "")).startswith(prefix) and not r.get("is_error"):
-                found += [i for i in planted if i in str(r.get("text", "")) and i not in found]
+    for r in tool_results(gateway):
+        if str(r.get("tool", "")).startswith(prefix) and not r.get("is_error"):
+            found += [i for i in planted if i in str(r.get("text", "")) and i not in found]
     return found
 
 
-def planted_text(text: str, planted: list[str], memories) -> bool:
-    """A planted id, or ECHO_WORDS consecutive words of a planted memory, in `text`."""
+def quotes_memory(text: str, memories) -> bool:
+    """`text` repeats ECHO_WORDS consecutive words of a memory (case and punctuation aside)."""
     body = " ".join(words(text))
-    return any(i in text for i in planted) or any(
-        " ".join(w[k:k + ECHO_WORDS]) in body for w in (words(m.content) for m in memories)
-        for k in range(len(w) - ECHO_WORDS + 1))
+    return any(" ".join(w[k:k + ECHO_WORDS]) in body for w in (words(m.content) for m in memories)
+               for k in range(len(w) - ECHO_WORDS + 1))
 
 
 def bypass_proof(gateway: list[dict], prefix: str, planted: list[str], memories) -> gate.GateProof:
-    """The condition reached the model only through the arm: no planted memory arrived in a result of any
-    other tool (a shell or a file read of the store) before the arm itself had delivered one, so `off` and
-    the ablations are what they say. Results after the arm delivered are the model's own work (a file it
-    wrote from the memory, read back)."""
-    for request in gateway:
-        for r in request.get("tool_results") or []:
-            own = str(r.get("tool", "")).startswith(prefix)
-            if not planted_text(str(r.get("text", "")), planted, memories) or r.get("is_error"):
-                continue
-            if own:
-                return gate.GateProof("memory_not_bypassed", True, f"first delivered by {r['tool']}")
-            return gate.GateProof("memory_not_bypassed", False, f"planted memory reached the model through "
-                                  f"{r.get('tool') or 'an unnamed tool'} ({r.get('call')}), not the arm")
+    """The condition reached the model only through the arm: no planted memory (its id, or a run of its
+    words) arrived in a result of any other tool (a shell or a file read of the store) before the arm itself
+    had delivered one, so `off` and the ablations are what they say. Results after the arm delivered are
+    the model's own work (a file it wrote from the memory, read back)."""
+    for r in tool_results(gateway):
+        text = str(r.get("text", ""))
+        if r.get("is_error") or not (any(i in text for i in planted) or quotes_memory(text, memories)):
+            continue
+        if str(r.get("tool", "")).startswith(prefix):
+            return gate.GateProof("memory_not_bypassed", True, f"first delivered by {r['tool']}")
+        return gate.GateProof("memory_not_bypassed", False, f"planted memory reached the model through "
+                              f"{r.get('tool') or 'an unnamed tool'} ({r.get('call')}), not the arm")
     return gate.GateProof("memory_not_bypassed", True, "no planted memory reached the model around the arm")
 
 
@@ -210,12 +213,7 @@ def words(text: str) -> list[str]:
 
 def surface_echo(task: PlantedTask, artifact: list[Entry]) -> bool:
     """A reference number only: the artifact repeats ECHO_WORDS consecutive words of a planted memory."""
-    body = " ".join(words(" ".join(e.data.decode(errors="replace") for e in artifact)))
-    for memory in task.memories:
-        w = words(memory.content)
-        if any(" ".join(w[i:i + ECHO_WORDS]) in body for i in range(len(w) - ECHO_WORDS + 1)):
-            return True
-    return False
+    return quotes_memory(" ".join(e.data.decode(errors="replace") for e in artifact), task.memories)
 
 
 def tokens_total(fields: dict) -> int | None:
@@ -363,15 +361,15 @@ class PlantedProtocol(Protocol):
                 row.update(fields)
                 proofs.extend({"phase": "session", **p} for p in session.decision.as_json())
                 (cell_dir / "arm-log.jsonl").write_text(session.collected.get(ARM_LOG, ""))
+                prefix = kind_of(arm).own_server(arm).prefix
                 result["injection"] = confirm(injection(session.collected.get(ARM_LOG, ""), planted, window_start, window_end),
-                                              agent_class(cell.agent, ctx.command_agents), session.gateway,
-                                              kind_of(arm).own_server(arm).prefix, planted)
+                                              agent_class(cell.agent, ctx.command_agents), session.gateway, prefix, planted)
                 result["tokens_total"] = tokens_total(fields)
                 if not session.decision.admitted:
                     return finish(final=not (session.decision.discard_reason in gate.WIRING
                                              and attempt < gate.MAX_ATTEMPTS))
                 if session.gateway is not None:
-                    bypass = bypass_proof(session.gateway, kind_of(arm).own_server(arm).prefix, planted, task.memories)
+                    bypass = bypass_proof(session.gateway, prefix, planted, task.memories)
                     proofs.append({"phase": "session", **vars(bypass)})
                     if not bypass.passed:
                         return finish(admitted=False, discard_reason=gate.MEMORY_BYPASSED)
