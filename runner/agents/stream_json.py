@@ -51,7 +51,8 @@ class StreamSession:
         return (self.result or {}).get("total_cost_usd")
 
 
-def _text(content) -> str:
+def content_text(content) -> str:
+    """A message block's content as text: a string as it is, a list of blocks by their text."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -87,7 +88,7 @@ def parse_stream(lines) -> StreamSession:
                 if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") in by_id:
                     call = by_id[block["tool_use_id"]]
                     call.is_error = bool(block.get("is_error"))
-                    call.result_excerpt = _text(block.get("content"))[:EXCERPT]
+                    call.result_excerpt = content_text(block.get("content"))[:EXCERPT]
         elif kind == "result":
             session.result, session.result_line = event, index
     return session

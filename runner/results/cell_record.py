@@ -17,6 +17,8 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.agents.stream_json import content_text
+
 TEXT_CAP = 2000
 DIFF_LINES = 400  # per file; the rest is counted
 PHASE_FILES = ("proof.json", "transcript.jsonl")
@@ -161,9 +163,7 @@ def stream_steps(lines) -> tuple[list[Step], dict[str, int]]:
             for b in message.get("content") or []:
                 if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in calls:
                     at = calls[b["tool_use_id"]]
-                    content = b.get("content")
-                    text = content if isinstance(content, str) else "\n".join(
-                        c.get("text", "") for c in content or [] if isinstance(c, dict))
+                    text = content_text(b.get("content"))
                     old = steps[at]
                     label = "error" if b.get("is_error") else "result"
                     steps[at] = Step(old.kind, old.title, old.fields + ((label, Text.of(text)),), old.tokens,
