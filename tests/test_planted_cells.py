@@ -12,7 +12,8 @@ from runner.env.images import ensure_arm_image
 from runner.exec.trial import TrialContext
 from runner.plan.grid import CellSpec
 from runner.plan.spec import load_all_arms, load_all_tasks
-from runner.protocols.planted.protocol import fill, harness_step, namespace_of, parse_ids
+from runner.exec.trial import harness_step
+from runner.protocols.planted.protocol import fill, namespace_of, parse_ids
 from runner.protocols.registry import PROTOCOLS
 
 from conftest import REPO

@@ -18,7 +18,7 @@ from synthetic_ledger import cell, write_run
 
 from runner.results import plots
 from runner.results.analysis import analyse
-from runner.results.report import SCRIPT, make_report, print_terminal
+from runner.results.report import SCRIPT, make_report
 
 REPO = Path(__file__).resolve().parent.parent
 PLOTS = ("success", "forest", "damage", "harm", "discards", "cost")

@@ -7,9 +7,8 @@ never through the bundle. `reader` runs memgrid-reader in the sandbox with what 
 it through /sandbox/.reader.
 """
 
-import json
 
-from runner.agents.base import Agent, ReferenceChannel, Transcript, record_truncation
+from runner.agents.base import Agent, Transcript, record_truncation
 from runner.digest import sha256_bytes
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID, tree_entries

@@ -23,7 +23,7 @@ from runner.corpus.build import MemorySource
 from runner.digest import sha256_bytes
 from runner.env import netguard
 from runner.env.archive import Entry, Export, pack, safe_entries
-from runner.env.bundle import Bundle, arm_instructions, build_bundle
+from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.env.images import ImageSet
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
@@ -215,6 +215,42 @@ def store_snapshot(sandbox: Sandbox) -> tuple[tuple[Entry, ...], str]:
     stream, _ = sandbox.container.get_archive(STORE_DIR, chunk_size=MIB)
     entries = tuple(safe_entries(b"".join(stream), strip="store"))
     return entries, sha256_bytes(pack(list(entries)))
+
+
+@dataclass(frozen=True)
+class StepResult:
+    name: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+STEP_SECONDS = 120
+
+
+def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[Entry, ...],
+                 steps: list[tuple[str, list[str], bytes]], extra: tuple[Entry, ...] = (),
+                 seconds: int = STEP_SECONDS) -> tuple[list[StepResult], tuple[Entry, ...], str, gate.GateProof]:
+    """Commands of the arm's own write path (its ingest, its write API) in a fresh container of its image,
+    each with its input on stdin, over the store given and `extra` files (paths relative to /sandbox); the
+    results, the store as they left it with its digest, and the bundle's proof. No agent runs here and the
+    container has no network."""
+    image = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
+    entries = [Entry(f"harness/{name}.json", data) for name, _, data in steps]
+    entries += [Entry(f"store/{e.path}", e.data) for e in store] + list(extra)
+    bundle = bundle_of(entries)
+    results = []
+    with Sandbox(ctx.client, image.tag, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
+                 lifetime=seconds * (len(steps) + 1), limits=ctx.limits) as sandbox:
+        proof = bundle_verification(sandbox, bundle)
+        if proof.passed:
+            sandbox.exec(["mkdir", "-p", STORE_DIR], timeout=30, workdir="/sandbox")
+            for name, command, _ in steps:
+                r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
+                                 timeout=seconds, workdir="/sandbox")
+                results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
+        after, digest = store_snapshot(sandbox)
+    return results, after, digest, proof
 
 
 def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int = 1) -> Session:

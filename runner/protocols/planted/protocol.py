@@ -19,7 +19,7 @@ by the Memory Utility Index (analysis.py) only when it is.
 import json
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timezone
 
 from runner.agents.base import ReferenceChannel
@@ -27,21 +27,19 @@ from runner.agents.registry import agent_class
 from runner.arms.kinds import STORE_DIR, WORKSPACE, kind_of
 from runner.env.archive import Entry, pack
 from runner.env.bundle import Bundle, arm_instructions, bundle_of, tree_entries
-from runner.env.sandbox import Sandbox
 from runner.errors import SpecError
-from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, bundle_verification,
-                               cell_failure, new_row, now, run_phase, session_fields, store_snapshot, write_json)
+from runner.exec.trial import (PhaseSpec, StepResult, TrialContext, agent_config, cell_failure, harness_step, new_row,
+                               now, run_phase, session_fields, write_json)
 from runner.grading import gate
 from runner.grading.checker import GRACE_SECONDS, grade_in_container
 from runner.plan.grid import CellSpec
-from runner.plan.spec import ArmSpec, GridSpec, PlantApi, TaskSpec, project_root, provider
+from runner.plan.spec import ArmSpec, GridSpec, PlantApi, TaskSpec, project_root
 from runner.protocols.base import Protocol
 from runner.protocols.planted import analysis
 from runner.protocols.planted.tasks import PlantedTask, load_planted_tasks, load_split, task_digest
 from runner.results.ledger import LedgerRow
 
 ARM_LOG = "/sandbox/.arm-log/served.jsonl"  # where the arm's server logs what it served ({log})
-STEP_SECONDS = 120
 ECHO_WORDS = 8  # a run of this many words of a memory in the artifact is a surface echo
 
 
@@ -90,37 +88,6 @@ def model_script(task: PlantedTask, arm: ArmSpec) -> dict:
                            "exists": e.path in fixture} for e in tree_entries(task.reference(option), "w")]
                  for option in ("naive", "informed")}
     return {"prompt": task.prompt, "search": search, "options": {"informed": list(task.terms)}, "solutions": solutions}
-
-
-@dataclass(frozen=True)
-class StepResult:
-    name: str
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[Entry, ...],
-                 steps: list[tuple[str, list[str], bytes]]) -> tuple[list[StepResult], tuple[Entry, ...], str, gate.GateProof]:
-    """Commands of the arm's write API in a fresh container of its image, each with its input on stdin,
-    over the store given; the results, the store as they left it with its digest, and the bundle's proof.
-    No agent runs here and the container has no network."""
-    image = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
-    entries = [Entry(f"harness/{name}.json", data) for name, _, data in steps]
-    entries += [Entry(f"store/{e.path}", e.data) for e in store]
-    bundle = bundle_of(entries)
-    results = []
-    with Sandbox(ctx.client, image.tag, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
-                 lifetime=STEP_SECONDS * (len(steps) + 1), limits=ctx.limits) as sandbox:
-        proof = bundle_verification(sandbox, bundle)
-        if proof.passed:
-            sandbox.exec(["mkdir", "-p", STORE_DIR], timeout=30, workdir="/sandbox")
-            for name, command, _ in steps:
-                r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
-                                 timeout=STEP_SECONDS, workdir="/sandbox")
-                results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
-        after, digest = store_snapshot(sandbox)
-    return results, after, digest, proof
 
 
 def parse_ids(result: StepResult) -> list[str] | None:
