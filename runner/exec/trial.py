@@ -194,6 +194,7 @@ class PhaseSpec:
     model_script: dict | None = None  # what the scripted model plays in this phase (None: a coding task's)
     required_paths: tuple[str, ...] | None = None  # what must exist before the session (None: the arm's own)
     collect: tuple[str, ...] = ()  # files the protocol keeps from the sandbox after the session (an arm's log)
+    arm: ArmSpec | None = None  # the arm this phase runs with; None: the cell's (personal's answer runs with none)
 
 
 @dataclass
@@ -256,7 +257,7 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
 def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int = 1) -> Session:
     """Sandbox, agent and gate. Once the workspace is exported the sandbox is removed in the
     background, so its removal overlaps the checker's start instead of delaying it."""
-    arm = ctx.arms[cell.arm]
+    arm = phase.arm or ctx.arms[cell.arm]
     cls = agent_class(cell.agent, ctx.command_agents)
     image = sandbox_image(ctx, arm, cell.agent).tag
     timings: dict = {}

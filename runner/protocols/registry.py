@@ -3,10 +3,12 @@
 from runner.errors import SpecError
 from runner.protocols.base import Protocol
 from runner.protocols.coding import CodingProtocol
+from runner.protocols.personal.protocol import PersonalProtocol
 from runner.protocols.planted.protocol import PlantedProtocol
 from runner.protocols.two_session.protocol import TwoSessionProtocol
 
-PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (CodingProtocol(), TwoSessionProtocol(), PlantedProtocol())}
+PROTOCOLS: dict[str, Protocol] = {p.name: p for p in (CodingProtocol(), TwoSessionProtocol(), PlantedProtocol(),
+                                                       PersonalProtocol())}
 DEFAULT = "coding"
 
 

@@ -1,0 +1,79 @@
+"""The personal protocol's figures: per agent x arm x horizon, mean FAMA (with a bootstrap interval over
+persons), MPA, FAA and λ, per question kind, the search's violations and how often the records stating
+the current facts reached the answer. Published FAMA rows (Memora, remembering questions) are printed
+beside them for orientation, never as a comparison of like with like."""
+
+import json
+
+from runner.protocols.personal.corpus import HORIZONS
+from runner.protocols.personal.metrics import mean_with_interval
+
+KINDS = ("remembering", "reasoning", "recommending")
+# Memora's published FAMA for remembering questions, weekly / monthly / quarterly (percent).
+PUBLISHED = {"LangMem": (71, 42, 39), "A-Mem": (72, 42, 41), "Mem0": (40, 21, 20),
+             "frontier model, full context": (25, 20, 23)}
+NOT_COMPARABLE = ("Not directly comparable: the published rows answer Memora's own questions over its own "
+                  "conversations with an LLM answerer and LLM judges; memgrid's rows answer its generated "
+                  "persons with the LLM-free reader and deterministic judges, so they rank arms on this corpus only.")
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["agent"], r["arm"], r["condition"]), []).append(r)
+    order = {h: i for i, h in enumerate(HORIZONS)}
+    out = []
+    for (agent, arm, horizon), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 9))):
+        scored = [r for r in rs if r["admitted"] and r.get("result")]
+        questions = [(r["task"], q) for r in scored for q in json.loads(r["result"])["questions"]]
+        by_person: dict[str, list[float]] = {}
+        remembering: dict[str, list[float]] = {}
+        for person, q in questions:
+            by_person.setdefault(person, []).append(q["fama"])
+            if q["kind"] == "remembering":
+                remembering.setdefault(person, []).append(q["fama"])
+        fama, low, high = mean_with_interval(by_person)
+        out.append({
+            "agent": agent, "arm": arm, "horizon": horizon, "cells": len(rs), "admitted": len(scored),
+            "questions": len(questions), "fama": fama, "fama_low": low, "fama_high": high,
+            "mpa": _mean([q["mpa"] for _, q in questions]), "faa": _mean([q["faa"] for _, q in questions]),
+            "lambda": _mean([q["lam"] for _, q in questions]),
+            "by_kind": {k: _mean([q["fama"] for _, q in questions if q["kind"] == k]) for k in KINDS},
+            "remembering": mean_with_interval(remembering)[0],
+            "violations": sum(q["violations"] for _, q in questions),
+            "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
+            "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
+            "flags": ([f"{sum(q['violations'] for _, q in questions)} record ids outside the person's records up to "
+                       "the cutoff were returned by the search (dropped before the answer)"]
+                      if any(q["violations"] for _, q in questions) else []),
+        })
+    return out
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    lines = [[s["agent"], s["arm"], s["horizon"], f"{s['admitted']}/{s['cells']}", str(s["questions"]),
+              _f(s["fama"]), "-" if s["fama_low"] is None else f"{s['fama_low']:.2f}-{s['fama_high']:.2f}",
+              _f(s["mpa"]), _f(s["faa"]), _f(s["lambda"]), *(_f(s["by_kind"][k]) for k in KINDS),
+              _f(s["evidence_recall"]), str(s["violations"])] for s in summary]
+    return (["agent", "arm", "horizon", "admitted", "questions", "FAMA", "95 % (persons)", "MPA", "FAA", "λ", "remember",
+             "reason", "recommend", "evidence in", "violations"], lines)
+
+
+def published_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Remembering FAMA per horizon, in percent: the published rows, then memgrid's arms on its own corpus."""
+    horizons = list(HORIZONS)
+    lines = [[name, "published (Memora)", *map(str, values)] for name, values in PUBLISHED.items()]
+    arms: dict[tuple[str, str], dict[str, float | None]] = {}
+    for s in summary:
+        arms.setdefault((s["agent"], s["arm"]), {})[s["horizon"]] = s["remembering"]
+    for (agent, arm), by_h in arms.items():
+        lines.append([arm, f"memgrid ({agent})", *("-" if by_h.get(h) is None else f"{100 * by_h[h]:.0f}" for h in horizons)])
+    return ["system", "source", *horizons], lines

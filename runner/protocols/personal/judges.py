@@ -1,0 +1,133 @@
+"""The judge panel: each judge answers, for one criterion, "does the answer mention this value?".
+
+A criterion is correct iff a strict majority of the judges that gave a valid verdict matches what it
+expects (presence: yes; forgetting: no); with no valid verdict it is incorrect. A judge that cannot
+answer (a transport failure, a malformed reply) gives `None`: it is left out of the majority and
+counted as invalid, never scored as the answerer's quality.
+
+The offline panel is three deterministic judges, each with blind spots this module's tests pin:
+- `exact`: the value or an alias, normalised (case, accents, punctuation), as a whole word sequence.
+  Blind to paraphrase ("Northwind" for "Northwind Analytics") and to negation: "you no longer live in
+  Porto" mentions Porto, so a forgetting criterion on Porto is judged failed although the answer
+  treats Porto as outdated.
+- `tokens`: token containment of the value (>= half its words) or token F1 against the best window of
+  the answer (>= 0.5). Catches a partial name; shares the negation blind spot; can credit a shared
+  common word ("Bank" of "Meridian Bank" in "Riverside Bank").
+- `embedding`: cosine similarity of static word embeddings (wordllama's 256-dimension model, whose
+  weights ship in its pinned wheel; nothing is downloaded) between the value and each clause of the
+  answer, >= 0.6. Credits a clause that names the value in other words; calls near neighbours alike
+  ("vegan" and "vegetarian" are 0.71 apart), so alone it would fail a vegan answer on a "should not
+  mention vegetarian" criterion; the two lexical judges outvote it there.
+"""
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import cache
+
+from runner.protocols.personal.corpus import Criterion
+
+EMBEDDING_THRESHOLD = 0.6
+TOKEN_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class Verdict:
+    judge: str
+    mentions: bool | None  # None: the judge gave no valid verdict
+    detail: str
+
+
+def normalise(text: str) -> list[str]:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    return re.findall(r"[a-z0-9]+", folded)
+
+
+class ExactJudge:
+    name = "exact"
+
+    def judge(self, answer: str, criterion: Criterion) -> Verdict:
+        words = normalise(answer)
+        for form in (criterion.value, *criterion.aliases):
+            target = normalise(form)
+            if target and any(words[i:i + len(target)] == target for i in range(len(words) - len(target) + 1)):
+                return Verdict(self.name, True, f"{form!r} appears")
+        return Verdict(self.name, False, "no form of the value appears")
+
+
+class TokenJudge:
+    name = "tokens"
+
+    def judge(self, answer: str, criterion: Criterion) -> Verdict:
+        words = normalise(answer)
+        best = (0.0, 0.0, "")
+        for form in (criterion.value, *criterion.aliases):
+            target = normalise(form)
+            if not target:
+                continue
+            contained = sum(t in words for t in target) / len(target)
+            f1 = max((token_f1(target, words[i:i + len(target)]) for i in range(max(1, len(words) - len(target) + 1))),
+                     default=0.0)
+            best = max(best, (contained, f1, form))
+        contained, f1, form = best
+        return Verdict(self.name, contained >= TOKEN_THRESHOLD or f1 >= TOKEN_THRESHOLD,
+                       f"containment {contained:.2f}, best-window F1 {f1:.2f} for {form!r}")
+
+
+def token_f1(expected: list[str], window: list[str]) -> float:
+    common = sum(min(expected.count(t), window.count(t)) for t in set(expected))
+    if not common:
+        return 0.0
+    precision, recall = common / len(window), common / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+@cache
+def _wordllama():
+    from pathlib import Path
+
+    import wordllama
+
+    # Its weights and tokenizer ship in the wheel; with the package folder as cache nothing is fetched.
+    return wordllama.WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+
+
+class EmbeddingJudge:
+    name = "embedding"
+
+    def judge(self, answer: str, criterion: Criterion) -> Verdict:
+        clauses = [c.strip() for c in re.split(r"[.;,:\n]| and ", answer) if c.strip()]
+        if not clauses:
+            return Verdict(self.name, False, "the answer is empty")
+        model = _wordllama()
+        score, clause = max((float(model.similarity(form, c)), c) for form in (criterion.value, *criterion.aliases)
+                            for c in clauses)
+        return Verdict(self.name, score >= EMBEDDING_THRESHOLD, f"similarity {score:.2f} with {clause[:60]!r}")
+
+
+OFFLINE_PANEL = (ExactJudge(), TokenJudge(), EmbeddingJudge())
+
+
+def panel_names(panel=OFFLINE_PANEL) -> list[str]:
+    return [j.name for j in panel]
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    value: str
+    expected: bool  # True: presence (should mention); False: forgetting (should not)
+    correct: bool
+    valid: int  # judges that gave a verdict
+    verdicts: tuple[Verdict, ...]
+
+
+def judge_criterion(answer: str, criterion: Criterion, expected: bool, panel=OFFLINE_PANEL) -> CriterionResult:
+    verdicts = []
+    for j in panel:
+        try:
+            verdicts.append(j.judge(answer, criterion))
+        except Exception as e:  # a judge that fails invalidates its own verdict, never the answer
+            verdicts.append(Verdict(j.name, None, f"{type(e).__name__}: {e}"[:200]))
+    valid = [v for v in verdicts if v.mentions is not None]
+    agree = sum(v.mentions == expected for v in valid)
+    return CriterionResult(criterion.value, expected, bool(valid) and agree * 2 > len(valid), len(valid), tuple(verdicts))

@@ -1,0 +1,314 @@
+"""The personal-memory protocol: does the arm remember what a person said, keep up with changes, and let
+go of what no longer holds? Scored with Memora's FAMA (metrics.py).
+
+A unit is a person (`p00`..), a condition a horizon (`weekly`, `monthly`, `quarterly`); the corpus and
+the answer key come from corpus.py. A cell runs three containers and judges on the controller:
+1. build (harness step, the arm's image, no network): the arm's own ingest writes the person's records
+   up to the cutoff into its store. Arms without an ingest build nothing.
+2. search (the harness's reader, the arm's image and memory): each question goes to the arm's search
+   (mcp: its server's search tool, k results; corpus: every record, the full context; oracle: the
+   records stating the current facts; none: nothing). The controller keeps up to 350 unique ids per
+   question that are this person's records no later than the cutoff; any other id is a recorded
+   violation, dropped.
+3. answer (the cell's agent, the plain sandbox image, no network, no arm): only the requests, each a
+   question with the full text of the records released to it. The gate proves the container holds
+   nothing else (`answer_isolated`): no store, no corpus, no arm.
+4. judges: each criterion (presence: should mention X; forgetting: should not mention Y) goes to the
+   judge panel (judges.py); FAMA per question; the cell's mean in the ledger's `result`.
+Only the build's store passes to the search, digested in between; only record ids (and the texts the
+controller looks up for them) pass to the answer.
+"""
+
+import json
+import time
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+from runner.agents.base import ReferenceChannel
+from runner.arms.ingest import fill
+from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
+from runner.digest import sha256_bytes, sha256_json
+from runner.env.archive import Entry
+from runner.env.bundle import Bundle, arm_instructions, bundle_of
+from runner.errors import SpecError
+from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failure, harness_step, new_row, now,
+                               run_phase, session_fields, write_json)
+from runner.grading import gate
+from runner.plan.grid import CellSpec
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+from runner.protocols.base import Protocol
+from runner.protocols.personal import corpus as gen
+from runner.protocols.personal import metrics
+from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
+from runner.results.ledger import LedgerRow
+
+SEARCH_K = 10  # what a search-tool arm is asked for per question (the contract allows up to MAX_IDS)
+MAX_IDS = 350
+SEARCH_SECONDS = 300
+ANSWER_SECONDS = 300
+INGEST_ROOT = "/sandbox/ingest"
+GENERATOR_FILES = ("corpus.py", "judges.py", "metrics.py")
+ANSWERER_READER = "reader"  # the harness's own code runs the search; the cell's agent only answers
+SEARCH_PROMPT = "Search the arm's memory for each question in .reader/queries.json (the harness's search step)."
+ANSWER_PROMPT = ("Answer each question in /sandbox/requests/ using only the records given with it. Print one JSON "
+                 'line per question: {"question": "<id>", "answer": "<your answer>"}.\n')
+# The answer phase runs with no arm at all: no store, no server, no corpus in its container.
+ISOLATED = ArmSpec(name="isolated-answer", kind="none", description="the answer phase: requests only", instructions="",
+                   files=(), search_tool=None, mcp=None, ingest=None, ingest_seconds=0, hooks=(), uses=None,
+                   required_paths=(), root=Path("."))
+ALLOWED_IN_ANSWER = {"agent", "requests", "MANIFEST.sha256", "workspace"}
+
+
+@cache
+def generator_digest() -> str:
+    here = Path(__file__).resolve().parent
+    return sha256_json({name: sha256_bytes((here / name).read_bytes()) for name in GENERATOR_FILES})
+
+
+@cache
+def unit_of(person: str, horizon: str) -> gen.Unit:
+    return gen.build_unit(person, horizon)
+
+
+def unit_digest(unit: gen.Unit) -> str:
+    """What defines a person over a horizon: the records, the answer key and the code that made and judges them."""
+    return sha256_json({"records": [vars(r) for r in unit.records],
+                        "questions": [repr(q) for q in unit.questions], "generator": generator_digest()})
+
+
+class UnitMemory:
+    """The person's records as the corpus and oracle kinds take memory (corpus.build.MemorySource's shape):
+    every record up to the cutoff as a document, or the records that state the current facts."""
+
+    def __init__(self, unit: gen.Unit):
+        self.unit = unit
+
+    def documents(self, condition: str, seed: int) -> list[tuple[str, bytes]]:
+        return [(r.id, f"date: {r.date}\n\n{r.text}\n".encode()) for r in self.unit.records]
+
+    def evidence(self, task, condition: str, seed: int) -> str:
+        by_id = {r.id: r for r in self.unit.records}
+        return "".join(f"## memory {rid} ({by_id[rid].date})\n\n{by_id[rid].text}\n\n" for rid in self.unit.oracle_evidence())
+
+
+def record_file(record: gen.Record) -> bytes:
+    """A record as a session file of the arm's ingest input (the coding corpus's JSONL shape)."""
+    base = {"session": record.id, "ts": f"{record.date}T12:00:00Z"}
+    return "".join(json.dumps({**base, "role": role, "content": text}, sort_keys=True) + "\n"
+                   for role, text in (("user", record.user), ("assistant", record.assistant))).encode()
+
+
+def released(unit: gen.Unit, question: gen.Question, ids: list[str]) -> tuple[list[str], list[str]]:
+    """The ids the answer may see (this person's records up to the cutoff, unique, at most MAX_IDS) and the
+    violations (any other id)."""
+    allowed = {r.id for r in unit.records if r.session <= question.cutoff_session}
+    kept, violations = [], []
+    for i in dict.fromkeys(ids):
+        (kept if i in allowed else violations).append(i)
+    return kept[:MAX_IDS], violations
+
+
+def answers_of(transcript) -> dict[str, str]:
+    """The answers a session gave: the reader's `answer` events, or JSON lines a command agent printed."""
+    found = {e["question"]: str(e.get("answer", "")) for e in transcript.events if e.get("type") == "answer"}
+    for line in transcript.output.splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and "question" in obj and "answer" in obj:
+            found.setdefault(str(obj["question"]), str(obj["answer"]))
+    return found
+
+
+def isolation_proof(sandbox) -> gate.GateProof:
+    """From inside the answer container: /sandbox holds the requests and the agent's files, nothing of the
+    store, corpus or arm, and the container has no network."""
+    listing = sandbox.exec(["ls", "-A", "/sandbox"], timeout=30, workdir="/").stdout.split()
+    network = sandbox.container.attrs.get("HostConfig", {}).get("NetworkMode")
+    extra = sorted(set(listing) - ALLOWED_IN_ANSWER)
+    passed = not extra and network == "none"
+    return gate.GateProof("answer_isolated", passed,
+                          f"/sandbox holds {', '.join(sorted(listing))}; network {network}" if passed else
+                          f"the answer container also holds {', '.join(extra) or 'nothing else'}; network {network}")
+
+
+class PersonalProtocol(Protocol):
+    name = "personal"
+    description = ("Personal memory over weeks to quarters (Memora's FAMA): the arm builds a store of a person's "
+                   "dated conversations, searches it per question, and an isolated answerer sees only the "
+                   "records released; judges check what the answer should and should not mention.")
+
+    def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
+        if grid.cases > gen.MAX_PERSONS:
+            raise SpecError(grid_path, "cases", f"asks for {grid.cases} persons", f"give at most {gen.MAX_PERSONS}")
+        return gen.person_ids(grid.cases)
+
+    def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        return {p: sha256_json({h: unit_digest(unit_of(p, h)) for h in gen.HORIZONS})
+                for p in self.unit_ids(grid, tasks, grid_path)}
+
+    def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
+        return [(u, h) for u in units for h in grid.conditions]
+
+    def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
+        super().check(grid, grid_path, arms, agent_classes)
+        for name in grid.arms:
+            arm, kind = arms[name], kind_of(arms[name])
+            if arm.files or arm.memory_file or kind.prefetches or (kind.ingests and arm.ingest is None):
+                raise SpecError(grid_path, "arms", f"names '{name}', which has no way to build and search a person's "
+                                "memory here", "use arms of kind none (bare), corpus (full_context), oracle "
+                                "(oracle_memory) or mcp with an ingest (recall)")
+
+    def bundle_search(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, store: tuple[Entry, ...]) -> Bundle:
+        arm = ctx.arms[cell.arm]
+        config = agent_config(cell, arm)
+        memory = CellMemory(UnitMemory(unit), None, cell.condition, cell.seed, store)
+        entries = [Entry("agent/prompt.txt", SEARCH_PROMPT.encode()),
+                   Entry("agent/instructions.md", arm_instructions(arm).encode()),
+                   Entry("agent/config.json", json.dumps(config, sort_keys=True, indent=2).encode()),
+                   *kind_of(arm).memory_entries(arm, memory)]
+        return bundle_of(entries)
+
+    def bundle_answer(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, kept: dict[str, list[str]]) -> Bundle:
+        by_id = {r.id: r for r in unit.records}
+        entries = [Entry("agent/prompt.txt", ANSWER_PROMPT.encode()),
+                   Entry("agent/config.json", json.dumps(agent_config(cell, ISOLATED), sort_keys=True, indent=2).encode())]
+        for q in unit.questions:
+            request = {"question": q.id, "text": q.text,
+                       "records": [{"id": i, "date": by_id[i].date, "text": by_id[i].text} for i in kept[q.id]]}
+            entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
+        return bundle_of(entries)
+
+    def build(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, phases: dict,
+              proofs: list[dict]) -> tuple[tuple[Entry, ...], dict | None, bool]:
+        """The arm's own ingest over the person's records; (store, its report, whether the step held)."""
+        docs = tuple(Entry(f"ingest/corpus/docs/{r.id}.jsonl", record_file(r)) for r in unit.records)
+        command = fill(arm.ingest, corpus=f"{INGEST_ROOT}/corpus", store=STORE_DIR, namespace=unit.id)
+        t = time.monotonic()
+        steps, store, digest, proof = harness_step(ctx, cell, arm, (), [("build", command, b"{}")], extra=docs,
+                                                   seconds=arm.ingest_seconds)
+        receipt = next((json.loads(e.data) for e in store if e.path == "store.json"), {})
+        report = {"namespace": unit.id, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs),
+                  "seconds": round(time.monotonic() - t, 2), "store_digest": digest, "files": len(store),
+                  "bytes": sum(len(e.data) for e in store),
+                  "exit_code": steps[0].exit_code if steps else None,
+                  "log_tail": (steps[0].stderr or steps[0].stdout).strip()[-300:] if steps else ""}
+        phases["build"] = report
+        proofs.append({"phase": "build", **vars(proof)})
+        return store, report, proof.passed and bool(steps) and steps[0].exit_code == 0
+
+    def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
+        """`bundle`: a test's hand-made answer bundle (to prove the isolation proof can fail)."""
+        unit = unit_of(cell.task, cell.condition)
+        arm = ctx.arms[cell.arm]
+        cell_dir = ctx.run_dir / "cells" / cell.cell_id
+        started_at, t0 = now(), time.monotonic()
+        row = new_row(ctx, cell, attempt)
+        phases: dict[str, dict] = {}
+        proofs: list[dict] = []
+        result: dict = {}
+
+        def finish(**updates) -> LedgerRow:
+            row.update(updates)
+            row["gate_proofs"] = json.dumps(proofs)
+            write_json(cell_dir / "phases.json", phases)
+            return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3),
+                             protocol=self.name, result=json.dumps(result) if result else None)
+
+        try:
+            for phase in ("search", "answer"):
+                (cell_dir / phase).mkdir(parents=True, exist_ok=True)
+            # 1. Build: the arm's own write path over the person's records.
+            store, report = (), None
+            if kind_of(arm).ingests:
+                store, report, built = self.build(ctx, cell, unit, arm, phases, proofs)
+                row["store_digest"] = report["store_digest"]
+                if not built:
+                    return finish(admitted=False, discard_reason=gate.STORE_EMPTY if proofs[-1]["passed"]
+                                  else gate.BUNDLE_DIGEST_MISMATCH, error_detail=report["log_tail"] or None)
+            ctx.check_cancel()
+            # 2. Search, by the harness's reader over the arm's memory.
+            b_search = self.bundle_search(ctx, cell, unit, store)
+            (cell_dir / "search" / "bundle.manifest").write_text(b_search.manifest)
+            queries = {"k": SEARCH_K, "questions": [{"id": q.id, "text": q.text} for q in unit.questions]}
+            channel = ReferenceChannel("search", (Entry("queries.json", json.dumps(queries).encode()),),
+                                       ("--personal-search",), {"questions": len(unit.questions), "k": SEARCH_K})
+            s = run_phase(ctx, replace(cell, agent=ANSWERER_READER), PhaseSpec(
+                "search", SEARCH_PROMPT, b_search, cell_dir / "search", SEARCH_SECONDS, channel, export=None,
+                store_report=report), attempt)
+            s.remover.join(timeout=60)
+            proofs.extend({"phase": "search", **p} for p in s.decision.as_json())
+            phases["search"] = {"admitted": s.decision.admitted, "discard_reason": s.decision.discard_reason,
+                                "bundle_digest": b_search.digest, "store_in_digest": row["store_digest"]}
+            if not s.decision.admitted:
+                return finish(**{**session_fields(s), "model": None})
+            retrieved = {e["question"]: [str(i) for i in e.get("ids", [])] for e in s.transcript.events
+                         if e.get("type") == "retrieved"}
+            kept, violations = {}, {}
+            for q in unit.questions:
+                kept[q.id], violations[q.id] = released(unit, q, retrieved.get(q.id, []))
+            phases["search"]["violations"] = sum(map(len, violations.values()))
+            ctx.check_cancel()
+            # 3. Answer, isolated: the requests only.
+            b_answer = bundle or self.bundle_answer(ctx, cell, unit, kept)
+            (cell_dir / "answer" / "bundle.manifest").write_text(b_answer.manifest)
+            row["bundle_digest"] = b_answer.digest
+            options = {q.id: gen.options(q) for q in unit.questions}
+            a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
+                                         ("--personal-answer",), {"questions": len(unit.questions)})
+            a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
+                                               a_channel, export=None, required_paths=(), arm=ISOLATED,
+                                               pre_session=lambda sandbox: [isolation_proof(sandbox)]), attempt)
+            a.remover.join(timeout=60)
+            proofs.extend({"phase": "answer", **p} for p in a.decision.as_json())
+            phases["answer"] = {"admitted": a.decision.admitted, "discard_reason": a.decision.discard_reason,
+                                "bundle_digest": b_answer.digest}
+            fields = session_fields(a)
+            if not a.decision.admitted:
+                return finish(**fields)
+            # 4. Judges, on the controller.
+            result = self.judge(unit, answers_of(a.transcript), kept, violations, cell_dir)
+            return finish(**fields, outcome="scored",
+                          checker_detail=f"FAMA {result['fama']:.2f} over {len(unit.questions)} questions")
+        except Exception as e:
+            return finish(**cell_failure(ctx, e))
+
+    def judge(self, unit: gen.Unit, answers: dict[str, str], kept: dict, violations: dict, cell_dir: Path) -> dict:
+        questions, detail = [], []
+        for q in unit.questions:
+            answer = answers.get(q.id, "")
+            judged = [judge_criterion(answer, c, True) for c in q.presence] + \
+                     [judge_criterion(answer, c, False) for c in q.forgetting]
+            cp = sum(j.correct for j in judged if j.expected)
+            cf = sum(j.correct for j in judged if not j.expected)
+            s = metrics.score(len(q.presence), cp, len(q.forgetting), cf)
+            questions.append({"id": q.id, "kind": q.kind, "np": len(q.presence), "nf": len(q.forgetting), "cp": cp,
+                              "cf": cf, "fama": s.fama, "mpa": s.mpa, "faa": s.faa, "lam": s.lam,
+                              "released": len(kept[q.id]), "violations": len(violations[q.id]),
+                              "evidence_released": sum(e in kept[q.id] for e in q.evidence), "evidence": len(q.evidence),
+                              "invalid_judgements": sum(len(OFFLINE_PANEL) - j.valid for j in judged)})
+            detail.append({"question": q.id, "text": q.text, "answer": answer, "violations": violations[q.id],
+                           "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
+                                         "verdicts": [vars(v) for v in j.verdicts]} for j in judged]})
+        write_json(cell_dir / "verdict.json", {"judges": panel_names(), "questions": detail})
+        n = len(questions)
+        return {"fama": sum(q["fama"] for q in questions) / n, "mpa": sum(q["mpa"] for q in questions) / n,
+                "faa": sum(q["faa"] for q in questions) / n, "violations": sum(q["violations"] for q in questions),
+                "search_k": SEARCH_K, "judges": panel_names(), "questions": questions}
+
+    def summary(self, rows: list[dict]) -> list[dict]:
+        from runner.protocols.personal.analysis import summarise
+
+        return summarise(rows)
+
+    def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+        from runner.protocols.personal.analysis import table
+
+        return table(summary)
+
+    def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
+        from runner.protocols.personal.report import render
+
+        return render(run_id, lock, summary)

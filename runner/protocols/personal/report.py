@@ -1,0 +1,69 @@
+"""The personal protocol's HTML page: FAMA per arm x horizon with bootstrap intervals (table and plot), the
+parts of FAMA, per question kind, the search's violations, the published rows beside memgrid's, the judges
+and their blind spots, and the digests. One self-contained file (the plot embedded)."""
+
+import base64
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from runner.protocols.personal.analysis import NOT_COMPARABLE, published_table, table  # noqa: E402
+from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
+from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
+from runner.results.plots import _png  # noqa: E402
+from runner.results.report import CSS, _digests, _e, _table  # noqa: E402
+
+
+def fama_plot(summary: list[dict]) -> bytes:
+    """FAMA by horizon, one bar group per horizon, one bar per agent x arm, with the 95 % interval over persons."""
+    series: dict[str, dict[str, dict]] = {}
+    for s in summary:
+        series.setdefault(f"{s['agent']} x {s['arm']}", {})[s["horizon"]] = s
+    horizons = [h for h in HORIZONS if any(h in by_h for by_h in series.values())]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(horizons) * max(1, len(series)) / 2), 3.6))
+    width = 0.8 / max(1, len(series))
+    for i, (name, by_h) in enumerate(series.items()):
+        xs = [j + i * width for j in range(len(horizons))]
+        values = [(by_h.get(h) or {}).get("fama") or 0 for h in horizons]
+        low = [v - ((by_h.get(h) or {}).get("fama_low") if (by_h.get(h) or {}).get("fama_low") is not None else v)
+               for v, h in zip(values, horizons)]
+        high = [((by_h.get(h) or {}).get("fama_high") if (by_h.get(h) or {}).get("fama_high") is not None else v) - v
+                for v, h in zip(values, horizons)]
+        ax.bar(xs, values, width, yerr=[low, high], capsize=3, label=name)
+    ax.set_xticks([j + width * (len(series) - 1) / 2 for j in range(len(horizons))], horizons)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("mean FAMA (95 % over persons)")
+    ax.legend(fontsize=7, loc="upper right")
+    return _png(fig)
+
+
+def render(run_id: str, lock: dict, summary: list[dict]) -> str:
+    grid = lock.get("grid", {})
+    columns, lines = table(summary)
+    p_columns, p_lines = published_table(summary)
+    flags = [f"<li><b>{_e(s['agent'])} x {_e(s['arm'])} ({_e(s['horizon'])})</b>: {_e(f)}</li>"
+             for s in summary for f in s["flags"]]
+    png = base64.b64encode(fama_plot(summary)).decode()
+    return "".join([
+        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid personal report {_e(run_id)}</title>"
+        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style></head><body>",
+        f"<h1>memgrid personal-memory report: run <code id=\"run-id\">{_e(run_id)}</code></h1>",
+        f"<p class=\"meta\">created {_e(lock.get('created_at', '?'))} · git {_e((lock.get('git_commit') or 'unknown')[:12])} · "
+        f"agents {_e(', '.join(grid.get('agents', [])))} · arms {_e(', '.join(grid.get('arms', [])))} · "
+        f"persons {_e(grid.get('cases', '?'))}</p>",
+        "<h2>Flags</h2>" + (f"<ul id=\"flags\">{''.join(flags)}</ul>" if flags else "<p id=\"flags\">none</p>"),
+        "<h2>FAMA per arm and horizon</h2>"
+        "<p>Per question: MPA = presence criteria met / Np; FAA = forgetting criteria met / Nf; λ = Nf / (Np + Nf); "
+        "FAMA = max(0, MPA − λ(1 − FAA)). A criterion is met when a strict majority of the valid judges agree with "
+        "what it expects. The interval resamples persons (2,000 resamples). 'evidence in': the share of the records "
+        "stating the current facts that the search released to the answer. 'violations': record ids the search "
+        "returned that are not the person's records up to the cutoff (dropped, never shown to the answerer).</p>",
+        _table(columns, lines, table_id="personal"),
+        f"<figure><img alt=\"mean FAMA by horizon per agent x arm, 95 % bootstrap intervals over persons\" "
+        f"src=\"data:image/png;base64,{png}\"></figure>",
+        "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
+        _table(p_columns, p_lines, table_id="published"), f"<p>{_e(NOT_COMPARABLE)}</p>",
+        f"<h2>Judges</h2><pre>{_e(JUDGES_DOC)}</pre>",
+        "<h2>Digests</h2>" + _digests(lock), "</body></html>"])
