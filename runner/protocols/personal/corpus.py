@@ -93,6 +93,10 @@ ATTRIBUTES = {a.name: a for a in (
               confuse=("My brother is obsessed with {v}, I don't get it.",)),
 )}
 
+# Other names the judges accept for a value (an answer may spell a city as its people do).
+ALIASES = {"Krakow": ("Kraków", "Cracow"), "Gothenburg": ("Göteborg",), "watercolor painting": ("watercolour painting",),
+           "sourdough baking": ("baking sourdough",), "trail running": ("trail runs",)}
+
 REPLIES = ("Thanks for telling me, I'll keep that in mind.", "Good to know! Let me know if I can help with anything.",
            "Noted. That sounds like a lot of change, how are you feeling about it?", "Got it, thanks for the update.")
 CHATTER = (
@@ -260,12 +264,19 @@ def questions_of(unit: Unit, rng: random.Random, cutoff: int) -> list[Question]:
     ranked = sorted(QUESTION_TEMPLATES, key=lambda t: (-len(changed & set(t[1])), rng.random()))
     out = []
     for i, (kind, attrs, text) in enumerate(ranked[:QUESTIONS_PER_UNIT]):
-        presence = tuple(Criterion(v) for a in attrs for v in sorted(unit.current(a)))
-        forgetting = tuple(Criterion(v) for a in attrs for v in unit.former(a))
+        presence = tuple(Criterion(v, ALIASES.get(v, ())) for a in attrs for v in sorted(unit.current(a)))
+        forgetting = tuple(Criterion(v, ALIASES.get(v, ())) for a in attrs for v in unit.former(a))
         evidence = tuple(sorted({rid for a in attrs for rid in unit.current(a).values()}))
         out.append(Question(f"{unit.id}-q{i}", kind, text.format(name=unit.name), attrs, cutoff, presence,
                             forgetting, evidence))
     return out
+
+
+def unit_digest(unit: Unit) -> str:
+    """The data of a person over a horizon (records and answer key), apart from the code that made it."""
+    from runner.digest import sha256_json
+
+    return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions]})
 
 
 def options(question: Question) -> dict[str, dict]:
@@ -273,3 +284,18 @@ def options(question: Question) -> dict[str, dict]:
     value or a set, and the attribute's whole pool (every person's vocabulary, never this person's values)."""
     return {a: {"single": ATTRIBUTES[a].single, "label": ATTRIBUTES[a].label, "pool": list(ATTRIBUTES[a].pool)}
             for a in question.attributes}
+
+
+DIGESTS_HEADER = """\
+# sha256 of each generated person x horizon (its records and answer key), as runner/protocols/personal/corpus.py
+# makes them; the data itself is never committed. tests/test_personal_corpus.py rebuilds every unit and compares.
+# A generator change that moves the data renews this file with:
+#   python -m runner.protocols.personal.corpus > corpus/personal/digests.yaml
+"""
+
+
+if __name__ == "__main__":
+    print(DIGESTS_HEADER, end="")
+    for p in person_ids(MAX_PERSONS):
+        for h in HORIZONS:
+            print(f"{p}-{h}: {unit_digest(build_unit(p, h))}")

@@ -73,8 +73,7 @@ def unit_of(person: str, horizon: str) -> gen.Unit:
 
 def unit_digest(unit: gen.Unit) -> str:
     """What defines a person over a horizon: the records, the answer key and the code that made and judges them."""
-    return sha256_json({"records": [vars(r) for r in unit.records],
-                        "questions": [repr(q) for q in unit.questions], "generator": generator_digest()})
+    return sha256_json({"data": gen.unit_digest(unit), "generator": generator_digest()})
 
 
 class UnitMemory:

@@ -1,0 +1,120 @@
+"""Personal cells in real containers: bare scores 0, the oracle 1, the full context and recall in between,
+no search violates the cutoff; recall's store comes from recall's own ingest; the answer container holds
+only its requests: a hostile answerer looking for the store or unreleased records finds nothing, and an
+answer bundle that carried the store is discarded before the answerer runs."""
+
+import json
+
+import pytest
+
+from runner.agents.command import CommandSpec
+from runner.env.archive import Entry
+from runner.env.bundle import bundle_of
+from runner.env.images import ensure_arm_image
+from runner.exec.trial import TrialContext
+from runner.plan.grid import CellSpec
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.protocols.personal import corpus as gen
+from runner.protocols.registry import PROTOCOLS
+
+from conftest import REPO
+
+PROTOCOL = PROTOCOLS["personal"]
+PERSON, HORIZON = "p00", "quarterly"
+
+# The hostile answerer: walks everything it can read for record ids of the person that were not released
+# to it and for a store's files, then answers every request with what it found.
+SNOOP = r'''
+import json, os, re, sys
+released = set()
+for name in os.listdir("/sandbox/requests"):
+    with open(os.path.join("/sandbox/requests", name)) as f:
+        released |= {r["id"] for r in json.load(f)["records"]}
+pattern = re.compile(r"\b%s-[wmq]\d\d-\d\b" % sys.argv[1])
+found, files = set(), 0
+for root in ("/sandbox", "/tmp", "/home", "/var/tmp", "/opt", "/srv", "/mnt", "/root"):
+    for dirpath, dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            if name in ("store.json", "sessions.jsonl") or "bm25" in name:
+                found.add("store file " + path)
+            files += 1
+            try:
+                with open(path, errors="replace") as f:
+                    found |= {i for i in pattern.findall(f.read(1 << 20)) if i not in released}
+            except OSError:
+                pass
+for name in sorted(os.listdir("/sandbox/requests")):
+    print(json.dumps({"question": name[:-5], "answer": "found: " + (" ".join(sorted(found)) or "nothing")}))
+print(json.dumps({"snooped_files": files}))
+'''
+
+
+@pytest.fixture
+def ctx(engine, images, tmp_path, run_id) -> TrialContext:
+    recall = ensure_arm_image(engine, REPO / "arms" / "recall", images.sandbox, log=lambda m: None)
+    snoop = tmp_path / "snoop.py"
+    snoop.write_text(SNOOP)
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(REPO), load_all_arms(REPO),
+                       images_by_arm={"recall": recall}, protocol=PROTOCOL,
+                       command_agents={"snoop": CommandSpec("snoop", ("python3", "-I", "snoop.py", PERSON), (snoop,))})
+    ctx.run_dir.mkdir(parents=True)
+    return ctx
+
+
+def cell(arm: str, agent: str = "reader") -> CellSpec:
+    return CellSpec(PERSON, arm, 0, HORIZON, agent, f"{agent}-{arm}-{PERSON}-{HORIZON}", 0)
+
+
+def test_floor_ceiling_and_in_between_with_no_violations(ctx, no_leftovers):
+    rows = {arm: PROTOCOL.run_cell(ctx, cell(arm), 1) for arm in ("bare", "oracle_memory", "full_context", "recall")}
+    for arm, row in rows.items():
+        assert row.admitted and row.final and row.outcome == "scored", (arm, row.discard_reason, row.error_detail)
+    result = {arm: json.loads(row.result) for arm, row in rows.items()}
+    assert result["bare"]["fama"] == 0 and result["bare"]["mpa"] == 0
+    assert result["oracle_memory"]["fama"] == 1
+    assert all(r["violations"] == 0 for r in result.values())
+    assert 0 < result["recall"]["fama"] < 1 and 0 < result["full_context"]["fama"] <= 1
+    unit = gen.build_unit(PERSON, HORIZON)
+    full = result["full_context"]["questions"]
+    assert all(q["released"] == len(unit.records) for q in full)  # the full context is every record
+    assert all(q["released"] <= 10 for q in result["recall"]["questions"])  # a search tool is asked for k = 10
+    # recall's store is recall's own: its receipt and index, every record ingested through its ingest
+    build = json.loads((ctx.run_dir / "cells" / rows["recall"].cell_id / "phases.json").read_text())["build"]
+    assert build["documents"] == build["corpus_documents"] == len(unit.records) and build["exit_code"] == 0
+    assert rows["recall"].store_digest == build["store_digest"]
+    proofs = {(p["phase"], p["name"]): p["passed"] for p in json.loads(rows["recall"].gate_proofs)}
+    assert proofs[("search", "mcp_connected")] and proofs[("search", "store_populated")]
+    assert proofs[("answer", "answer_isolated")]
+
+
+def test_a_hostile_answerer_finds_neither_the_store_nor_unreleased_records(ctx, no_leftovers):
+    row = PROTOCOL.run_cell(ctx, cell("recall", "snoop"), 1)
+    assert row.admitted, (row.discard_reason, row.error_detail)
+    verdict = json.loads((ctx.run_dir / "cells" / row.cell_id / "verdict.json").read_text())
+    answers = {q["answer"] for q in verdict["questions"]}
+    assert answers == {"found: nothing"}, answers
+    tail = next(json.loads(line)["tail"] for line in
+                (ctx.run_dir / "cells" / row.cell_id / "answer" / "transcript.jsonl").read_text().splitlines()
+                if json.loads(line)["type"] == "output")
+    assert json.loads(tail.strip().splitlines()[-1])["snooped_files"] > 100  # it did walk the file system
+    assert json.loads(row.result)["fama"] == 0
+
+
+def test_an_answer_bundle_that_carries_the_store_is_discarded_before_the_answerer_runs(ctx, no_leftovers):
+    """Without the isolation proof this cell would be admitted and the snoop would answer with the store's
+    files and every record id it holds."""
+    honest = PROTOCOL.run_cell(ctx, cell("recall"), 1)
+    store = (ctx.run_dir / "cells" / honest.cell_id / "search" / "bundle.manifest").read_text()
+    leaky = [Entry(line.split("  ", 1)[1], b"x") for line in store.splitlines() if "  store/" in line]
+    assert leaky, "the search phase of a recall cell holds its store"
+    unit = gen.build_unit(PERSON, HORIZON)
+    requests = [Entry(f"requests/{q.id}.json", json.dumps({"question": q.id, "text": q.text, "records": []}).encode())
+                for q in unit.questions]
+    bundle = bundle_of([Entry("agent/prompt.txt", b"answer"), *requests, *leaky])
+    row = PROTOCOL.run_cell(ctx, cell("recall", "snoop"), 1, bundle=bundle)
+    assert not row.admitted and row.discard_reason == "answer_not_isolated", (row.discard_reason, row.error_detail)
+    proof = next(p for p in json.loads(row.gate_proofs) if p["name"] == "answer_isolated")
+    assert "store" in proof["detail"]
+    transcript = (ctx.run_dir / "cells" / row.cell_id / "answer" / "transcript.jsonl").read_text()
+    assert '"skipped"' in transcript  # the answerer never started

@@ -1,0 +1,101 @@
+"""The judge panel and FAMA: the documented blind spots hold (a forgetting criterion the deterministic judges
+get right, one they get wrong), a majority outvotes one judge, a judge that fails is left out and never
+scored as quality; FAMA follows Memora's definition at its edges; the interval resamples persons."""
+
+import pytest
+
+from runner.protocols.personal import metrics
+from runner.protocols.personal.analysis import published_table, summarise, table
+from runner.protocols.personal.corpus import Criterion
+from runner.protocols.personal.judges import ExactJudge, TokenJudge, Verdict, judge_criterion
+
+
+def test_a_forgetting_criterion_the_panel_gets_right():
+    r = judge_criterion("lives in: Lisbon.", Criterion("Porto"), expected=False)
+    assert r.correct and r.valid == 3 and not any(v.mentions for v in r.verdicts)
+
+
+def test_a_forgetting_criterion_the_panel_gets_wrong_negation_is_a_mention():
+    """Blind spot (judges.py): an answer that names the outdated value only to say it no longer holds is
+    judged to mention it, so the forgetting criterion fails although a person would accept the answer."""
+    r = judge_criterion("You no longer live in Porto; you live in Lisbon now.", Criterion("Porto"), expected=False)
+    assert not r.correct and all(v.mentions for v in r.verdicts)
+
+
+def test_the_lexical_judges_outvote_the_embeddings_near_neighbour():
+    r = judge_criterion("diet: vegan.", Criterion("vegetarian"), expected=False)
+    by = {v.judge: v.mentions for v in r.verdicts}
+    assert by == {"exact": False, "tokens": False, "embedding": True}  # vegan ~ vegetarian for the embedding
+    assert r.correct
+
+
+def test_a_partial_name_is_credited_by_majority_not_by_exact_match():
+    r = judge_criterion("works at: Northwind.", Criterion("Northwind Analytics"), expected=True)
+    by = {v.judge: v.mentions for v in r.verdicts}
+    assert by["exact"] is False and by["tokens"] and by["embedding"] and r.correct
+
+
+def test_aliases_and_accents_count_as_the_value():
+    assert ExactJudge().judge("You live in Kraków.", Criterion("Krakow")).mentions
+    assert ExactJudge().judge("lives in gothenburg", Criterion("Gothenburg", ("Göteborg",))).mentions
+    assert not ExactJudge().judge("Devon is lovely", Criterion("Dev")).mentions  # whole words only
+
+
+class Broken:
+    name = "broken"
+
+    def judge(self, answer, criterion):
+        raise ConnectionError("judge transport failed")
+
+
+class Yes:
+    name = "yes"
+
+    def judge(self, answer, criterion):
+        return Verdict(self.name, True, "always")
+
+
+def test_a_failing_judge_is_left_out_of_the_majority_and_all_failing_is_incorrect():
+    r = judge_criterion("lives in: Lisbon.", Criterion("Lisbon"), True, panel=(ExactJudge(), Broken(), TokenJudge()))
+    assert r.valid == 2 and r.correct
+    assert next(v for v in r.verdicts if v.judge == "broken").mentions is None
+    assert not judge_criterion("anything", Criterion("Lisbon"), True, panel=(Broken(), Broken())).correct
+
+
+def test_a_tie_is_not_a_strict_majority():
+    r = judge_criterion("nothing here", Criterion("Lisbon"), True, panel=(ExactJudge(), Yes()))
+    assert r.valid == 2 and not r.correct
+
+
+@pytest.mark.parametrize("np_, cp, nf, cf, fama", [
+    (2, 2, 1, 1, 1.0), (2, 1, 0, 0, 0.5), (0, 0, 2, 2, 0.0), (0, 0, 0, 0, 0.0),
+    (1, 1, 1, 0, 0.5), (1, 0, 3, 0, 0.0),  # max(0, 0 - 0.75) clips at 0
+])
+def test_fama_at_its_edges(np_, cp, nf, cf, fama):
+    assert metrics.score(np_, cp, nf, cf).fama == pytest.approx(fama)
+
+
+def test_the_interval_resamples_persons():
+    mean, low, high = metrics.mean_with_interval({"p0": [1.0, 1.0], "p1": [0.0], "p2": [0.5, 0.5, 0.5]})
+    assert mean == pytest.approx(3.5 / 6) and low < mean < high
+    assert metrics.mean_with_interval({"p0": [1.0]}) == (1.0, None, None)
+    assert metrics.mean_with_interval({}) == (None, None, None)
+
+
+def test_the_summary_and_the_published_table_read_the_ledgers_result():
+    import json
+
+    def row(person, arm, fama, violations=0):
+        q = {"id": "q", "kind": "remembering", "np": 1, "nf": 1, "cp": 1, "cf": 1, "fama": fama, "mpa": fama, "faa": 1.0,
+             "lam": 0.5, "released": 1, "violations": violations, "evidence_released": 1, "evidence": 1}
+        return {"agent": "reader", "arm": arm, "condition": "weekly", "task": person, "admitted": True,
+                "result": json.dumps({"questions": [q]})}
+
+    summary = summarise([row("p0", "oracle_memory", 1.0), row("p1", "oracle_memory", 1.0), row("p0", "recall", 0.0, 2)])
+    by_arm = {s["arm"]: s for s in summary}
+    assert by_arm["oracle_memory"]["fama"] == 1.0 and by_arm["recall"]["violations"] == 2 and by_arm["recall"]["flags"]
+    assert len(table(summary)[1]) == 2
+    columns, lines = published_table(summary)
+    assert columns[-3:] == ["weekly", "monthly", "quarterly"]
+    assert ["LangMem", "published (Memora)", "71", "42", "39"] in lines
+    assert ["oracle_memory", "memgrid (reader)", "100", "-", "-"] in lines
