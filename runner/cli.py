@@ -99,7 +99,9 @@ def grid(
     preset: str = typer.Option("default", help="A shipped grid: default (reader x all arms x all conditions), "
                                                "harness (floor/ceiling), full (everything, 2 seeds), two-session "
                                                "(the two-session recall protocol: reader and stubs), planted (the "
-                                               "planted-memory protocol: reader over recall and its canary)."),
+                                               "planted-memory protocol: reader over recall and its canary), personal "
+                                               "(the personal-memory protocol: 20 persons x 3 horizons over bare, "
+                                               "oracle_memory, full_context and recall; FAMA)."),
     protocol: Optional[str] = typer.Option(None, help="The protocol to run (memgrid protocol list); without --spec, "
                                                       "its own preset. Default: the spec's (coding)."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task ids (overrides the spec)."),
@@ -245,7 +247,7 @@ def report(
     min_effect: Optional[float] = typer.Option(None, "--min-effect", min=0.0, max=1.0, help="Smallest delta that is not noise "
                                                "(default: the preregistration's, else 0.10)."),
 ):
-    """A run's analysis, as tables here and as a self-contained HTML page with plots. Coding: rates with Wilson intervals (intention-to-treat beside per-protocol), paired contrasts against claude_md (task-cluster bootstrap, exact McNemar), the damage detector's rate and harm against bare, discards and costs. Other protocols: their own summary (two-session: recall rates; planted: Memory Utility Index, lanes, injection)."""
+    """A run's analysis, as tables here and as a self-contained HTML page with plots. Coding: rates with Wilson intervals (intention-to-treat beside per-protocol), paired contrasts against claude_md (task-cluster bootstrap, exact McNemar), the damage detector's rate and harm against bare, discards and costs. Other protocols: their own summary (two-session: recall rates; planted: Memory Utility Index, lanes, injection; personal: FAMA per arm and horizon with bootstrap intervals over persons, beside the published rows)."""
     from runner.exec.run import resolve_run_dir
     from runner.results.report import make_report
 
@@ -306,6 +308,12 @@ def _print_protocol_summary(run_dir: Path, name: str) -> None:
     for line in lines:
         table.add_row(*line)
     console.print(table)
+    for title, columns, lines, note in protocol.extra_tables(rows):
+        extra = Table(*columns, title=title)
+        for line in lines:
+            extra.add_row(*line)
+        console.print(extra)
+        console.print(note)
     for r in rows:
         for flag in r.get("flags", ()):
             console.print(f"[red]FLAG[/red] {r['agent']} x {r['arm']}: {flag}")

@@ -65,6 +65,10 @@ class Protocol:
         """The summary as a table's columns and rows of text."""
         raise NotImplementedError
 
+    def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
+        """Tables printed after the summary: (title, columns, rows, a note under it)."""
+        return []
+
     def fixture(self, root, unit: str):
         """The folder a unit's workspace starts from in this checkout (the viewer diffs the artifact against
         it); None: its cells have no fixture, or the unit is gone."""

@@ -63,8 +63,8 @@ def table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
               _f(s["fama"]), "-" if s["fama_low"] is None else f"{s['fama_low']:.2f}-{s['fama_high']:.2f}",
               _f(s["mpa"]), _f(s["faa"]), _f(s["lambda"]), *(_f(s["by_kind"][k]) for k in KINDS),
               _f(s["evidence_recall"]), str(s["violations"])] for s in summary]
-    return (["agent", "arm", "horizon", "admitted", "questions", "FAMA", "95 % (persons)", "MPA", "FAA", "λ", "remember",
-             "reason", "recommend", "evidence in", "violations"], lines)
+    return (["agent", "arm", "horizon", "cells", "qs", "FAMA", "95 %", "MPA", "FAA", "λ", "rem", "rea", "rec", "evid",
+             "viol"], lines)
 
 
 def published_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:

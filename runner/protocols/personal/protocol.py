@@ -307,6 +307,11 @@ class PersonalProtocol(Protocol):
 
         return table(summary)
 
+    def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
+        from runner.protocols.personal.analysis import NOT_COMPARABLE, published_table
+
+        return [("remembering FAMA %, published rows beside memgrid's", *published_table(summary), NOT_COMPARABLE)]
+
     def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
         from runner.protocols.personal.report import render
 

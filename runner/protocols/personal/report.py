@@ -57,8 +57,9 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         "<h2>FAMA per arm and horizon</h2>"
         "<p>Per question: MPA = presence criteria met / Np; FAA = forgetting criteria met / Nf; λ = Nf / (Np + Nf); "
         "FAMA = max(0, MPA − λ(1 − FAA)). A criterion is met when a strict majority of the valid judges agree with "
-        "what it expects. The interval resamples persons (2,000 resamples). 'evidence in': the share of the records "
-        "stating the current facts that the search released to the answer. 'violations': record ids the search "
+        "what it expects. The interval resamples persons (2,000 resamples). '95 %': the interval over persons. 'rem', 'rea', "
+        "'rec': FAMA of remembering, reasoning and recommending questions. 'evid': the share of the records "
+        "stating the current facts that the search released to the answer. 'viol' (violations): record ids the search "
         "returned that are not the person's records up to the cutoff (dropped, never shown to the answerer).</p>",
         _table(columns, lines, table_id="personal"),
         f"<figure><img alt=\"mean FAMA by horizon per agent x arm, 95 % bootstrap intervals over persons\" "
