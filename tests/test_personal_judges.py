@@ -99,3 +99,17 @@ def test_the_summary_and_the_published_table_read_the_ledgers_result():
     assert columns[-3:] == ["weekly", "monthly", "quarterly"]
     assert ["LangMem", "published (Memora)", "71", "42", "39"] in lines
     assert ["oracle_memory", "memgrid (reader)", "100", "-", "-"] in lines
+
+
+def test_the_html_page_holds_both_tables_the_plot_and_the_judges_blind_spots():
+    import json
+
+    from runner.protocols.personal.report import render
+
+    q = {"id": "q", "kind": "remembering", "np": 1, "nf": 0, "cp": 1, "cf": 0, "fama": 1.0, "mpa": 1.0, "faa": 1.0,
+         "lam": 0.0, "released": 1, "violations": 0, "evidence_released": 1, "evidence": 1}
+    rows = [{"agent": "reader", "arm": "oracle_memory", "condition": h, "task": p, "admitted": True,
+             "result": json.dumps({"questions": [q]})} for p in ("p0", "p1") for h in ("weekly", "quarterly")]
+    page = render("run-x", {"grid": {"agents": ["reader"], "arms": ["oracle_memory"], "cases": 2}}, summarise(rows))
+    assert 'id="personal"' in page and 'id="published"' in page and "data:image/png;base64," in page
+    assert "Not directly comparable" in page and "Blind to paraphrase" in page
