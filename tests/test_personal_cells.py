@@ -118,3 +118,32 @@ def test_an_answer_bundle_that_carries_the_store_is_discarded_before_the_answere
     assert "store" in proof["detail"]
     transcript = (ctx.run_dir / "cells" / row.cell_id / "answer" / "transcript.jsonl").read_text()
     assert '"skipped"' in transcript  # the answerer never started
+
+
+def test_the_model_panel_judges_through_the_gateway_and_replays_from_its_cache(ctx, engine, images, tmp_path,
+                                                                               no_leftovers):
+    """Three scripted judges through a real gateway: every verdict is a request the gateway recorded; the
+    same cell judged in another run of the same runs folder replays every verdict from the cache, with no
+    gateway started at all."""
+    from runner.env.images import ensure_derived
+    from runner.protocols.personal.protocol import PanelSetup
+
+    ctx.protocol_setup = PanelSetup(("scripted",) * 3, ensure_derived(engine, "model", images.base, lambda m: None),
+                                    images.base.tag)
+    row = PROTOCOL.run_cell(ctx, cell("oracle_memory"), 1)
+    assert row.admitted, (row.discard_reason, row.error_detail)
+    result = json.loads(row.result)
+    criteria = sum(q["np"] + q["nf"] for q in result["questions"])
+    assert result["panel"] == "model" and result["judge_requests"] == 3 * criteria
+    assert result["fama"] == 1 and all(q["panels_agree"] == q["np"] + q["nf"] for q in result["questions"])
+    gateway = (ctx.run_dir / "cells" / row.cell_id / "gateway.jsonl").read_text().splitlines()
+    assert sum(json.loads(line)["kind"] == "model" for line in gateway) == 3 * criteria
+    verdict = json.loads((ctx.run_dir / "cells" / row.cell_id / "verdict.json").read_text())
+    assert verdict["judges"] == ["model-0:scripted", "model-1:scripted", "model-2:scripted"]
+
+    replay = TrialContext(engine, ctx.run_id, tmp_path / "run-again", images, ctx.tasks, ctx.arms,
+                          images_by_arm=ctx.images_by_arm, protocol=PROTOCOL, protocol_setup=ctx.protocol_setup)
+    replay.run_dir.mkdir()
+    again = PROTOCOL.run_cell(replay, cell("oracle_memory"), 1)
+    assert json.loads(again.result)["judge_requests"] == 0 and json.loads(again.result)["fama"] == 1
+    assert not (replay.run_dir / "cells" / again.cell_id / "gateway.jsonl").exists()

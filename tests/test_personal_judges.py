@@ -113,3 +113,36 @@ def test_the_html_page_holds_both_tables_the_plot_and_the_judges_blind_spots():
     page = render("run-x", {"grid": {"agents": ["reader"], "arms": ["oracle_memory"], "cases": 2}}, summarise(rows))
     assert 'id="personal"' in page and 'id="published"' in page and "data:image/png;base64," in page
     assert "Not directly comparable" in page and "Blind to paraphrase" in page
+
+
+class Transport:
+    """The gateway's place in a ModelJudge, answering as told: a reply, or a transport failure."""
+
+    def __init__(self, reply):
+        self.reply, self.asked = reply, 0
+
+    def ask(self, model, prompt):
+        self.asked += 1
+        if isinstance(self.reply, Exception):
+            raise self.reply
+        return self.reply
+
+
+def test_a_model_judges_malformed_or_failed_reply_is_invalid_and_never_cached(tmp_path):
+    import urllib.error
+
+    from runner.protocols.personal.panel import JudgeCache, ModelJudge
+
+    cache = JudgeCache.open(tmp_path / "cache.jsonl")
+    for reply in ("maybe, it depends", urllib.error.URLError("connection refused"), ""):
+        v = ModelJudge(0, "m", Transport(reply), cache, "Where?").judge("lives in: Lisbon.", Criterion("Lisbon"))
+        assert v.mentions is None, v
+    assert cache.entries == {}
+    good = Transport("Yes.")
+    assert ModelJudge(0, "m", good, cache, "Where?").judge("lives in: Lisbon.", Criterion("Lisbon")).mentions is True
+    again = JudgeCache.open(tmp_path / "cache.jsonl")  # from disk, as another run of the runs folder reads it
+    twice = Transport("no")
+    assert ModelJudge(0, "m", twice, again, "Where?").judge("lives in: Lisbon.", Criterion("Lisbon")).mentions is True
+    assert twice.asked == 0
+    other_answer = ModelJudge(0, "m", twice, again, "Where?").judge("lives in: Porto.", Criterion("Lisbon"))
+    assert other_answer.mentions is False and twice.asked == 1  # a different answer is a different key

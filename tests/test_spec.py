@@ -24,6 +24,10 @@ def write(path: Path, text: str) -> Path:
     (GOOD_GRID.replace("name: g\n", ""), "(top level)", "add the field 'name'"),
     (GOOD_GRID + "colour: red\n", "colour", "allowed fields"),
     (GOOD_GRID.replace("arms: [bare]", "arms: [bare"), "line", "fix the YAML syntax"),
+    (GOOD_GRID + "judges: [scripted]\n", "judges", "only with protocol: personal"),
+    (GOOD_GRID + "cases: 3\n", "cases", "remove it"),
+    ("name: p\nprotocol: personal\ncases: 2\narms: [bare]\nagents: [reader]\nseeds: 1\nconditions: [daily]\n",
+     "conditions[0]", "weekly, monthly, quarterly"),
 ])
 def test_bad_grid_names_file_field_and_fix(tmp_path, text, field, fix):
     path = write(tmp_path / "grid.yaml", text)

@@ -96,9 +96,11 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora,
                     agent_inputs, command_agents)
 
+    protocol_setup = protocol.prepare(client, grid_spec, grid_path, images, log=log)
     lock = lock_document(plan, images, client, root, chosen_arms, arm_images)
     for setup in agent_setups.values():
         lock.update(setup.lock_entries())
+    lock.update(protocol.lock_entries(protocol_setup))
     if prereg is not None:
         lock["preregistration"] = {"path": _relative(prereg.path, root), "sha256": prereg.frozen_sha256}
     if verify_lock is not None:
@@ -109,7 +111,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
                              run_id=plan.run_id, log=log)
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
                        agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol,
-                       session_limits=grid_spec.limits)
+                       session_limits=grid_spec.limits, protocol_setup=protocol_setup)
     return PreparedRun(plan, ledger, ctx)
 
 

@@ -57,6 +57,7 @@ class TrialContext:
     cancel: threading.Event = field(default_factory=threading.Event)
     command_agents: dict = field(default_factory=dict)  # the grid spec's command agents by name
     protocol: object = None  # protocols.base.Protocol; None: the coding protocol
+    protocol_setup: object = None  # what the protocol prepared for the run (Protocol.prepare)
 
     def check_cancel(self) -> None:
         if self.cancel.is_set():

@@ -158,6 +158,7 @@ class GridSpec:
     command_agents: dict = field(default_factory=dict)  # name -> {command, files}: any command line as an agent
     budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
     limits: SessionLimits = field(default_factory=SessionLimits)
+    judges: tuple[str, ...] = ()  # personal: the model judge panel, one model id per judge; () : deterministic judges only
 
     def as_dict(self) -> dict:
         data = {
@@ -187,6 +188,8 @@ class GridSpec:
             data["budget_usd"] = self.budget_usd
         if self.limits.as_dict():
             data["limits"] = self.limits.as_dict()
+        if self.judges:
+            data["judges"] = list(self.judges)
         return data
 
 
@@ -380,6 +383,13 @@ def validate(data: dict, schema_name: str, path: Path) -> None:
         problem = "is not a known field"
     elif error.validator == "required":
         problem = "is missing a required field"
+    elif error.validator == "not" and isinstance(error.instance, dict):  # a field another protocol's grids use
+        forbidden = error.schema["not"].get("anyOf", [error.schema["not"]])
+        used = [f for branch in forbidden for f in branch.get("required", []) if f in error.instance]
+        field = used[0] if used else "?"
+        protocol = error.instance.get("protocol", "coding")
+        fix = schema.get("properties", {}).get(field, {}).get("x-fix", "remove it")
+        raise SpecError(path, field, f"is not used by the {protocol} protocol", f"remove it; {fix}")
     else:
         problem = error.message if len(error.message) < 160 else error.message[:157] + "..."
     raise SpecError(path, field_path, problem, _fix_for(error, schema))
@@ -503,6 +513,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         command_agents=data.get("command_agents", {}),
         budget_usd=data.get("budget_usd"),
         limits=SessionLimits(**data.get("limits", {})),
+        judges=tuple(data.get("judges", ())),
     )
 
 

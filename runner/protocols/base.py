@@ -48,6 +48,15 @@ class Protocol:
                 raise SpecError(grid_path, "agents", f"names '{name}', which plays only the {', '.join(cls.protocols)} "
                                 f"protocol, not {self.name}", "remove it, or use reader or a command agent")
 
+    def prepare(self, client, grid: GridSpec, grid_path, images, log=print):
+        """What the protocol needs for the whole run before any cell (images, checked keys); kept in the
+        TrialContext. None: nothing."""
+        return None
+
+    def lock_entries(self, setup) -> dict:
+        """What run.json records of the protocol's own set-up (its judges' prompts and digests)."""
+        return {}
+
     def stores(self, client, arms: list[ArmSpec], pairs, settings, run_dir, images_by_arm: dict, *, run_id: str,
                log=print) -> dict:
         """The stores its cells start from, keyed (arm, condition, seed)."""

@@ -29,7 +29,9 @@ def summarise(rows: list[dict]) -> list[dict]:
     out = []
     for (agent, arm, horizon), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], 9))):
         scored = [r for r in rs if r["admitted"] and r.get("result")]
-        questions = [(r["task"], q) for r in scored for q in json.loads(r["result"])["questions"]]
+        results = [json.loads(r["result"]) for r in scored]
+        questions = [(r["task"], q) for r, res in zip(scored, results) for q in res["questions"]]
+        modelled = [q for res in results if res.get("panel") == "model" for q in res["questions"]]
         by_person: dict[str, list[float]] = {}
         remembering: dict[str, list[float]] = {}
         for person, q in questions:
@@ -47,6 +49,10 @@ def summarise(rows: list[dict]) -> list[dict]:
             "violations": sum(q["violations"] for _, q in questions),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
+            "panel": "model" if modelled else "deterministic",
+            # Where a model panel decided: the share of criteria the deterministic panel judged the same way.
+            "agreement": (sum(q["panels_agree"] for q in modelled) / sum(q["np"] + q["nf"] for q in modelled)
+                          if modelled else None),
             "flags": ([f"{sum(q['violations'] for _, q in questions)} record ids outside the person's records up to "
                        "the cutoff were returned by the search (dropped before the answer)"]
                       if any(q["violations"] for _, q in questions) else []),
@@ -77,3 +83,10 @@ def published_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
     for (agent, arm), by_h in arms.items():
         lines.append([arm, f"memgrid ({agent})", *("-" if by_h.get(h) is None else f"{100 * by_h[h]:.0f}" for h in horizons)])
     return ["system", "source", *horizons], lines
+
+
+def panel_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Where a model panel judged: its agreement with the deterministic judges, and its invalid verdicts."""
+    lines = [[s["agent"], s["arm"], s["horizon"], _f(s["agreement"]), str(s["invalid_judgements"])]
+             for s in summary if s["panel"] == "model"]
+    return ["agent", "arm", "horizon", "agreement with deterministic", "invalid verdicts"], lines

@@ -23,6 +23,7 @@ import json
 import time
 from dataclasses import replace
 from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.agents.base import ReferenceChannel
@@ -31,7 +32,8 @@ from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
-from runner.errors import SpecError
+from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
+from runner.errors import SpecError, UserError
 from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failure, harness_step, new_row, now,
                                run_phase, session_fields, write_json)
 from runner.grading import gate
@@ -40,6 +42,7 @@ from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
 from runner.protocols.base import Protocol
 from runner.protocols.personal import corpus as gen
 from runner.protocols.personal import metrics
+from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
 from runner.results.ledger import LedgerRow
 
@@ -48,7 +51,7 @@ MAX_IDS = 350
 SEARCH_SECONDS = 300
 ANSWER_SECONDS = 300
 INGEST_ROOT = "/sandbox/ingest"
-GENERATOR_FILES = ("corpus.py", "judges.py", "metrics.py")
+GENERATOR_FILES = ("corpus.py", "judges.py", "metrics.py", "panel.py")
 ANSWERER_READER = "reader"  # the harness's own code runs the search; the cell's agent only answers
 SEARCH_PROMPT = "Search the arm's memory for each question in .reader/queries.json (the harness's search step)."
 ANSWER_PROMPT = ("Answer each question in /sandbox/requests/ using only the records given with it. Print one JSON "
@@ -58,6 +61,21 @@ ISOLATED = ArmSpec(name="isolated-answer", kind="none", description="the answer 
                    files=(), search_tool=None, mcp=None, ingest=None, ingest_seconds=0, hooks=(), uses=None,
                    required_paths=(), root=Path("."))
 ALLOWED_IN_ANSWER = {"agent", "requests", "MANIFEST.sha256", "workspace"}
+
+
+@dataclass(frozen=True)
+class PanelSetup:
+    """The grid's model judges and the image of the gateway they are asked through."""
+    models: tuple[str, ...]
+    model_image: object  # env.images.ImageRef
+    guard_image: str
+
+    @property
+    def scripted(self) -> bool:
+        return self.models[0] == SCRIPTED
+
+
+CACHE_FILE = "judge-cache.jsonl"  # in the runs folder: shared by a run, its resume and its reproductions
 
 
 @cache
@@ -121,6 +139,13 @@ def answers_of(transcript) -> dict[str, str]:
     return found
 
 
+def gateway_address(endpoint: ModelEndpoint) -> str:
+    """The gateway's address on the cell's network, which the controller (on the host) reaches directly."""
+    container = endpoint.containers["gateway"]
+    container.reload()
+    return container.attrs["NetworkSettings"]["Networks"][endpoint.network_name]["IPAddress"]
+
+
 def isolation_proof(sandbox) -> gate.GateProof:
     """From inside the answer container: /sandbox holds the requests and the agent's files, nothing of the
     store, corpus or arm, and the container has no network."""
@@ -159,6 +184,26 @@ class PersonalProtocol(Protocol):
                 raise SpecError(grid_path, "arms", f"names '{name}', which has no way to build and search a person's "
                                 "memory here", "use arms of kind none (bare), corpus (full_context), oracle "
                                 "(oracle_memory) or mcp with an ingest (recall)")
+
+    def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> PanelSetup | None:
+        if not grid.judges:
+            return None
+        if len({m == SCRIPTED for m in grid.judges}) > 1:
+            raise SpecError(grid_path, "judges", "mixes the scripted judge with live models",
+                            "list only live model ids, or only scripted")
+        if grid.judges[0] != SCRIPTED and not live_api_key():
+            raise UserError(f"judges {', '.join(grid.judges)}: ANTHROPIC_API_KEY is not set: fix: export it in the shell "
+                            "that runs memgrid (it reaches only the model gateway sidecar), or use judges: [scripted]")
+        from runner.env.images import ensure_derived
+
+        return PanelSetup(tuple(grid.judges), ensure_derived(client, "model", images.base, log), images.base.tag)
+
+    def lock_entries(self, setup: PanelSetup | None) -> dict:
+        entry = {"deterministic": panel_names()}
+        if setup is not None:
+            entry.update(models=list(setup.models), prompt=model_panel.JUDGE_PROMPT,
+                         prompt_sha256=model_panel.PROMPT_SHA256, model_image=setup.model_image.id)
+        return {"judges": entry}
 
     def bundle_search(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, store: tuple[Entry, ...]) -> Bundle:
         arm = ctx.arms[cell.arm]
@@ -268,34 +313,63 @@ class PersonalProtocol(Protocol):
             if not a.decision.admitted:
                 return finish(**fields)
             # 4. Judges, on the controller.
-            result = self.judge(unit, answers_of(a.transcript), kept, violations, cell_dir)
+            result = self.judge(ctx, cell, attempt, unit, answers_of(a.transcript), kept, violations, cell_dir)
             return finish(**fields, outcome="scored",
                           checker_detail=f"FAMA {result['fama']:.2f} over {len(unit.questions)} questions")
         except Exception as e:
             return finish(**cell_failure(ctx, e))
 
-    def judge(self, unit: gen.Unit, answers: dict[str, str], kept: dict, violations: dict, cell_dir: Path) -> dict:
-        questions, detail = [], []
-        for q in unit.questions:
-            answer = answers.get(q.id, "")
-            judged = [judge_criterion(answer, c, True) for c in q.presence] + \
-                     [judge_criterion(answer, c, False) for c in q.forgetting]
-            cp = sum(j.correct for j in judged if j.expected)
-            cf = sum(j.correct for j in judged if not j.expected)
-            s = metrics.score(len(q.presence), cp, len(q.forgetting), cf)
-            questions.append({"id": q.id, "kind": q.kind, "np": len(q.presence), "nf": len(q.forgetting), "cp": cp,
-                              "cf": cf, "fama": s.fama, "mpa": s.mpa, "faa": s.faa, "lam": s.lam,
-                              "released": len(kept[q.id]), "violations": len(violations[q.id]),
-                              "evidence_released": sum(e in kept[q.id] for e in q.evidence), "evidence": len(q.evidence),
-                              "invalid_judgements": sum(len(OFFLINE_PANEL) - j.valid for j in judged)})
-            detail.append({"question": q.id, "text": q.text, "answer": answer, "violations": violations[q.id],
-                           "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
-                                         "verdicts": [vars(v) for v in j.verdicts]} for j in judged]})
-        write_json(cell_dir / "verdict.json", {"judges": panel_names(), "questions": detail})
+    def judge(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit, answers: dict[str, str],
+              kept: dict, violations: dict, cell_dir: Path) -> dict:
+        """Every criterion through the deterministic panel and, with model judges, through theirs (which then
+        decides; the two panels' agreement is kept)."""
+        setup: PanelSetup | None = ctx.protocol_setup
+        endpoint, gateway, cache = None, None, None
+        if setup is not None:
+            cache = model_panel.JudgeCache.open(ctx.run_dir.parent / CACHE_FILE)
+            items = [(q.text, answers.get(q.id, ""), c) for q in unit.questions for c in (*q.presence, *q.forgetting)]
+            gateway = model_panel.Gateway(None)
+            if model_panel.uncached(setup.models, cache, items):
+                endpoint = ModelEndpoint(ctx.client, setup.model_image.tag, ctx.run_id, cell.cell_id, setup.models[0],
+                                         {"mode": "judge"} if setup.scripted else None, guard_image=setup.guard_image)
+                endpoint.start(attempt)
+                gateway.url = f"http://{gateway_address(endpoint)}:8080"
+        try:
+            questions, detail = [], []
+            for q in unit.questions:
+                answer = answers.get(q.id, "")
+                panel = OFFLINE_PANEL if setup is None else tuple(
+                    model_panel.ModelJudge(i, m, gateway, cache, q.text) for i, m in enumerate(setup.models))
+                criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
+                judged = [judge_criterion(answer, c, e, panel) for c, e in criteria]
+                offline = judged if setup is None else [judge_criterion(answer, c, e) for c, e in criteria]
+                cp = sum(j.correct for j in judged if j.expected)
+                cf = sum(j.correct for j in judged if not j.expected)
+                s = metrics.score(len(q.presence), cp, len(q.forgetting), cf)
+                questions.append({"id": q.id, "kind": q.kind, "np": len(q.presence), "nf": len(q.forgetting), "cp": cp,
+                                  "cf": cf, "fama": s.fama, "mpa": s.mpa, "faa": s.faa, "lam": s.lam,
+                                  "released": len(kept[q.id]), "violations": len(violations[q.id]),
+                                  "evidence_released": sum(e in kept[q.id] for e in q.evidence),
+                                  "evidence": len(q.evidence),
+                                  "invalid_judgements": sum(len(panel) - j.valid for j in judged),
+                                  "panels_agree": sum(j.correct == o.correct for j, o in zip(judged, offline))})
+                detail.append({"question": q.id, "text": q.text, "answer": answer, "violations": violations[q.id],
+                               "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
+                                             "verdicts": [vars(v) for v in j.verdicts],
+                                             **({"deterministic": [vars(v) for v in o.verdicts],
+                                                 "deterministic_correct": o.correct} if setup else {})}
+                                            for j, o in zip(judged, offline)]})
+        finally:
+            if endpoint is not None:
+                endpoint.collect(cell_dir)
+                endpoint.stop()
+        write_json(cell_dir / "verdict.json", {"judges": [j.name for j in panel], "questions": detail})
         n = len(questions)
         return {"fama": sum(q["fama"] for q in questions) / n, "mpa": sum(q["mpa"] for q in questions) / n,
                 "faa": sum(q["faa"] for q in questions) / n, "violations": sum(q["violations"] for q in questions),
-                "search_k": SEARCH_K, "judges": panel_names(), "questions": questions}
+                "search_k": SEARCH_K, "judges": [j.name for j in panel], "panel": "model" if setup else "deterministic",
+                **({"judge_requests": gateway.requests, "judge_usage": gateway.usage} if setup else {}),
+                "questions": questions}
 
     def summary(self, rows: list[dict]) -> list[dict]:
         from runner.protocols.personal.analysis import summarise
@@ -308,9 +382,14 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import NOT_COMPARABLE, published_table
+        from runner.protocols.personal.analysis import NOT_COMPARABLE, panel_table, published_table
 
-        return [("remembering FAMA %, published rows beside memgrid's", *published_table(summary), NOT_COMPARABLE)]
+        tables = [("remembering FAMA %, published rows beside memgrid's", *published_table(summary), NOT_COMPARABLE)]
+        columns, lines = panel_table(summary)
+        if lines:
+            tables.append(("the model judge panel", columns, lines, "Agreement: the share of criteria the deterministic "
+                           "judges scored as the model panel did. Invalid verdicts are never scored as quality."))
+        return tables
 
     def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
         from runner.protocols.personal.report import render

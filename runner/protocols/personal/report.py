@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.personal.analysis import NOT_COMPARABLE, published_table, table  # noqa: E402
+from runner.protocols.personal.analysis import NOT_COMPARABLE, panel_table, published_table, table  # noqa: E402
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import _png  # noqa: E402
@@ -66,5 +66,15 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         f"src=\"data:image/png;base64,{png}\"></figure>",
         "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
         _table(p_columns, p_lines, table_id="published"), f"<p>{_e(NOT_COMPARABLE)}</p>",
-        f"<h2>Judges</h2><pre>{_e(JUDGES_DOC)}</pre>",
+        "<h2>Judges</h2>" + _panel(summary, lock) + f"<pre>{_e(JUDGES_DOC)}</pre>",
         "<h2>Digests</h2>" + _digests(lock), "</body></html>"])
+
+
+def _panel(summary: list[dict], lock: dict) -> str:
+    judges = lock.get("judges", {})
+    if not judges.get("models"):
+        return f"<p>Deterministic panel: {_e(', '.join(judges.get('deterministic', [])))}.</p>"
+    columns, lines = panel_table(summary)
+    return (f"<p>Model panel: {_e(', '.join(judges['models']))}; prompt sha256 <code>{_e(judges['prompt_sha256'])}</code>; "
+            f"the deterministic panel ({_e(', '.join(judges.get('deterministic', [])))}) judged every criterion too.</p>"
+            + _table(columns, lines, table_id="panel") + f"<pre>{_e(judges.get('prompt', ''))}</pre>")
