@@ -253,9 +253,14 @@ class PersonalProtocol(Protocol):
         phases: dict[str, dict] = {}
         proofs: list[dict] = []
         result: dict = {}
+        took: dict[str, float] = {}  # seconds per step, for the ledger's timings
+
+        def step(name: str, since: float) -> None:
+            took[name] = round(time.monotonic() - since, 3)
 
         def finish(**updates) -> LedgerRow:
             row.update(updates)
+            row["timings"] = json.dumps(took) if took else None
             row["gate_proofs"] = json.dumps(proofs)
             write_json(cell_dir / "phases.json", phases)
             return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3),
@@ -267,7 +272,9 @@ class PersonalProtocol(Protocol):
             # 1. Build: the arm's own write path over the person's records.
             store, report = (), None
             if kind_of(arm).ingests:
+                t = time.monotonic()
                 store, report, built = self.build(ctx, cell, unit, arm, phases, proofs)
+                step("build", t)
                 row["store_digest"] = report["store_digest"]
                 if not built:
                     return finish(admitted=False, discard_reason=gate.STORE_EMPTY if proofs[-1]["passed"]
@@ -279,10 +286,12 @@ class PersonalProtocol(Protocol):
             queries = {"k": SEARCH_K, "questions": [{"id": q.id, "text": q.text} for q in unit.questions]}
             channel = ReferenceChannel("search", (Entry("queries.json", json.dumps(queries).encode()),),
                                        ("--personal-search",), {"questions": len(unit.questions), "k": SEARCH_K})
+            t = time.monotonic()
             s = run_phase(ctx, replace(cell, agent=ANSWERER_READER), PhaseSpec(
                 "search", SEARCH_PROMPT, b_search, cell_dir / "search", SEARCH_SECONDS, channel, export=None,
                 store_report=report), attempt)
             s.remover.join(timeout=60)
+            step("search", t)
             proofs.extend({"phase": "search", **p} for p in s.decision.as_json())
             phases["search"] = {"admitted": s.decision.admitted, "discard_reason": s.decision.discard_reason,
                                 "bundle_digest": b_search.digest, "store_in_digest": row["store_digest"]}
@@ -302,10 +311,12 @@ class PersonalProtocol(Protocol):
             options = {q.id: gen.options(q) for q in unit.questions}
             a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
                                          ("--personal-answer",), {"questions": len(unit.questions)})
+            t = time.monotonic()
             a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
                                                a_channel, export=None, required_paths=(), arm=ISOLATED,
                                                pre_session=lambda sandbox: [isolation_proof(sandbox)]), attempt)
             a.remover.join(timeout=60)
+            step("answer", t)
             proofs.extend({"phase": "answer", **p} for p in a.decision.as_json())
             phases["answer"] = {"admitted": a.decision.admitted, "discard_reason": a.decision.discard_reason,
                                 "bundle_digest": b_answer.digest}
@@ -313,7 +324,9 @@ class PersonalProtocol(Protocol):
             if not a.decision.admitted:
                 return finish(**fields)
             # 4. Judges, on the controller.
+            t = time.monotonic()
             result = self.judge(ctx, cell, attempt, unit, answers_of(a.transcript), kept, violations, cell_dir)
+            step("judge", t)
             return finish(**fields, outcome="scored",
                           checker_detail=f"FAMA {result['fama']:.2f} over {len(unit.questions)} questions")
         except Exception as e:
