@@ -23,10 +23,10 @@ def two_session(**changes) -> dict:
 
 
 def test_the_registry_holds_the_protocols_and_refuses_others_by_name():
-    assert set(PROTOCOLS) == {"coding", "two-session", "planted"}
+    assert set(PROTOCOLS) == {"coding", "two-session", "planted", "personal"}
     with pytest.raises(SpecError) as e:
-        protocol_named("personal")
-    assert "use one of: coding, two-session, planted" in str(e.value)
+        protocol_named("episodic")
+    assert "use one of: coding, two-session, planted, personal" in str(e.value)
 
 
 def test_each_protocol_validates_its_own_conditions():
@@ -136,8 +136,8 @@ def test_protocol_list_and_a_mismatched_protocol_on_the_command_line():
     wrong = run_cli("grid", "--protocol", "two-session", "--spec", str(REPO / "runner/defaults/default.yaml"))
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr
     assert "its protocol is coding, not two-session" in wrong.stderr and "Traceback" not in wrong.stderr
-    unknown = run_cli("grid", "--protocol", "personal")
-    assert unknown.returncode == 2 and "'personal' is not a protocol" in unknown.stderr
+    unknown = run_cli("grid", "--protocol", "episodic")
+    assert unknown.returncode == 2 and "'episodic' is not a protocol" in unknown.stderr
 
 
 def test_the_planted_split_enters_every_units_digest():
