@@ -60,7 +60,7 @@ ANSWER_PROMPT = ("Answer each question in /sandbox/requests/ using only the reco
 ISOLATED = ArmSpec(name="isolated-answer", kind="none", description="the answer phase: requests only", instructions="",
                    files=(), search_tool=None, mcp=None, ingest=None, ingest_seconds=0, hooks=(), uses=None,
                    required_paths=(), root=Path("."))
-ALLOWED_IN_ANSWER = {"agent", "requests", "MANIFEST.sha256", "workspace"}
+ALLOWED_IN_ANSWER = {"agent", "requests", "MANIFEST.sha256"}
 
 
 @dataclass(frozen=True)
