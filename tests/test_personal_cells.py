@@ -84,7 +84,7 @@ def test_floor_ceiling_and_in_between_with_no_violations(ctx, no_leftovers):
     assert build["documents"] == build["corpus_documents"] == len(unit.records) and build["exit_code"] == 0
     assert rows["recall"].store_digest == build["store_digest"]
     proofs = {(p["phase"], p["name"]): p["passed"] for p in json.loads(rows["recall"].gate_proofs)}
-    assert proofs[("search", "mcp_connected")] and proofs[("search", "store_populated")]
+    assert proofs[("build", "store_populated")] and proofs[("search", "mcp_connected")]
     assert proofs[("answer", "answer_isolated")]
 
 
@@ -147,3 +147,14 @@ def test_the_model_panel_judges_through_the_gateway_and_replays_from_its_cache(c
     again = PROTOCOL.run_cell(replay, cell("oracle_memory"), 1)
     assert json.loads(again.result)["judge_requests"] == 0 and json.loads(again.result)["fama"] == 1
     assert not (replay.run_dir / "cells" / again.cell_id / "gateway.jsonl").exists()
+
+
+def test_an_ingest_that_fails_discards_the_cell_before_any_search(ctx, no_leftovers):
+    from dataclasses import replace
+
+    ctx.arms = {**ctx.arms, "recall": replace(ctx.arms["recall"], ingest=("sh", "-c", "echo no disk >&2; exit 3"))}
+    row = PROTOCOL.run_cell(ctx, cell("recall"), 1)
+    assert not row.admitted and row.discard_reason == "store_empty"
+    proof = json.loads(row.gate_proofs)[-1]
+    assert proof["phase"] == "build" and "exited 3" in proof["detail"] and "no disk" in proof["detail"]
+    assert not (ctx.run_dir / "cells" / row.cell_id / "search" / "transcript.jsonl").exists()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.agents.base import ReferenceChannel
-from runner.arms.ingest import fill
+from runner.arms.ingest import fill, store_receipt
 from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry
@@ -226,22 +226,27 @@ class PersonalProtocol(Protocol):
         return bundle_of(entries)
 
     def build(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, phases: dict,
-              proofs: list[dict]) -> tuple[tuple[Entry, ...], dict | None, bool]:
-        """The arm's own ingest over the person's records; (store, its report, whether the step held)."""
+              proofs: list[dict]) -> tuple[tuple[Entry, ...], dict, gate.GateDecision]:
+        """The arm's own ingest over the person's records: the store, its report, and the build's proofs
+        (bundle verified, store populated by an ingest that exited 0)."""
         docs = tuple(Entry(f"ingest/corpus/docs/{r.id}.jsonl", record_file(r)) for r in unit.records)
         command = fill(arm.ingest, corpus=f"{INGEST_ROOT}/corpus", store=STORE_DIR, namespace=unit.id)
         t = time.monotonic()
         steps, store, digest, proof = harness_step(ctx, cell, arm, (), [("build", command, b"{}")], extra=docs,
                                                    seconds=arm.ingest_seconds)
-        receipt = next((json.loads(e.data) for e in store if e.path == "store.json"), {})
+        receipt = store_receipt(list(store))
+        code = steps[0].exit_code if steps else None
+        log_tail = (steps[0].stderr or steps[0].stdout).strip()[-300:] if steps else ""
         report = {"namespace": unit.id, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs),
                   "seconds": round(time.monotonic() - t, 2), "store_digest": digest, "files": len(store),
-                  "bytes": sum(len(e.data) for e in store),
-                  "exit_code": steps[0].exit_code if steps else None,
-                  "log_tail": (steps[0].stderr or steps[0].stdout).strip()[-300:] if steps else ""}
+                  "bytes": sum(len(e.data) for e in store), "exit_code": code, "log_tail": log_tail}
         phases["build"] = report
-        proofs.append({"phase": "build", **vars(proof)})
-        return store, report, proof.passed and bool(steps) and steps[0].exit_code == 0
+        built = [proof]
+        if proof.passed:
+            built.append(gate.store_proof(report) if code == 0 else
+                         gate.GateProof("store_populated", False, f"the ingest exited {code}: {log_tail[-200:]}"))
+        proofs.extend({"phase": "build", **vars(p)} for p in built)
+        return store, report, gate.decide(built)
 
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
         """`bundle`: a test's hand-made answer bundle (to prove the isolation proof can fail)."""
@@ -270,15 +275,14 @@ class PersonalProtocol(Protocol):
             for phase in ("search", "answer"):
                 (cell_dir / phase).mkdir(parents=True, exist_ok=True)
             # 1. Build: the arm's own write path over the person's records.
-            store, report = (), None
+            store = ()
             if kind_of(arm).ingests:
                 t = time.monotonic()
                 store, report, built = self.build(ctx, cell, unit, arm, phases, proofs)
                 step("build", t)
                 row["store_digest"] = report["store_digest"]
-                if not built:
-                    return finish(admitted=False, discard_reason=gate.STORE_EMPTY if proofs[-1]["passed"]
-                                  else gate.BUNDLE_DIGEST_MISMATCH, error_detail=report["log_tail"] or None)
+                if not built.admitted:
+                    return finish(admitted=False, discard_reason=built.discard_reason)
             ctx.check_cancel()
             # 2. Search, by the harness's reader over the arm's memory.
             b_search = self.bundle_search(ctx, cell, unit, store)
@@ -288,8 +292,7 @@ class PersonalProtocol(Protocol):
                                        ("--personal-search",), {"questions": len(unit.questions), "k": SEARCH_K})
             t = time.monotonic()
             s = run_phase(ctx, replace(cell, agent=ANSWERER_READER), PhaseSpec(
-                "search", SEARCH_PROMPT, b_search, cell_dir / "search", SEARCH_SECONDS, channel, export=None,
-                store_report=report), attempt)
+                "search", SEARCH_PROMPT, b_search, cell_dir / "search", SEARCH_SECONDS, channel, export=None), attempt)
             s.remover.join(timeout=60)
             step("search", t)
             proofs.extend({"phase": "search", **p} for p in s.decision.as_json())
