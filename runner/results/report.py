@@ -229,6 +229,17 @@ def _e(value) -> str:
     return html.escape(str(value))
 
 
+def protocol_page_head(kind: str, title: str, run_id: str, lock: dict, count: str, flags: list[str]) -> str:
+    """The opening of a protocol's own page: title, the run's identity, what it ran, and its flags."""
+    grid = lock.get("grid", {})
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid {_e(kind)} report {_e(run_id)}</title>"
+            f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style></head><body>"
+            f"<h1>memgrid {_e(title)} report: run <code id=\"run-id\">{_e(run_id)}</code></h1>"
+            f"<p class=\"meta\">created {_e(lock.get('created_at', '?'))} · git {_e((lock.get('git_commit') or 'unknown')[:12])} · "
+            f"agents {_e(', '.join(grid.get('agents', [])))} · arms {_e(', '.join(grid.get('arms', [])))} · {_e(count)}</p>"
+            "<h2>Flags</h2>" + (f"<ul id=\"flags\">{''.join(flags)}</ul>" if flags else "<p id=\"flags\">none</p>"))
+
+
 def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), table_id: str = "") -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = []

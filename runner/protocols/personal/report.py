@@ -13,7 +13,7 @@ from runner.protocols.personal.analysis import NOT_COMPARABLE, panel_table, publ
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import _png  # noqa: E402
-from runner.results.report import CSS, _digests, _e, _table  # noqa: E402
+from runner.results.report import _digests, _e, _table, protocol_page_head  # noqa: E402
 
 
 def fama_plot(summary: list[dict]) -> bytes:
@@ -40,20 +40,14 @@ def fama_plot(summary: list[dict]) -> bytes:
 
 
 def render(run_id: str, lock: dict, summary: list[dict]) -> str:
-    grid = lock.get("grid", {})
     columns, lines = table(summary)
     p_columns, p_lines = published_table(summary)
     flags = [f"<li><b>{_e(s['agent'])} x {_e(s['arm'])} ({_e(s['horizon'])})</b>: {_e(f)}</li>"
              for s in summary for f in s["flags"]]
     png = base64.b64encode(fama_plot(summary)).decode()
     return "".join([
-        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid personal report {_e(run_id)}</title>"
-        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style></head><body>",
-        f"<h1>memgrid personal-memory report: run <code id=\"run-id\">{_e(run_id)}</code></h1>",
-        f"<p class=\"meta\">created {_e(lock.get('created_at', '?'))} · git {_e((lock.get('git_commit') or 'unknown')[:12])} · "
-        f"agents {_e(', '.join(grid.get('agents', [])))} · arms {_e(', '.join(grid.get('arms', [])))} · "
-        f"persons {_e(grid.get('cases', '?'))}</p>",
-        "<h2>Flags</h2>" + (f"<ul id=\"flags\">{''.join(flags)}</ul>" if flags else "<p id=\"flags\">none</p>"),
+        protocol_page_head("personal", "personal-memory", run_id, lock, f"persons {lock.get('grid', {}).get('cases', '?')}",
+                           flags),
         "<h2>FAMA per arm and horizon</h2>"
         "<p>Per question: MPA = presence criteria met / Np; FAA = forgetting criteria met / Nf; λ = Nf / (Np + Nf); "
         "FAMA = max(0, MPA − λ(1 − FAA)). A criterion is met when a strict majority of the valid judges agree with "

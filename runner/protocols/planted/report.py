@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from runner.protocols.planted.analysis import table  # noqa: E402
 from runner.results.plots import _png  # noqa: E402
-from runner.results.report import CSS, _digests, _e, _table  # noqa: E402
+from runner.results.report import _digests, _e, _table, protocol_page_head  # noqa: E402
 
 
 def pass_rate_plot(summary: list[dict]) -> bytes:
@@ -34,18 +34,11 @@ def pass_rate_plot(summary: list[dict]) -> bytes:
 
 
 def render(run_id: str, lock: dict, summary: list[dict]) -> str:
-    grid = lock.get("grid", {})
     columns, lines = table(summary)
     flags = [f"<li><b>{_e(s['agent'])} x {_e(s['arm'])}</b>: {_e(f)}</li>" for s in summary for f in s["flags"]]
     png = base64.b64encode(pass_rate_plot(summary)).decode()
     return "".join([
-        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid planted report {_e(run_id)}</title>"
-        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style></head><body>",
-        f"<h1>memgrid planted-memory report: run <code id=\"run-id\">{_e(run_id)}</code></h1>",
-        f"<p class=\"meta\">created {_e(lock.get('created_at', '?'))} · git {_e((lock.get('git_commit') or 'unknown')[:12])} · "
-        f"agents {_e(', '.join(grid.get('agents', [])))} · arms {_e(', '.join(grid.get('arms', [])))} · "
-        f"seeds {_e(grid.get('seeds', '?'))}</p>",
-        "<h2>Flags</h2>" + (f"<ul id=\"flags\">{''.join(flags)}</ul>" if flags else "<p id=\"flags\">none</p>"),
+        protocol_page_head("planted", "planted-memory", run_id, lock, f"seeds {lock.get('grid', {}).get('seeds', '?')}", flags),
         "<h2>Pass rate, Memory Utility Index, injection</h2>"
         "<p>MUI v2: an on run earns a credit only when injection was confirmed (the arm's own log named a planted id "
         "inside the session), it passed and off runs of the same task and trial exist: a success lift when a paired off "
