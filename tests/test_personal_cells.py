@@ -20,7 +20,7 @@ from runner.protocols.registry import PROTOCOLS
 from conftest import REPO
 
 PROTOCOL = PROTOCOLS["personal"]
-PERSON, HORIZON = "p00", "quarterly"
+PERSON, HORIZON = "p18", "quarterly"  # 11 records state its current facts: more than a reader's top 10
 
 # The hostile answerer: walks everything it can read for record ids of the person that were not released
 # to it and for a store's files, then answers every request with what it found.
@@ -73,6 +73,8 @@ def test_floor_ceiling_and_in_between_with_no_violations(ctx, no_leftovers):
     result = {arm: json.loads(row.result) for arm, row in rows.items()}
     assert result["bare"]["fama"] == 0 and result["bare"]["mpa"] == 0
     assert result["oracle_memory"]["fama"] == 1
+    assert all(q["evidence_released"] == q["evidence"] for q in result["oracle_memory"]["questions"])
+    assert len(gen.build_unit(PERSON, HORIZON).oracle_evidence()) > 10
     assert all(r["violations"] == 0 for r in result.values())
     assert 0 < result["recall"]["fama"] < 1 and 0 < result["full_context"]["fama"] <= 1
     unit = gen.build_unit(PERSON, HORIZON)
