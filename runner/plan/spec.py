@@ -158,6 +158,9 @@ class GridSpec:
     command_agents: dict = field(default_factory=dict)  # name -> {command, files}: any command line as an agent
     budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
     limits: SessionLimits = field(default_factory=SessionLimits)
+    # Where the cells run: not an input (never in the lock), so a resume may move to other machines.
+    executor: str = "local"
+    scheduler: str | None = None  # the dask scheduler's address
 
     def as_dict(self) -> dict:
         data = {
@@ -503,6 +506,8 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         command_agents=data.get("command_agents", {}),
         budget_usd=data.get("budget_usd"),
         limits=SessionLimits(**data.get("limits", {})),
+        executor=data.get("executor", "local"),
+        scheduler=data.get("scheduler"),
     )
 
 
