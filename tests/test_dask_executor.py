@@ -125,12 +125,14 @@ class Cluster:
         self.procs[name].wait(timeout=30)
 
     def close(self) -> None:
+        """SIGTERM, then SIGKILL whatever still runs after 10 s: a worker's graceful close can wait on its scheduler."""
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.terminate()
+        deadline = time.monotonic() + 10
         for proc in self.procs.values():
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)

@@ -230,7 +230,8 @@ def _progress(show: bool) -> Progress:
         console = Console(width=130)
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("admitted {task.fields[admitted]} · passed {task.fields[passed]} · errors {task.fields[errors]}"),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[nodes]}"),
+                    console=console,
                     disable=not show or not console.is_terminal)
 
 
@@ -319,7 +320,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
         with open_executor(ctx, settings, pending) as runner, _progress(show_progress) as progress:
             # A previous controller that died leaves its containers behind; they belong to no live cell.
             runner.remove_containers()
-            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), **counts)
+            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), nodes="", **counts)
 
             # Without a terminal (CI, make | tee) the bar cannot redraw: print a plain line every tenth.
             plain = show_progress and not progress.console.is_terminal
@@ -329,14 +330,15 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                 counts["admitted"] += row.admitted
                 counts["passed"] += bool(row.checker_passed)
                 counts["errors"] += row.discard_reason == HARNESS_ERROR
-                progress.update(bar, advance=1 if row.final else 0, **counts)
+                # A distributed executor's nodes, each with its cells running / attempts done.
+                nodes = "nodes " + ", ".join(f"{n} {r}/{d}" for n, (r, d) in runner.nodes().items()) if runner.nodes() else ""
+                progress.update(bar, advance=1 if row.final else 0, nodes=nodes, **counts)
                 done = int(progress.tasks[0].completed)
                 if plain and (scheduler.recorded % step == 0 or done == len(cells)):
-                    nodes = " · nodes " + ", ".join(f"{n} {k}" for n, k in sorted(runner.nodes().items())) \
-                        if runner.nodes() else ""
                     progress.console.print(f"{ctx.run_id}: {done}/{len(cells)} cells · admitted {counts['admitted']} · "
                                            f"passed {counts['passed']} · errors {counts['errors']} · "
-                                           f"{time.monotonic() - started:.0f}s{nodes}", highlight=False)
+                                           f"{time.monotonic() - started:.0f}s" + (f" · {nodes}" if nodes else ""),
+                                           highlight=False)
 
             scheduler = Scheduler(ctx, ledger, runner, on_row, budget, done)
             try:

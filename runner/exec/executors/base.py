@@ -45,8 +45,8 @@ class Executor:
         """Remove the run's containers on every engine this executor runs cells on."""
         raise NotImplementedError
 
-    def nodes(self) -> dict[str, int]:
-        """Finished attempts per node, for the progress line; empty when there is one node."""
+    def nodes(self) -> dict[str, tuple[int, int]]:
+        """node -> (cells running, attempts returned), for the progress line; empty when there is one node."""
         return {}
 
     def stats(self) -> dict:

@@ -21,7 +21,7 @@ from distributed import wait as dask_wait
 from runner.agents.registry import agent_class
 from runner.env.doctor import node_checks
 from runner.env.engine import connect
-from runner.env.images import load_image, save_image
+from runner.env.images import ImageRef, load_image, save_image
 from runner.env.sandbox import remove_run_containers
 from runner.errors import UserError
 from runner.exec.celljob import (checkout_of, failed_row, make_job, project_archive, refuse_remote, run_job,
@@ -52,6 +52,8 @@ def needed_images(ctx, cells) -> dict[str, str]:
         refs.add(sandbox_image(ctx, ctx.arms[cell.arm], cell.agent))
         if agent_class(cell.agent, ctx.command_agents).needs_model:  # the network guard runs the base image
             refs.add(ctx.images.base)
+    for setup in ctx.agent_setups.values():  # what an agent prepared for the grid: claude-code's model sidecar
+        refs |= {value for value in vars(setup).values() if isinstance(value, ImageRef)}
     return {ref.tag: ref.id for ref in refs}
 
 
@@ -227,8 +229,9 @@ class DaskExecutor(Executor):
                 self.log(f"node {self.nodes_by_address[address].name}: the run's containers could not be removed "
                          f"({error!r}); they stop at their lifetime")
 
-    def nodes(self) -> dict[str, int]:
-        return dict(self.done)
+    def nodes(self) -> dict[str, tuple[int, int]]:
+        running = {n.name: n.busy for n in self.nodes_by_address.values()}
+        return {name: (running.get(name, 0), self.done[name]) for name in sorted(set(running) | set(self.done))}
 
     def stats(self) -> dict:
         return {"nodes": dict(self.done), "submit_to_start_s": list(self.overheads),
