@@ -125,11 +125,11 @@ class Cluster:
         self.procs[name].wait(timeout=30)
 
     def close(self) -> None:
-        """SIGTERM, then SIGKILL whatever still runs after 10 s: a worker's graceful close can wait on its scheduler."""
+        """SIGTERM, then SIGKILL whatever still runs after 3 s: a graceful close can wait on peers already gone."""
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.terminate()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 3
         for proc in self.procs.values():
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -201,6 +201,40 @@ def test_cells_land_on_both_engines_once_each_as_on_local(engine, images, second
     assert not client_b.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
 
 
+def test_ctrl_c_stops_cells_on_every_node_and_the_run_resumes_on_the_local_executor(
+        engine, images, second_engine, cluster, local_verdicts, tmp_path, run_id, no_leftovers):
+    _, client_b = second_engine
+    spec = write_grid(tmp_path / "grid.yaml", **GRID)
+    args = [str(BIN / "memgrid"), "grid", "--spec", str(spec), "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"),
+            "--no-progress"]
+    label = {"label": f"{RUN_LABEL}={run_id}"}
+    # The default SIGINT disposition, whatever the shell that started pytest left (as tests/test_resume.py).
+    proc = subprocess.Popen([*args, "--executor", "dask", "--scheduler", cluster.address], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait_until("a cell started on node-b's engine", lambda: proc.poll() is not None or client_b.api.containers(filters=label),
+                   180, every=0.05)
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + errs
+    # Each node's engine: the run's containers are gone (a checker that started in the second before the
+    # worker saw the stop ends on its own, bounded).
+    for client in (engine, client_b):
+        wait_until("no container of the run left", lambda: not client.api.containers(all=True, filters=label), 60)
+    run_dir = tmp_path / "runs" / run_id
+    rows = Ledger(run_dir).rows()
+    assert len(rows) < 8 and all(r["final"] for r in rows)
+    resumed = subprocess.run([*args, "--executor", "local"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = Ledger(run_dir).rows()
+    assert Counter(r["cell_id"] for r in rows) == Counter(dict.fromkeys(local_verdicts, 1))
+    assert verdicts(rows) == local_verdicts
+
+
 def test_a_worker_killed_mid_cell_its_cell_reruns_and_is_recorded_once(engine, images, second_engine, cluster,
                                                                        local_verdicts, tmp_path, run_id, no_leftovers):
     _, client_b = second_engine
@@ -242,3 +276,18 @@ def test_the_local_executor_never_imports_the_distributed_stack():
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--executor", "dask"], "executor dask has no scheduler address: fix: pass --scheduler tcp://HOST:8786"),
+    (["--executor", "dask", "--scheduler", "localhost"], "--scheduler 'localhost': not a dask scheduler address: fix: "
+                                                         "give it as tcp://HOST:8786"),
+    (["--executor", "slurm"], "'slurm' is not an executor memgrid has"),
+])
+def test_the_command_line_refuses_an_executor_it_cannot_use_in_one_line(args, says, tmp_path):
+    out = subprocess.run([str(BIN / "memgrid"), "grid", "--preset", "harness", "--runs-dir", str(tmp_path), *args],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = [line for line in (out.stdout + out.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0], lines
+    assert not list(tmp_path.iterdir())  # refused before any run folder

@@ -122,6 +122,13 @@ def unpack_cell_folder(run_dir: Path, cell_id: str, folder: bytes) -> None:
 _LOCK = threading.Lock()
 _PROJECTS: dict[str, tuple[dict, dict]] = {}  # project digest -> (tasks, arms) loaded from its unpacked copy
 _ENGINE: list = []  # the worker's engine client, made once
+_STOPS: dict[str, threading.Event] = {}  # controller session -> set when that controller stops its run
+
+
+def stop_flag(session: str) -> threading.Event:
+    """The cancel event every cell of one controller session shares in this worker process."""
+    with _LOCK:
+        return _STOPS.setdefault(session, threading.Event())
 
 
 def _project(digest: str, archive: bytes) -> tuple[dict, dict]:
@@ -147,8 +154,9 @@ def _engine():
         return _ENGINE[0]
 
 
-def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str) -> JobResult:
-    """Run one job on this node's engine; the cell folder comes back as an archive, the scratch folder goes."""
+def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str, cancel: threading.Event | None = None) -> JobResult:
+    """Run one job on this node's engine; the cell folder comes back as an archive, the scratch folder goes.
+    `cancel`: set when the controller stops the run (the cell then raises Cancelled at its next step)."""
     from runner.protocols.registry import protocol_named
 
     started = time.time()
@@ -160,7 +168,7 @@ def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str) -> JobResul
         ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, None, dict(job.stores),
                            dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
                            session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=dict(job.command_agents),
-                           protocol=protocol_named(job.protocol))
+                           protocol=protocol_named(job.protocol), cancel=cancel or threading.Event())
         row = run_cell(ctx, job.cell, job.attempt, bundle)
         folder = scratch / "cells" / job.cell.cell_id
         files = [Entry(p.relative_to(folder).as_posix(), p.read_bytes()) for p in tree_files(folder)] if folder.is_dir() else []

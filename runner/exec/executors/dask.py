@@ -25,7 +25,7 @@ from runner.env.images import ImageRef, load_image, save_image
 from runner.env.sandbox import remove_run_containers
 from runner.errors import UserError
 from runner.exec.celljob import (checkout_of, failed_row, make_job, project_archive, refuse_remote, run_job,
-                                 unpack_cell_folder)
+                                 stop_flag, unpack_cell_folder)
 from runner.exec.executors.base import Executor, ExecutorSettings
 from runner.exec.trial import Cancelled, sandbox_image
 
@@ -33,8 +33,15 @@ RESOURCE = "cells"  # the worker resource a cell holds: `--resources cells=N` ca
 CONNECT_SECONDS = 30
 
 
-def _run_on_worker(job, project: bytes, bundle):
-    return run_job(job, project, bundle, str(get_worker().name))
+def _run_on_worker(job, project: bytes, bundle, session: str):
+    return run_job(job, project, bundle, str(get_worker().name), stop_flag(session))
+
+
+def _stop_on_worker(session: str) -> None:
+    """Ctrl-C on the controller: this process's cells of the session stop at their next step. Set here, in
+    the worker's own process, before its containers are removed, so a cell sees the stop before it sees its
+    container gone (as on one machine) and records nothing instead of a broken proof."""
+    stop_flag(session).set()
 
 
 def _load_on_worker(archive: bytes, tag: str, image_id: str) -> str | None:
@@ -135,6 +142,7 @@ class DaskExecutor(Executor):
         project, self.project_digest = project_archive(checkout_of(ctx))
         self.project = client.scatter({f"project-{self.project_digest}": project}, broadcast=True,
                                       workers=list(admitted))[f"project-{self.project_digest}"]
+        self.session = uuid.uuid4().hex  # this controller's cells on the workers, for Ctrl-C
         self.done: Counter = Counter()  # node name -> attempts it returned
         self.overheads: list[float] = []  # seconds from submit to the worker taking the job
 
@@ -179,7 +187,7 @@ class DaskExecutor(Executor):
         node.busy += 1
         cell = handle.job.cell
         handle.node, handle.submitted = node, time.time()
-        handle.future = self.client.submit(_run_on_worker, handle.job, self.project, handle.bundle, pure=False,
+        handle.future = self.client.submit(_run_on_worker, handle.job, self.project, handle.bundle, self.session, pure=False,
                                            key=f"cell-{cell.cell_id[:16]}-{handle.job.attempt}-{uuid.uuid4().hex[:8]}",
                                            resources={RESOURCE: 1}, workers=[node.address], allow_other_workers=False)
 
@@ -220,7 +228,12 @@ class DaskExecutor(Executor):
         return done.row
 
     def cancel(self, handles) -> None:
-        self.client.cancel([h.future for h in handles])
+        """Every worker's cells of this controller stop at their next step; the scheduler then removes the
+        run's containers and waits for the cells, as on one machine."""
+        for address, error in self.client.run(_stop_on_worker, self.session, workers=list(self.nodes_by_address),
+                                              on_error="return").items():
+            if isinstance(error, BaseException):
+                self.log(f"node {self.nodes_by_address[address].name}: could not be told to stop ({error!r})")
 
     def remove_containers(self) -> None:
         results = self.client.run(_remove_on_worker, self.ctx.run_id, workers=list(self.nodes_by_address), on_error="return")
