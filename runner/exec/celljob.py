@@ -160,8 +160,9 @@ def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str, cancel: thr
     from runner.protocols.registry import protocol_named
 
     started = time.time()
-    if bundle.digest != job.bundle_digest:
-        raise ValueError(f"cell {job.cell.cell_id}: the bundle does not match its digest {job.bundle_digest[:12]}")
+    if sha256_bytes(bundle.manifest.encode()) != job.bundle_digest or bundle.digest != job.bundle_digest:
+        # The files themselves are checked against the manifest inside the sandbox, as on one machine.
+        raise ValueError(f"cell {job.cell.cell_id}: the bundle's manifest does not match its digest {job.bundle_digest[:12]}")
     tasks, arms = _project(job.project_digest, project)
     scratch = Path(tempfile.mkdtemp(prefix=f"memgrid-{job.run_id}-"))
     try:
