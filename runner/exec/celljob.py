@@ -8,6 +8,7 @@ a shared file system. The worker runs the cell against its own engine in a scrat
 returns the ledger row and the cell folder as an archive; only the controller writes the run folder.
 """
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -137,6 +138,7 @@ def _project(digest: str, archive: bytes) -> tuple[dict, dict]:
             if sha256_bytes(archive) != digest:
                 raise ValueError(f"the project archive does not match its digest {digest[:12]}")
             root = Path(tempfile.mkdtemp(prefix=f"memgrid-project-{digest[:12]}-"))
+            atexit.register(shutil.rmtree, root, True)  # kept while the worker serves jobs; a killed one leaves it
             for entry in safe_entries(archive):
                 path = root / entry.path
                 path.parent.mkdir(parents=True, exist_ok=True)
