@@ -112,7 +112,8 @@ class Cluster:
     def add_worker(self, name: str, docker_host: str) -> None:
         self.procs[name] = self._spawn(name, ["worker", self.address, "--name", name, "--nthreads", "2", "--resources",
                                               "cells=1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"],
-                                       {"DOCKER_HOST": docker_host})
+                                       # its scratch folders under the test's own (a killed worker leaves its copy of the project)
+                                       {"DOCKER_HOST": docker_host, "TMPDIR": str(self.home)})
 
     def wait_for(self, n: int) -> None:
         from distributed import Client
