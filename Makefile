@@ -12,7 +12,7 @@ GRID_ARGS ?=
 $(BIN)/memgrid: pyproject.toml arms/recall/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]' -e arms/recall
+	$(BIN)/pip install --quiet -e '.[test,dask]' -e arms/recall
 	touch $@
 
 setup: $(BIN)/memgrid

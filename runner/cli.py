@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -127,6 +128,11 @@ def grid(
                                                  "the newest matching run under --runs-dir)."),
     output_allowance: int = typer.Option(2000, "--output-allowance", min=1, help="Output tokens per cell --estimate assumes "
                                          "when it estimates from a scripted-model run."),
+    executor: Optional[str] = typer.Option(None, "--executor", help="Where cells run: local (threads on this machine's "
+                                           "engine, the default) or dask (a dask.distributed cluster, each worker on its "
+                                           "own node's engine; with --scheduler). Overrides the spec's executor."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="The dask scheduler's address, tcp://HOST:8786 "
+                                            "(overrides the spec's scheduler)."),
     max_usd: Optional[float] = typer.Option(None, "--max-usd", min=0.0, help="Stop starting cells once the priced spend "
                                             "of finished cells plus the cells in flight would pass this (overrides the spec's "
                                             "budget_usd; resume with a higher one to go on)."),
@@ -157,6 +163,7 @@ def grid(
         check_clean(root)
         check_sizing(preregistration, root)
         grid_of = replace(preregistration.grid, budget_usd=max_usd) if max_usd is not None else preregistration.grid
+        grid_of = _where_cells_run(grid_of, executor, scheduler)
         outcome = run_grid(grid_of, prereg, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
                            progress=progress, log=progress_log, prereg=preregistration)
         _finish_grid(outcome, f"memgrid grid --prereg {prereg} --run-id {outcome.plan.run_id}")
@@ -175,7 +182,7 @@ def grid(
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
                                     "model": model, "budget_usd": max_usd}.items() if v}
-    grid_spec = replace(grid_spec, **overrides)
+    grid_spec = _where_cells_run(replace(grid_spec, **overrides), executor, scheduler)
     check_names(grid_spec, grid_path, load_all_tasks(root), load_all_arms(root), frozenset(overrides))
     if estimate:
         _print_estimate(grid_spec, grid_path, root, runs_dir, output_allowance, estimate_from)
@@ -183,6 +190,22 @@ def grid(
     outcome = run_grid(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir,
                        concurrency=concurrency, progress=progress, log=progress_log)
     _finish_grid(outcome, f"memgrid grid --run-id {outcome.plan.run_id}")
+
+
+def _where_cells_run(grid_spec, executor: Optional[str], scheduler: Optional[str]):
+    """The spec with --executor / --scheduler applied (neither is an input of the run's lock)."""
+    from dataclasses import replace
+
+    from runner.exec.executors import executor_class
+
+    if executor is not None:
+        executor_class(executor)
+        grid_spec = replace(grid_spec, executor=executor)
+    if scheduler is not None:
+        if not re.match(r"^(tcp|tls)://[^\s/]+:[0-9]{1,5}$", scheduler):
+            raise UserError(f"--scheduler {scheduler!r}: not a dask scheduler address: fix: give it as tcp://HOST:8786")
+        grid_spec = replace(grid_spec, scheduler=scheduler)
+    return grid_spec
 
 
 def _print_estimate(grid_spec, grid_path: Path, root: Path, runs_dir: Path, allowance: int, source: Optional[Path]) -> None:

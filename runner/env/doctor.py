@@ -88,3 +88,20 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
                         f"{len(leftovers)} from runs {', '.join(runs)}" if leftovers else "none",
                         "; ".join(f"docker rm -f $(docker ps -aq --filter label={RUN_LABEL}={r})" for r in runs)))
     return checks
+
+
+def node_checks(images: dict[str, str]) -> list[Check]:
+    """What a node that runs cells needs, checked on that node (every dask worker runs this): its engine
+    answers, and each image a cell needs is there under its tag with the controller's image id (the id is
+    the sha256 of the image's config, so an equal id is the same image)."""
+    try:
+        client = connect(timeout=15)
+    except EngineError as e:
+        return [Check("engine", False, str(e).split(": fix:")[0], "set DOCKER_HOST of the worker to an engine that answers")]
+    version = client.version()
+    checks = [Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})")]
+    for tag, image_id in sorted(images.items()):
+        found = find_image(client, tag)
+        detail = "missing" if found is None else "present" if found.id == image_id else f"has id {found.id[:19]}, not {image_id[:19]}"
+        checks.append(Check(f"image {tag}", found is not None and found.id == image_id, detail, "load it from the controller's engine"))
+    return checks

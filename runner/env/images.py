@@ -457,3 +457,17 @@ def existing_arm_image(client, arm_dir: Path, sandbox: ImageRef) -> ImageRef | N
     tag = arm_tag(arm_dir, sandbox)
     image = find_image(client, tag)
     return None if image is None else ImageRef(f"arm:{arm_dir.name}", tag, image.id)
+
+
+def save_image(client: docker.DockerClient, tag: str) -> bytes:
+    """`docker save` of one image under its tag (so a `load` elsewhere brings the tag along)."""
+    return b"".join(client.images.get(tag).save(chunk_size=8 * 2**20, named=True))
+
+
+def load_image(client: docker.DockerClient, archive: bytes, tag: str, image_id: str) -> str | None:
+    """`docker load` of a saved image; None when the engine now has `tag` with exactly `image_id`, else why not."""
+    client.images.load(archive)
+    found = find_image(client, tag)
+    if found is None:
+        return f"{tag} is not there after docker load"
+    return None if found.id == image_id else f"{tag} loaded with id {found.id[:19]}, not the controller's {image_id[:19]}"

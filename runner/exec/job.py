@@ -18,6 +18,7 @@ from runner.protocols.registry import protocol_named
 from runner.results.ledger import Ledger
 from runner.plan.preflight import check_grid
 from runner.plan.prereg import Prereg
+from runner.exec.executors import ExecutorSettings, executor_class
 from runner.exec.run import RunPlan, RunSummary, check_run_id, corpus_pairs, execute, lock_document, open_run, plan_run
 from runner.errors import SpecError
 from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks, provider
@@ -48,10 +49,14 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
              verify_lock: Callable[[dict], None] | None = None) -> GridOutcome:
     """`prereg`: the preregistration the grid comes from, recorded in run.json. `verify_lock`: sees the
     new run's lock before anything is written or run, and raises to refuse it (reproduce's drift check)."""
+    executor = ExecutorSettings(grid_spec.executor, concurrency, grid_spec.scheduler, log)
+    executor_class(executor.name, grid_path).check(executor, grid_spec.protocol, grid_path)
     run = prepare_run(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
                       log=log, prereg=prereg, verify_lock=verify_lock)
-    log(f"run {run.plan.run_id}: {len(run.plan.cells)} cells, concurrency {concurrency} -> {run.plan.run_dir}")
-    summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress, budget_usd=grid_spec.budget_usd)
+    where = f"executor dask at {executor.scheduler}" if executor.name == "dask" else f"concurrency {concurrency}"
+    log(f"run {run.plan.run_id}: {len(run.plan.cells)} cells, {where} -> {run.plan.run_dir}")
+    summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress, budget_usd=grid_spec.budget_usd,
+                      executor=executor)
     unfinished = summary.total - len({r["cell_id"] for r in run.ledger.rows() if r["final"]})
     return GridOutcome(run.plan, summary, unfinished)
 

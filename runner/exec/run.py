@@ -11,7 +11,6 @@ import platform
 import re
 import subprocess
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,11 +27,11 @@ from runner.grading.gate import HARNESS_ERROR, WIRING
 from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
 from runner.env.images import ImageSet, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
-from runner.env.sandbox import remove_run_containers
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
 from runner.protocols.registry import protocol_named
 from runner.agents.registry import agent_class
-from runner.exec.trial import TrialContext, run_cell, write_json
+from runner.exec.executors import Executor, ExecutorSettings, open_executor
+from runner.exec.trial import TrialContext, write_json
 
 
 @dataclass
@@ -54,6 +53,7 @@ class RunSummary:
     recorded: int
     interrupted: bool
     budget_stop: dict | None = None  # why the run stopped scheduling at its budget (as recorded in run.json)
+    executor: dict | None = None  # what the executor reports (a distributed one: cells per node, submit -> start)
 
 
 @dataclass
@@ -230,23 +230,30 @@ def _progress(show: bool) -> Progress:
         console = Console(width=130)
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TextColumn("admitted {task.fields[admitted]} · passed {task.fields[passed]} · errors {task.fields[errors]}"),
-                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[nodes]}"),
+                    console=console,
                     disable=not show or not console.is_terminal)
 
 
 class Scheduler:
-    """Keeps at most `concurrency` cells in flight and records each finished one before scheduling
-    the next, so a kill loses only the cells in flight."""
+    """Keeps at most `executor.slots` cells in flight and records each finished one before scheduling
+    the next, so a kill loses only the cells in flight. One final row per cell id: an attempt that
+    finishes for a cell already final (a distributed executor ran it twice) is not recorded."""
 
-    def __init__(self, ctx: TrialContext, ledger: Ledger, pool: ThreadPoolExecutor, concurrency: int, on_row,
-                 budget: Budget | None = None):
-        self.ctx, self.ledger, self.pool, self.concurrency, self.on_row = ctx, ledger, pool, concurrency, on_row
+    def __init__(self, ctx: TrialContext, ledger: Ledger, executor: Executor, on_row, budget: Budget | None = None,
+                 final: set[str] = frozenset()):
+        self.ctx, self.ledger, self.executor, self.on_row = ctx, ledger, executor, on_row
         self.budget = budget
         self.in_flight = {}
         self.recorded = 0
         self.budget_stop: dict | None = None
+        self.final = set(final)
 
     def record(self, row: LedgerRow) -> None:
+        if row.cell_id in self.final:
+            return
+        if row.final:
+            self.final.add(row.cell_id)
         self.ledger.append(row)
         self.recorded += 1
         if self.budget is not None:
@@ -256,39 +263,40 @@ class Scheduler:
     def run(self, pending: list[CellSpec], attempts: dict[str, int]) -> None:
         queue = list(reversed(pending))
         while True:
-            while len(self.in_flight) < self.concurrency and queue and self.budget_stop is None:
+            while len(self.in_flight) < self.executor.slots and queue and self.budget_stop is None:
                 if self.budget is not None and not self.budget.allows(len(self.in_flight)):
                     if not self.in_flight:  # nothing left that could free room: this is where the run stops
                         self.budget_stop = self.budget.stop_record(len(queue))
                     break
                 cell = queue.pop()
-                self.in_flight[self.pool.submit(run_cell, self.ctx, cell, attempts.get(cell.cell_id, 0) + 1)] = cell
+                self.in_flight[self.executor.submit(cell, attempts.get(cell.cell_id, 0) + 1)] = cell
             if not self.in_flight:
                 return
-            finished, _ = wait(self.in_flight, timeout=1.0, return_when=FIRST_COMPLETED)
-            for future in finished:
-                cell = self.in_flight.pop(future)
-                row = future.result()
+            for handle in self.executor.wait(list(self.in_flight), timeout=1.0):
+                cell = self.in_flight.pop(handle)
+                row = self.executor.result(handle)
                 self.record(row)
                 if row.discard_reason in WIRING and not row.final and not self.ctx.cancel.is_set():
-                    self.in_flight[self.pool.submit(run_cell, self.ctx, cell, row.attempt + 1)] = cell
+                    self.in_flight[self.executor.submit(cell, row.attempt + 1)] = cell
 
     def stop(self) -> None:
         """Ctrl-C: schedule nothing more, remove the run's containers, keep only cells that really finished."""
         self.ctx.cancel.set()
-        remove_run_containers(self.ctx.client, self.ctx.run_id)
-        for future in self.in_flight:
+        self.executor.cancel(list(self.in_flight))
+        self.executor.remove_containers()
+        for handle in self.in_flight:
             try:
-                row = future.result(timeout=120)
+                row = self.executor.result(handle, timeout=120)
             except Exception:  # Cancelled, or the removal broke the cell: it reruns on resume
                 continue
             if row.final:
                 self.record(row)
-        remove_run_containers(self.ctx.client, self.ctx.run_id)
+        self.executor.remove_containers()
 
 
 def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True,
-            budget_usd: float | None = None) -> RunSummary:
+            budget_usd: float | None = None, executor: ExecutorSettings | None = None) -> RunSummary:
+    """`executor`: where the cells run (default: the local thread pool, `concurrency` at a time)."""
     rows = ledger.rows()
     budget = None
     if budget_usd is not None:
@@ -300,8 +308,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
     for r in rows:
         attempts[r["cell_id"]] = max(attempts.get(r["cell_id"], 0), r["attempt"])
     pending = [c for c in cells if c.cell_id not in done]
-    # A previous controller that died leaves its containers behind; they belong to no live cell.
-    remove_run_containers(ctx.client, ctx.run_id)
+    settings = executor or ExecutorSettings(concurrency=concurrency)
 
     counts = {"admitted": 0, "passed": 0, "errors": 0}
     for r in latest_attempts(rows).values():
@@ -310,8 +317,10 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
             counts["passed"] += bool(r["checker_passed"])
     interrupted = False
     try:
-        with _progress(show_progress) as progress, ThreadPoolExecutor(max_workers=concurrency) as pool:
-            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), **counts)
+        with open_executor(ctx, settings, pending) as runner, _progress(show_progress) as progress:
+            # A previous controller that died leaves its containers behind; they belong to no live cell.
+            runner.remove_containers()
+            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), nodes="", **counts)
 
             # Without a terminal (CI, make | tee) the bar cannot redraw: print a plain line every tenth.
             plain = show_progress and not progress.console.is_terminal
@@ -321,26 +330,30 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                 counts["admitted"] += row.admitted
                 counts["passed"] += bool(row.checker_passed)
                 counts["errors"] += row.discard_reason == HARNESS_ERROR
-                progress.update(bar, advance=1 if row.final else 0, **counts)
+                # A distributed executor's nodes, each with its cells running / attempts done.
+                nodes = "nodes " + ", ".join(f"{n} {r}/{d}" for n, (r, d) in runner.nodes().items()) if runner.nodes() else ""
+                progress.update(bar, advance=1 if row.final else 0, nodes=nodes, **counts)
                 done = int(progress.tasks[0].completed)
                 if plain and (scheduler.recorded % step == 0 or done == len(cells)):
                     progress.console.print(f"{ctx.run_id}: {done}/{len(cells)} cells · admitted {counts['admitted']} · "
                                            f"passed {counts['passed']} · errors {counts['errors']} · "
-                                           f"{time.monotonic() - started:.0f}s", highlight=False)
+                                           f"{time.monotonic() - started:.0f}s" + (f" · {nodes}" if nodes else ""),
+                                           highlight=False)
 
-            scheduler = Scheduler(ctx, ledger, pool, concurrency, on_row, budget)
+            scheduler = Scheduler(ctx, ledger, runner, on_row, budget, done)
             try:
                 scheduler.run(pending, attempts)
             except KeyboardInterrupt:
                 interrupted = True
                 progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
                 scheduler.stop()
+            stats = runner.stats()
     finally:
         ledger.compact()  # whatever escaped, the parquet matches the journal
     if scheduler.budget_stop is not None:
         record_budget_stop(ctx.run_dir, scheduler.budget_stop)
     return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), scheduler.recorded, interrupted,
-                      scheduler.budget_stop)
+                      scheduler.budget_stop, stats or None)
 
 
 def record_budget_stop(run_dir: Path, stop: dict) -> None:

@@ -159,6 +159,9 @@ class GridSpec:
     budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
     limits: SessionLimits = field(default_factory=SessionLimits)
     judges: tuple[str, ...] = ()  # personal: the model judge panel, one model id per judge; () : deterministic judges only
+    # Where the cells run: not an input (never in the lock), so a resume may move to other machines.
+    executor: str = "local"
+    scheduler: str | None = None  # the dask scheduler's address
 
     def as_dict(self) -> dict:
         data = {
@@ -514,6 +517,8 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         budget_usd=data.get("budget_usd"),
         limits=SessionLimits(**data.get("limits", {})),
         judges=tuple(data.get("judges", ())),
+        executor=data.get("executor", "local"),
+        scheduler=data.get("scheduler"),
     )
 
 

@@ -20,6 +20,7 @@ from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
 class Protocol:
     name: ClassVar[str]
     description: ClassVar[str]
+    remote: ClassVar[bool] = False  # its bundle is built whole on the controller, so a worker elsewhere can run a cell
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
         """The grid's unit ids, each checked by name (a coding task under tasks/ by default)."""

@@ -59,6 +59,7 @@ def reader_channel(task: TaskSpec) -> ReferenceChannel:
 
 class CodingProtocol(Protocol):
     name = "coding"
+    remote = True
     description = ("A coding task per cell under a corpus condition: one session over the arm's memory, "
                    "the workspace graded by the task's hidden checker, damage detected by name.")
 

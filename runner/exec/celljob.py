@@ -1,0 +1,182 @@
+"""A cell as a plain, picklable job: what a worker on another node needs to run it, addressed by content.
+
+The controller resolves everything that reads its own files or corpora into the job's payloads: the
+project's tasks/ and arms/ as one archive (its sha256 is its address), and the cell's bundle (the
+manifest's sha256 is its address; the bundle holds the cell's corpus and its fresh copy of the frozen
+store). A distributed executor moves the payloads by those digests through its scheduler, never through
+a shared file system. The worker runs the cell against its own engine in a scratch run folder and
+returns the ledger row and the cell folder as an archive; only the controller writes the run folder.
+"""
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from runner.arms.kinds import kind_of
+from runner.digest import sha256_bytes, tree_files
+from runner.env.archive import Entry, pack, safe_entries
+from runner.env.bundle import Bundle, tree_entries
+from runner.env.engine import connect
+from runner.env.images import ImageSet
+from runner.env.sandbox import Limits
+from runner.errors import UserError
+from runner.exec.trial import TrialContext, harness_failure, new_row, now, run_cell
+from runner.plan.grid import CellSpec
+from runner.plan.spec import DEFAULT_DISK_MIB, SessionLimits, load_all_arms, load_all_tasks, provider
+from runner.results.ledger import LedgerRow
+
+PROJECT_PARTS = ("tasks", "arms")  # all a coding cell reads from the checkout once its bundle is built
+
+
+@dataclass(frozen=True)
+class CellJob:
+    run_id: str
+    cell: CellSpec
+    attempt: int
+    protocol: str
+    project_digest: str  # sha256 of the tasks/ + arms/ archive
+    bundle_digest: str
+    images: ImageSet
+    images_by_arm: dict = field(default_factory=dict)
+    agent_setups: dict = field(default_factory=dict)
+    command_agents: dict = field(default_factory=dict)
+    stores: dict = field(default_factory=dict)  # (arm, condition, seed) -> StoreSnapshot without its files
+    limits: Limits = Limits()
+    session_limits: SessionLimits = SessionLimits()
+    disk_mib: int = DEFAULT_DISK_MIB
+
+
+@dataclass(frozen=True)
+class JobResult:
+    row: LedgerRow
+    cell_folder: bytes  # tar of runs/<run_id>/cells/<cell_id>/ as the worker wrote it
+    node: str  # the worker's name
+    started: float  # time.time() on the worker when it took the job (submit -> start overhead)
+
+
+def project_archive(root: Path) -> tuple[bytes, str]:
+    """The checkout's tasks/ and arms/ as a reproducible tar, and its sha256 (its address)."""
+    entries = [e for part in PROJECT_PARTS for e in tree_entries(root / part, part)]
+    data = pack(entries)
+    return data, sha256_bytes(data)
+
+
+def checkout_of(ctx: TrialContext) -> Path:
+    """The checkout the run's tasks and arms were loaded from (tasks/<id>/)."""
+    return next(iter(ctx.tasks.values())).root.parent.parent
+
+
+def refuse_remote(protocol: str, where: str = "--executor") -> None:
+    """Only a protocol whose bundle is built whole on the controller (Protocol.remote) can run on a worker; the
+    others build theirs inside run_cell from files of the checkout (planted reads its own task tree)."""
+    from runner.protocols.registry import PROTOCOLS, protocol_named
+
+    if not protocol_named(protocol, where).remote:
+        remote = ", ".join(name for name, p in PROTOCOLS.items() if p.remote)
+        raise UserError(f"{where}: the {protocol} protocol builds its cells from this checkout's files, so its cells "
+                        f"run only on this machine: fix: use --executor local (remote: {remote})")
+
+
+def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: str) -> tuple[CellJob, Bundle]:
+    """The job and the bundle it runs from, built on the controller (which holds the corpora and stores)."""
+    from runner.protocols.registry import protocol_of
+
+    protocol = protocol_of(ctx)
+    refuse_remote(protocol.name)
+    bundle = protocol.bundle(ctx, cell)
+    arm = ctx.arms[cell.arm]
+    stores = {}
+    if kind_of(arm).ingests:  # its files are in the bundle; the worker needs the digest and the report
+        key = (provider(arm, ctx.arms).name, cell.condition, cell.seed)
+        stores[key] = replace(ctx.stores[key], entries=())
+    return CellJob(ctx.run_id, cell, attempt, protocol.name, project_digest, bundle.digest, ctx.images,
+                   dict(ctx.images_by_arm), {cell.agent: ctx.agent_setups[cell.agent]} if cell.agent in ctx.agent_setups else {},
+                   dict(ctx.command_agents), stores, ctx.limits, ctx.session_limits, ctx.disk_mib), bundle
+
+
+def failed_row(ctx: TrialContext, cell: CellSpec, attempt: int, error: Exception) -> LedgerRow:
+    """A harness failure recorded by the controller when the attempt never returned (its worker died for
+    good, the scheduler gave up): not final, so a resume reruns the cell."""
+    at = now()
+    return LedgerRow(**{**new_row(ctx, cell, attempt), **harness_failure(error)}, started_at=at, ended_at=at, wall_seconds=0.0)
+
+
+def unpack_cell_folder(run_dir: Path, cell_id: str, folder: bytes) -> None:
+    """The worker's cell folder replaces whatever an earlier attempt left (safe paths only)."""
+    target = run_dir / "cells" / cell_id
+    staging = run_dir / "cells" / f".{cell_id}.incoming"
+    shutil.rmtree(staging, ignore_errors=True)
+    for entry in safe_entries(folder):
+        path = staging / entry.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(entry.data)
+    staging.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(staging, target)
+
+
+# --- the worker side: one process serves many jobs, on threads ---
+
+_LOCK = threading.Lock()
+_PROJECTS: dict[str, tuple[dict, dict]] = {}  # project digest -> (tasks, arms) loaded from its unpacked copy
+_ENGINE: list = []  # the worker's engine client, made once
+_STOPS: dict[str, threading.Event] = {}  # controller session -> set when that controller stops its run
+
+
+def stop_flag(session: str) -> threading.Event:
+    """The cancel event every cell of one controller session shares in this worker process."""
+    with _LOCK:
+        return _STOPS.setdefault(session, threading.Event())
+
+
+def _project(digest: str, archive: bytes) -> tuple[dict, dict]:
+    with _LOCK:
+        if digest not in _PROJECTS:
+            if sha256_bytes(archive) != digest:
+                raise ValueError(f"the project archive does not match its digest {digest[:12]}")
+            root = Path(tempfile.mkdtemp(prefix=f"memgrid-project-{digest[:12]}-"))
+            atexit.register(shutil.rmtree, root, True)  # kept while the worker serves jobs; a killed one leaves it
+            for entry in safe_entries(archive):
+                path = root / entry.path
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(entry.data)
+                path.chmod(entry.mode)
+            _PROJECTS[digest] = (load_all_tasks(root), load_all_arms(root))
+        return _PROJECTS[digest]
+
+
+def _engine():
+    """This process's engine: DOCKER_HOST of the worker, as the node's operator set it."""
+    with _LOCK:
+        if not _ENGINE:
+            _ENGINE.append(connect(concurrency=8))
+        return _ENGINE[0]
+
+
+def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str, cancel: threading.Event | None = None) -> JobResult:
+    """Run one job on this node's engine; the cell folder comes back as an archive, the scratch folder goes.
+    `cancel`: set when the controller stops the run (the cell then raises Cancelled at its next step)."""
+    from runner.protocols.registry import protocol_named
+
+    started = time.time()
+    if sha256_bytes(bundle.manifest.encode()) != job.bundle_digest or bundle.digest != job.bundle_digest:
+        # The files themselves are checked against the manifest inside the sandbox, as on one machine.
+        raise ValueError(f"cell {job.cell.cell_id}: the bundle's manifest does not match its digest {job.bundle_digest[:12]}")
+    tasks, arms = _project(job.project_digest, project)
+    scratch = Path(tempfile.mkdtemp(prefix=f"memgrid-{job.run_id}-"))
+    try:
+        ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, None, dict(job.stores),
+                           dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
+                           session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=dict(job.command_agents),
+                           protocol=protocol_named(job.protocol), cancel=cancel or threading.Event())
+        row = run_cell(ctx, job.cell, job.attempt, bundle)
+        folder = scratch / "cells" / job.cell.cell_id
+        files = [Entry(p.relative_to(folder).as_posix(), p.read_bytes()) for p in tree_files(folder)] if folder.is_dir() else []
+        return JobResult(row, pack(files), node, started)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

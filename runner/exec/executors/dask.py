@@ -1,0 +1,257 @@
+"""The dask executor: cells as CellJobs on a dask.distributed cluster, each worker on its own node's engine.
+
+A user starts `dask scheduler`, and on each node `dask worker tcp://HOST:8786 --resources cells=N` with
+that node's DOCKER_HOST; `memgrid grid --executor dask --scheduler tcp://HOST:8786` then runs the grid.
+Before any cell is scheduled every worker runs the node checks (engine, images by id); images a node
+lacks are loaded there from the controller's engine (docker save / load, ids checked); a node that still
+fails is refused by name and gets no cell. A cell's bundle travels inside its task (the scheduler holds
+it until the cell finishes, so a cell whose worker died runs again elsewhere from the same bytes); the
+project's tasks/ and arms/ are scattered once to every admitted worker under their digest.
+"""
+
+import statistics
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+from distributed import Client, get_worker
+from distributed import wait as dask_wait
+
+from runner.agents.registry import agent_class
+from runner.env.doctor import node_checks
+from runner.env.engine import connect
+from runner.env.images import ImageRef, load_image, save_image
+from runner.env.sandbox import remove_run_containers
+from runner.errors import UserError
+from runner.exec.celljob import (checkout_of, failed_row, make_job, project_archive, refuse_remote, run_job,
+                                 stop_flag, unpack_cell_folder)
+from runner.exec.executors.base import Executor, ExecutorSettings
+from runner.exec.trial import Cancelled, sandbox_image
+
+RESOURCE = "cells"  # the worker resource a cell holds: `--resources cells=N` caps a node's cells in flight
+CONNECT_SECONDS = 30
+
+
+def _run_on_worker(job, project: bytes, bundle, session: str):
+    return run_job(job, project, bundle, str(get_worker().name), stop_flag(session))
+
+
+def _stop_on_worker(session: str) -> None:
+    """Ctrl-C on the controller: this process's cells of the session stop at their next step. Set here, in
+    the worker's own process, before its containers are removed, so a cell sees the stop before it sees its
+    container gone (as on one machine) and records nothing instead of a broken proof."""
+    stop_flag(session).set()
+
+
+def _load_on_worker(archive: bytes, tag: str, image_id: str) -> str | None:
+    return load_image(connect(timeout=300), archive, tag, image_id)
+
+
+def _remove_on_worker(run_id: str) -> None:
+    remove_run_containers(connect(timeout=30), run_id)
+
+
+def needed_images(ctx, cells) -> dict[str, str]:
+    """tag -> image id of every image these cells start containers from."""
+    refs = {ctx.images.checker}
+    for cell in cells:
+        refs.add(sandbox_image(ctx, ctx.arms[cell.arm], cell.agent))
+        if agent_class(cell.agent, ctx.command_agents).needs_model:  # the network guard runs the base image
+            refs.add(ctx.images.base)
+    for setup in ctx.agent_setups.values():  # what an agent prepared for the grid: claude-code's model sidecar
+        refs |= {value for value in vars(setup).values() if isinstance(value, ImageRef)}
+    return {ref.tag: ref.id for ref in refs}
+
+
+@dataclass
+class Node:
+    name: str
+    address: str
+    slots: int  # its `cells` resource
+    busy: int = 0  # attempts placed on it and not yet returned
+
+
+@dataclass(eq=False)
+class Attempt:
+    """The scheduler's handle for one cell attempt: it survives the attempt moving to another node."""
+    job: object
+    bundle: object
+    future: object = None
+    node: Node | None = None
+    submitted: float = 0.0
+
+
+def admit_nodes(client: Client, ctx, cells, log) -> dict[str, Node]:
+    """address -> Node for every worker that passes the node checks (after the images it lacked were
+    loaded); each refused one is logged by name with the reason and the fix."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    if not workers:
+        raise UserError("--executor dask: the scheduler has no workers: fix: start one per node with "
+                        f"'DOCKER_HOST=... dask worker SCHEDULER --resources {RESOURCE}=2'")
+    images = needed_images(ctx, cells)
+    reports = client.run(node_checks, images, on_error="return")
+    saved: dict[str, bytes] = {}
+    admitted, refused = {}, {}
+    for address, info in sorted(workers.items()):
+        name = info.get("name", address)
+        slots = int(info.get("resources", {}).get(RESOURCE, 0))
+        checks = reports.get(address)
+        if not slots:
+            refused[name] = f"declares no '{RESOURCE}' resource: fix: start it with --resources {RESOURCE}=N"
+            continue
+        if checks is None or isinstance(checks, BaseException):
+            refused[name] = f"the node checks did not run ({checks!r})"
+            continue
+        engine, image_checks = checks[0], checks[1:]
+        if not engine.ok:
+            refused[name] = f"{engine.detail}: fix: {engine.fix}"
+            continue
+        problems = []
+        for check in image_checks:
+            if check.ok:
+                continue
+            tag = check.name.removeprefix("image ")
+            log(f"node {name}: loading {tag} from this engine ({check.detail} there)")
+            if tag not in saved:
+                saved[tag] = save_image(ctx.client, tag)
+            problem = client.run(_load_on_worker, saved[tag], tag, images[tag], workers=[address], on_error="return")[address]
+            if problem is not None:
+                problems.append(str(problem))
+        if problems:
+            refused[name] = "; ".join(problems) + ": fix: load the images on that node (memgrid images build there)"
+            continue
+        admitted[address] = Node(str(name), address, slots)
+    for name, why in refused.items():
+        log(f"node {name} refused: {why}")
+    if not admitted:
+        raise UserError("--executor dask: no worker can run cells: " + "; ".join(f"{n}: {w}" for n, w in refused.items()))
+    return admitted
+
+
+class DaskExecutor(Executor):
+    """Places each attempt on one admitted node with a free slot, pinned there: the scheduler counts a
+    worker's resources only to decide where a task may run, not how many run at once, so left to itself
+    it queues cells on one worker while another idles. An attempt whose node leaves the cluster is placed
+    again on another node from the same job and bundle."""
+    name = "dask"
+
+    def __init__(self, ctx, client: Client, admitted: dict[str, Node], log):
+        self.ctx, self.client, self.log = ctx, client, log
+        self.nodes_by_address = admitted
+        project, self.project_digest = project_archive(checkout_of(ctx))
+        self.project = client.scatter({f"project-{self.project_digest}": project}, broadcast=True,
+                                      workers=list(admitted))[f"project-{self.project_digest}"]
+        self.session = uuid.uuid4().hex  # this controller's cells on the workers, for Ctrl-C
+        self.done: Counter = Counter()  # node name -> attempts it returned
+        self.overheads: list[float] = []  # seconds from submit to the worker taking the job
+
+    @property
+    def slots(self) -> int:
+        return sum(n.slots for n in self.nodes_by_address.values())
+
+    @classmethod
+    def check(cls, settings: ExecutorSettings, protocol: str, where) -> None:
+        refuse_remote(protocol, str(where))
+        if not settings.scheduler:
+            raise UserError(f"{where}: executor dask has no scheduler address: fix: pass --scheduler tcp://HOST:8786 "
+                            "(or scheduler: in the grid spec)")
+
+    @classmethod
+    def open(cls, ctx, settings: ExecutorSettings, cells: list) -> "DaskExecutor":
+        from runner.protocols.registry import protocol_of
+
+        cls.check(settings, protocol_of(ctx).name, "--executor")
+        try:
+            client = Client(settings.scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise UserError(f"--scheduler {settings.scheduler}: no dask scheduler answers ({str(e)[:160]}): fix: start "
+                            "one with 'dask scheduler' and give its address, tcp://HOST:8786") from None
+        try:
+            return cls(ctx, client, admit_nodes(client, ctx, cells, settings.log), settings.log)
+        except BaseException:
+            client.close()
+            raise
+
+    def submit(self, cell, attempt: int) -> Attempt:
+        job, bundle = make_job(self.ctx, cell, attempt, self.project_digest)
+        handle = Attempt(job, bundle)
+        self._place(handle)
+        return handle
+
+    def _place(self, handle: Attempt) -> None:
+        if not self.nodes_by_address:
+            raise UserError("--executor dask: every admitted worker has left the cluster: fix: restart them, then "
+                            "resume with the same --run-id")
+        node = max(self.nodes_by_address.values(), key=lambda n: (n.slots - n.busy, -n.busy))
+        node.busy += 1
+        cell = handle.job.cell
+        handle.node, handle.submitted = node, time.time()
+        handle.future = self.client.submit(_run_on_worker, handle.job, self.project, handle.bundle, self.session, pure=False,
+                                           key=f"cell-{cell.cell_id[:16]}-{handle.job.attempt}-{uuid.uuid4().hex[:8]}",
+                                           resources={RESOURCE: 1}, workers=[node.address], allow_other_workers=False)
+
+    def wait(self, handles, timeout: float) -> set:
+        futures = [h.future for h in handles]
+        try:
+            with self.client.as_current():  # wait() takes the current client; this one is not the default
+                dask_wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            pass
+        self._replace_lost(handles)
+        return {h for h in handles if h.future.done()}
+
+    def _replace_lost(self, handles) -> None:
+        """Nodes that left the cluster lose their admitted place; their unfinished attempts move elsewhere."""
+        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        for address in set(self.nodes_by_address) - alive:
+            self.log(f"node {self.nodes_by_address.pop(address).name} left the cluster: its cells run again elsewhere")
+        for handle in handles:
+            if handle.node.address not in alive and not handle.future.done():
+                handle.future.cancel()
+                self._place(handle)
+
+    def result(self, handle: Attempt, timeout: float | None = None):
+        job = handle.job
+        handle.node.busy -= 1
+        try:
+            done = handle.future.result(timeout=timeout)
+        except Exception as e:  # the cell's code failed on the worker, or it was cancelled
+            if self.ctx.cancel.is_set():
+                raise Cancelled() from e
+            return failed_row(self.ctx, job.cell, job.attempt, e)
+        finally:
+            handle.future.release()
+        unpack_cell_folder(self.ctx.run_dir, job.cell.cell_id, done.cell_folder)
+        self.done[str(done.node)] += 1
+        self.overheads.append(max(0.0, done.started - handle.submitted))
+        return done.row
+
+    def cancel(self, handles) -> None:
+        """Every worker's cells of this controller stop at their next step; the scheduler then removes the
+        run's containers and waits for the cells, as on one machine."""
+        for address, error in self.client.run(_stop_on_worker, self.session, workers=list(self.nodes_by_address),
+                                              on_error="return").items():
+            if isinstance(error, BaseException):
+                self.log(f"node {self.nodes_by_address[address].name}: could not be told to stop ({error!r})")
+
+    def remove_containers(self) -> None:
+        results = self.client.run(_remove_on_worker, self.ctx.run_id, workers=list(self.nodes_by_address), on_error="return")
+        for address, error in results.items():
+            if isinstance(error, BaseException):
+                self.log(f"node {self.nodes_by_address[address].name}: the run's containers could not be removed "
+                         f"({error!r}); they stop at their lifetime")
+
+    def nodes(self) -> dict[str, tuple[int, int]]:
+        running = {n.name: n.busy for n in self.nodes_by_address.values()}
+        return {name: (running.get(name, 0), self.done[name]) for name in sorted(set(running) | set(self.done))}
+
+    def stats(self) -> dict:
+        return {"nodes": dict(self.done), "submit_to_start_s": list(self.overheads),
+                "submit_to_start_median_s": statistics.median(self.overheads) if self.overheads else None}
+
+    def close(self) -> None:
+        self.client.close()
+
+
+EXECUTOR = DaskExecutor

@@ -1,0 +1,37 @@
+"""The local executor: a thread pool on this machine's engine, `concurrency` cells at a time."""
+
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+from runner.env.sandbox import remove_run_containers
+from runner.exec.executors.base import Executor, ExecutorSettings
+from runner.exec.trial import run_cell
+
+
+class LocalExecutor(Executor):
+    name = "local"
+
+    def __init__(self, ctx, concurrency: int):
+        self.ctx, self.slots = ctx, concurrency
+        self.pool = ThreadPoolExecutor(max_workers=concurrency)
+
+    @classmethod
+    def open(cls, ctx, settings: ExecutorSettings, cells: list) -> "LocalExecutor":
+        return cls(ctx, settings.concurrency)
+
+    def submit(self, cell, attempt: int):
+        return self.pool.submit(run_cell, self.ctx, cell, attempt)
+
+    def wait(self, handles, timeout: float) -> set:
+        return wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)[0]
+
+    def result(self, handle, timeout: float | None = None):
+        return handle.result(timeout=timeout)
+
+    def remove_containers(self) -> None:
+        remove_run_containers(self.ctx.client, self.ctx.run_id)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+EXECUTOR = LocalExecutor

@@ -1,0 +1,308 @@
+"""The dask executor on a real cluster on this machine: a scheduler and workers started with the commands the
+README gives a user (`dask scheduler`, `DOCKER_HOST=... dask worker ... --resources cells=1`), one worker on
+the main engine and one on a second `dockerd` this module starts with its own data root, exec root, pidfile
+and socket (no bridge, no iptables: cells run with network none) and removes afterwards. That dockerd runs
+in a network namespace of its own: a dockerd started with --bridge=none deletes its namespace's docker0,
+which in the host's namespace is the main engine's bridge (every image build after it would fail)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import docker
+import pytest
+
+from runner.env.sandbox import RUN_LABEL
+from runner.errors import UserError
+from runner.exec.executors import ExecutorSettings, executor_class
+from runner.exec.job import run_grid
+from runner.plan.spec import load_grid
+from runner.results.ledger import Ledger
+
+from conftest import REPO, write_grid
+
+BIN = Path(sys.executable).parent
+MAIN_ENGINE = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+GRID = dict(tasks=("cli_exit_codes", "slug_ids"), arms=("bare", "claude_md"), agents=("reader", "ceiling"))
+
+
+def wait_until(what: str, check, seconds: float, every: float = 0.2):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    pytest.fail(f"{what} within {seconds}s")
+
+
+@pytest.fixture(scope="module")
+def second_engine(engine):
+    """A second dockerd, all its state under one temp folder: (DOCKER_HOST, client)."""
+    if shutil.which("dockerd") is None or os.geteuid() != 0:
+        message = "a second engine needs dockerd and root"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but {message}")
+        pytest.skip(message)
+    home = Path(tempfile.mkdtemp(prefix="mg-d2-", dir="/tmp"))  # short: a unix socket path has ~100 bytes
+    host = f"unix://{home}/docker.sock"
+    netns = f"memgrid-{home.name}"
+    bridge_before = docker0_present()
+    subprocess.run(["ip", "netns", "add", netns], check=True, capture_output=True, timeout=30)
+    subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"], check=True, capture_output=True,
+                   timeout=30)
+    log = open(home / "dockerd.log", "wb")
+    # nsenter enters the network namespace only (`ip netns exec` would also remount /sys, hiding the cgroups).
+    proc = subprocess.Popen(["nsenter", f"--net=/run/netns/{netns}", "dockerd", "--data-root", str(home / "data"),
+                             "--exec-root", str(home / "exec"), "--pidfile", str(home / "dockerd.pid"), "--host", host,
+                             "--bridge=none", "--iptables=false", "--ip-masq=false"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    clients = []
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            return True
+        try:  # the SDK asks the engine's API version as it connects
+            clients.append(docker.DockerClient(base_url=host, timeout=60))
+        except docker.errors.DockerException:
+            return False
+        return True
+
+    try:
+        wait_until("the second dockerd answered", up, 60)
+        assert proc.poll() is None, (home / "dockerd.log").read_text()[-2000:]
+        assert docker0_present() == bridge_before, "the second dockerd took the main engine's docker0 bridge"
+        client = clients[0]
+        yield host, client
+    finally:
+        for client in clients:
+            for c in client.api.containers(all=True):
+                client.api.remove_container(c["Id"], force=True, v=True)
+            client.close()
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        log.close()
+        subprocess.run(["umount", "-R", str(home / "data")], capture_output=True, timeout=30)  # if dockerd left a mount
+        subprocess.run(["ip", "netns", "delete", netns], capture_output=True, timeout=30)
+        shutil.rmtree(home)
+
+
+def docker0_present() -> bool:
+    return subprocess.run(["ip", "link", "show", "docker0"], capture_output=True, timeout=30).returncode == 0
+
+
+class Cluster:
+    """A dask scheduler and workers as a user starts them, each worker on the engine it is given."""
+
+    def __init__(self, home: Path):
+        self.home, self.procs = home, {}
+        file = home / "scheduler.json"
+        self.procs["scheduler"] = self._spawn("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", "0",
+                                                            "--no-dashboard", "--scheduler-file", str(file)], {})
+        try:
+            wait_until("the scheduler wrote its address", lambda: file.exists() and file.stat().st_size > 0, 60)
+        except BaseException:
+            self.close()
+            raise
+        self.address = json.loads(file.read_text())["address"]
+
+    def _spawn(self, name: str, args: list[str], env: dict) -> subprocess.Popen:
+        out = open(self.home / f"{name}.log", "wb")
+        return subprocess.Popen([str(BIN / "dask"), *args], env={**os.environ, **env}, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+    def add_worker(self, name: str, docker_host: str) -> None:
+        self.procs[name] = self._spawn(name, ["worker", self.address, "--name", name, "--nthreads", "2", "--resources",
+                                              "cells=1", "--no-nanny", "--no-dashboard", "--host", "127.0.0.1"],
+                                       # its scratch folders under the test's own (a killed worker leaves its copy of the project)
+                                       {"DOCKER_HOST": docker_host, "TMPDIR": str(self.home)})
+
+    def wait_for(self, n: int) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=30, set_as_default=False) as client:
+            client.wait_for_workers(n, timeout=90)
+
+    def kill(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGKILL)
+        self.procs[name].wait(timeout=30)
+
+    def close(self) -> None:
+        """SIGTERM, then SIGKILL whatever still runs after 3 s: a graceful close can wait on peers already gone."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 3
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cluster(second_engine, tmp_path_factory):
+    """node-a on the main engine, node-b on the second one, node-dead on a socket nothing listens on."""
+    home = tmp_path_factory.mktemp("cluster")
+    made = Cluster(home)
+    try:
+        made.add_worker("node-a", MAIN_ENGINE)
+        made.add_worker("node-b", second_engine[0])
+        made.add_worker("node-dead", f"unix://{home}/no-engine.sock")
+        made.wait_for(3)
+        yield made
+    finally:
+        made.close()
+
+
+def grid_run(tmp_path: Path, run_id: str, logs: list, **where):
+    spec = write_grid(tmp_path / f"{run_id}.yaml", **GRID)
+    if where:
+        import yaml
+
+        spec.write_text(spec.read_text() + yaml.safe_dump(where))
+    return run_grid(load_grid(spec), spec, root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                    progress=False, log=logs.append)
+
+
+def verdicts(rows: list[dict]) -> dict:
+    return {r["cell_id"]: (r["admitted"], r["discard_reason"], r["checker_passed"], r["outcome"]) for r in rows}
+
+
+@pytest.fixture(scope="module")
+def local_verdicts(engine, images, tmp_path_factory):
+    """The same grid on the local executor: what the dask runs must reproduce cell by cell."""
+    from conftest import ISSUED_RUN_IDS, TEST_RUN_PREFIX
+
+    run_id = f"{TEST_RUN_PREFIX}dask-local-{os.getpid()}"
+    ISSUED_RUN_IDS.add(run_id)
+    outcome = grid_run(tmp_path_factory.mktemp("local"), run_id, [])
+    rows = Ledger(outcome.run_dir).rows()
+    assert outcome.unfinished == 0 and len(rows) == 8
+    assert {r["outcome"] for r in rows} >= {"solved", "neutral_failure"}  # the comparison has both kinds of verdict
+    return verdicts(rows)
+
+
+def test_cells_land_on_both_engines_once_each_as_on_local(engine, images, second_engine, cluster, local_verdicts,
+                                                          tmp_path, run_id, no_leftovers):
+    _, client_b = second_engine
+    logs = []
+    outcome = grid_run(tmp_path, run_id, logs, executor="dask", scheduler=cluster.address)
+    rows = Ledger(outcome.run_dir).rows()
+    assert [line for line in logs if line.startswith("node node-dead refused: no Docker engine answers")], logs
+    print("\n".join(logs))
+    assert any("node node-b: loading memgrid-sandbox:" in line for line in logs), logs  # docker save / load, id checked
+    assert Counter(r["cell_id"] for r in rows) == Counter(dict.fromkeys(local_verdicts, 1))
+    assert all(r["final"] for r in rows)
+    assert verdicts(rows) == local_verdicts
+    nodes = outcome.summary.executor["nodes"]
+    assert set(nodes) == {"node-a", "node-b"} and sum(nodes.values()) == 8, (nodes, logs)
+    for cell_id in local_verdicts:  # the workers' cell folders, unpacked by the controller
+        assert (outcome.run_dir / "cells" / cell_id / "transcript.jsonl").is_file()
+        assert (outcome.run_dir / "cells" / cell_id / "proof.json").is_file()
+    assert not client_b.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+
+
+def test_ctrl_c_stops_cells_on_every_node_and_the_run_resumes_on_the_local_executor(
+        engine, images, second_engine, cluster, local_verdicts, tmp_path, run_id, no_leftovers):
+    _, client_b = second_engine
+    spec = write_grid(tmp_path / "grid.yaml", **GRID)
+    args = [str(BIN / "memgrid"), "grid", "--spec", str(spec), "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"),
+            "--no-progress"]
+    label = {"label": f"{RUN_LABEL}={run_id}"}
+    # The default SIGINT disposition, whatever the shell that started pytest left (as tests/test_resume.py).
+    proc = subprocess.Popen([*args, "--executor", "dask", "--scheduler", cluster.address], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait_until("a cell started on node-b's engine", lambda: proc.poll() is not None or client_b.api.containers(filters=label),
+                   180, every=0.05)
+        proc.send_signal(signal.SIGINT)
+        out, errs = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + errs
+    # Each node's engine: the run's containers are gone (a checker that started in the second before the
+    # worker saw the stop ends on its own, bounded).
+    for client in (engine, client_b):
+        wait_until("no container of the run left", lambda: not client.api.containers(all=True, filters=label), 60)
+    run_dir = tmp_path / "runs" / run_id
+    rows = Ledger(run_dir).rows()
+    assert len(rows) < 8 and all(r["final"] for r in rows)
+    resumed = subprocess.run([*args, "--executor", "local"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = Ledger(run_dir).rows()
+    assert Counter(r["cell_id"] for r in rows) == Counter(dict.fromkeys(local_verdicts, 1))
+    assert verdicts(rows) == local_verdicts
+
+
+def test_a_worker_killed_mid_cell_its_cell_reruns_and_is_recorded_once(engine, images, second_engine, cluster,
+                                                                       local_verdicts, tmp_path, run_id, no_leftovers):
+    _, client_b = second_engine
+    result, logs = {}, []
+    controller = threading.Thread(target=lambda: result.update(outcome=grid_run(
+        tmp_path, run_id, logs, executor="dask", scheduler=cluster.address)), daemon=True)
+    controller.start()
+    on_b = wait_until("a cell started on node-b's engine",
+                      lambda: client_b.api.containers(filters={"label": f"{RUN_LABEL}={run_id}"}), 180, every=0.05)
+    cluster.kill("node-b")
+    killed_cell = on_b[0]["Labels"]["memgrid.cell"]
+    controller.join(timeout=300)
+    assert not controller.is_alive(), "the grid did not finish after node-b was killed"
+    outcome = result["outcome"]
+    rows = Ledger(outcome.run_dir).rows()
+    assert Counter(r["cell_id"] for r in rows) == Counter(dict.fromkeys(local_verdicts, 1))
+    assert all(r["final"] for r in rows) and outcome.unfinished == 0
+    assert verdicts(rows) == local_verdicts
+    assert killed_cell in local_verdicts
+    assert sum(outcome.summary.executor["nodes"].values()) == 8  # the killed attempt returned nothing
+    # The dead worker cannot remove its cell's container; it stops at the sandbox's lifetime (here: removed now).
+    for c in client_b.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}):
+        client_b.api.remove_container(c["Id"], force=True, v=True)
+
+
+def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path):
+    dask = executor_class("dask")
+    with pytest.raises(UserError, match=r"grid.yaml: executor dask has no scheduler address: fix: pass --scheduler"):
+        dask.check(ExecutorSettings("dask"), "coding", tmp_path / "grid.yaml")
+    with pytest.raises(UserError, match=r"the two-session protocol .* fix: use --executor local"):
+        dask.check(ExecutorSettings("dask", scheduler="tcp://127.0.0.1:9"), "two-session", "--executor")
+    with pytest.raises(Exception, match=r"'ray' is not an executor memgrid has.*use one of: local, dask"):
+        executor_class("ray")
+
+
+def test_the_local_executor_never_imports_the_distributed_stack():
+    program = ("import sys\nfrom runner.exec.job import run_grid\nfrom runner.exec.executors import executor_class\n"
+               "executor_class('local')\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))")
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--executor", "dask"], "executor dask has no scheduler address: fix: pass --scheduler tcp://HOST:8786"),
+    (["--executor", "dask", "--scheduler", "localhost"], "--scheduler 'localhost': not a dask scheduler address: fix: "
+                                                         "give it as tcp://HOST:8786"),
+    (["--executor", "slurm"], "'slurm' is not an executor memgrid has"),
+])
+def test_the_command_line_refuses_an_executor_it_cannot_use_in_one_line(args, says, tmp_path):
+    out = subprocess.run([str(BIN / "memgrid"), "grid", "--preset", "harness", "--runs-dir", str(tmp_path), *args],
+                         capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = [line for line in (out.stdout + out.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and says in lines[0], lines
+    assert not list(tmp_path.iterdir())  # refused before any run folder
