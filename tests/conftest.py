@@ -78,7 +78,8 @@ def project(tmp_path) -> Path:
     """A private copy of the shipped tasks and arms that a test may change."""
     root = tmp_path / "project"
     for sub in ("tasks", "arms"):
-        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
+        # node_modules (hundreds of MB for an npm product) is installed again from its lock if a test builds it.
+        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
     return root
 
 

@@ -4,6 +4,9 @@ and one image per arm that ships a Dockerfile (arms/<name>/Dockerfile, FROM the 
 A tag is a hash of what defines the image (the base recipe; a Dockerfile, its context and the
 parent image id), so an image is rebuilt only when that hash changes, and its id goes into run.json.
 
+npm packages likewise: a context with a package-lock.json gets node_modules/ beside it from the host's
+'npm ci', which checks every tarball against the integrity the lock holds (the registry's own).
+
 Python packages: a context folder with a requirements.txt (a complete lock of name==version pins)
 gets a pydeps/ folder beside it, resolved on the host with the host's pip for the images' python3
 (no registry is reliably reachable from a docker build, and the base image has no pip); the
@@ -227,6 +230,83 @@ def ensure_pydeps(context: Path, log=print) -> Path | None:
     return target
 
 
+# ---- npm packages resolved on the host ----------------------------------------------------------
+
+NODE_DEPS_DIR = "node_modules"
+NODE_DEPS_STAMP = ".memgrid-nodedeps.json"  # written last, inside node_modules/: what it was installed from
+NODE_LOCK = "package-lock.json"
+
+
+def _nodedeps_stamp(lock: Path) -> dict:
+    return {"lock_sha256": sha256_file(lock)}
+
+
+def nodedeps_current(context: Path) -> bool:
+    """True when the context needs no node_modules/ or its node_modules/ came from this package-lock.json."""
+    lock = context / NODE_LOCK
+    if not lock.is_file():
+        return True
+    try:
+        return json.loads((context / NODE_DEPS_DIR / NODE_DEPS_STAMP).read_text()) == _nodedeps_stamp(lock)
+    except (OSError, ValueError):
+        return False
+
+
+def read_lock(lock: Path) -> dict[str, dict]:
+    """The packages of a package-lock.json (v2/v3), each with the integrity the registry published: npm ci
+    checks every tarball against it, which is the only checksum an npm install verifies."""
+    try:
+        packages = json.loads(lock.read_text(encoding="utf-8"))["packages"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise EngineError(f"{lock}: not a package-lock.json of lockfileVersion 2 or 3: fix: regenerate it with "
+                          "'npm install --package-lock-only --omit-lockfile-registry-resolved'") from None
+    unchecked = sorted(k for k, v in packages.items() if k and not v.get("link") and not v.get("integrity"))
+    if unchecked:
+        raise EngineError(f"{lock}: {', '.join(unchecked[:3])} carry no integrity: fix: regenerate the lock from the "
+                          "registry ('npm install --package-lock-only') so every package has its published checksum")
+    return {k: v for k, v in packages.items() if k}
+
+
+def ensure_nodedeps(context: Path, log=print) -> Path | None:
+    """Install context/package-lock.json on the host with 'npm ci' into context/node_modules/ (skipped while
+    the stamp matches); None when the context has no package-lock.json. No install scripts run."""
+    lock = context / NODE_LOCK
+    if not lock.is_file():
+        return None
+    target = context / NODE_DEPS_DIR
+    if nodedeps_current(context):
+        return target
+    npm = shutil.which("npm")
+    if npm is None:
+        raise EngineError(f"{lock} needs npm on the host: fix: install Node.js and npm (apt-get install npm)")
+    with _host_lock(context):
+        if nodedeps_current(context):
+            return target
+        packages = read_lock(lock)
+        log(f"installing {len(packages)} locked npm packages of {lock} with the host's npm into {target}")
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="memgrid-nodedeps-") as tmp:
+            for name in ("package.json", NODE_LOCK):
+                shutil.copyfile(context / name, Path(tmp) / name)
+            cmd = [npm, "ci", "--omit=dev", "--ignore-scripts", "--no-bin-links", "--no-audit", "--no-fund", "--loglevel=error"]
+            try:
+                proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=1800)
+            except subprocess.TimeoutExpired:
+                raise EngineError(f"npm ci took over 30 minutes for {lock}: fix: check that npm reaches its registry "
+                                  "('npm ping')") from None
+            if proc.returncode != 0:
+                lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
+                raise EngineError(f"npm ci failed for {lock} ({' | '.join(lines[-3:])[-400:]}): fix: an EINTEGRITY "
+                                  "error means a tarball differs from its locked checksum; otherwise check that npm "
+                                  "reaches its registry")
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.move(str(Path(tmp) / NODE_DEPS_DIR), str(target))
+        (target / NODE_DEPS_STAMP).write_text(json.dumps(_nodedeps_stamp(lock), sort_keys=True) + "\n")
+        log(f"installed {len(packages)} npm packages into {target} in {time.monotonic() - started:.1f} s")
+    return target
+
+
 def _context_tar(context: Path, files: list[Path]):
     """An uncompressed tar of exactly these files (and their folders), owned by root, modes
     normalised (0755 folders and executables, 0644 the rest) so no chmod -R layer is needed."""
@@ -440,6 +520,7 @@ def ensure_arm_image(client, arm_dir: Path, sandbox: ImageRef, log=print) -> Ima
         raise EngineError(f"{arm_dir}: no Dockerfile: fix: add arms/{arm_dir.name}/Dockerfile (ARG BASE / FROM ${{BASE}}) "
                           "or run the arm in the sandbox image")
     ensure_pydeps(arm_dir, log)
+    ensure_nodedeps(arm_dir, log)
     tag = arm_tag(arm_dir, sandbox)
     image = find_image(client, tag)
     if image is None:
@@ -452,7 +533,7 @@ def ensure_arm_image(client, arm_dir: Path, sandbox: ImageRef, log=print) -> Ima
 def existing_arm_image(client, arm_dir: Path, sandbox: ImageRef) -> ImageRef | None:
     """The arm's image if it is already built for this sandbox image; None otherwise (never builds)."""
     arm_dir = Path(arm_dir)
-    if not arm_image_needed(arm_dir) or not pydeps_current(arm_dir):
+    if not arm_image_needed(arm_dir) or not pydeps_current(arm_dir) or not nodedeps_current(arm_dir):
         return None
     tag = arm_tag(arm_dir, sandbox)
     image = find_image(client, tag)
