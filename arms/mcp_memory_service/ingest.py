@@ -75,5 +75,16 @@ def main(argv=None):
     return 0
 
 
+def innermost(error):
+    """The first leaf of an exception group (anyio wraps a task's error in one)."""
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as e:  # one line naming what the product refused, not the task group's traceback
+        print(f"mcp-memory-service-ingest: {innermost(e)}", file=sys.stderr)
+        sys.exit(1)
