@@ -182,14 +182,64 @@ def test_mcp_memory_service_without_its_model_fails_loudly(engine, images, corpu
     assert "MCP_MEMORY_ALLOW_HASH_EMBEDDINGS is set to refuse the hash fallback" in said, said[-600:]
 
 
-@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service"])
+def test_mempalace_store_is_its_own_chroma_palace_and_search_finds_the_fact(engine, images, corpus, run_id,
+                                                                           no_leftovers, tmp_path):
+    arm, image = built(engine, images, "mempalace")
+    folder, names = corpus
+    snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id)
+    files = {e.path: e.data for e in snapshot.entries}
+    assert snapshot.report["documents"] == len(names)
+    assert files["chroma.sqlite3"][:16] == b"SQLite format 3\x00"
+    # chromadb's HNSW segment files, written by the product's mine, one folder per collection segment
+    assert any(p.endswith("/header.bin") for p in files) and any(p.endswith("/data_level0.bin") for p in files)
+    (tmp_path / "chroma.db").write_bytes(files["chroma.sqlite3"])
+    db = sqlite3.connect(tmp_path / "chroma.db")
+    sources = {r[0] for r in db.execute("SELECT string_value FROM embedding_metadata WHERE key = 'source_file'")}
+    wings = {r[0] for r in db.execute("SELECT string_value FROM embedding_metadata WHERE key = 'wing'")}
+    documents = [r[0] for r in db.execute("SELECT string_value FROM embedding_metadata WHERE key = 'chroma:document'")]
+    db.close()
+    # the product records the mined file's full path; its search shows the base name
+    assert {s.rsplit("/", 1)[-1] for s in sources} == {f"{n}.md" for n in names} and wings == {"sessions"}
+    assert any(FACT in d for d in documents)
+    found = search(engine, image, arm, snapshot, run_id, "how should we change the credentials used to sign the books")
+    assert not found["is_error"], found["text"][:300]
+    hits = json.loads(found["text"])[arm.mcp.search.hits]
+    assert hits[0][arm.mcp.search.hit_id] == f"{PLANTED}.md", found["text"][:800]
+    assert FACT in hits[0]["text"]
+
+
+def test_mempalace_without_its_model_fails_loudly(engine, images, corpus, run_id, no_leftovers):
+    """chromadb downloads its model at first use; with no network and no model the mine must fail, naming it."""
+    arm, image = built(engine, images, "mempalace")
+    folder, _ = corpus
+    args = hardened(image, user="0:0", network="none", limits=Limits(memory="2g"),
+                    labels={RUN_LABEL: run_id, CELL_LABEL: "no-model"}, command=["sleep", "300"], working_dir="/sandbox")
+    container = engine.containers.create(**args)
+    try:
+        container.put_archive("/sandbox", pack([Entry(f"corpus/{p.relative_to(folder)}", p.read_bytes())
+                                               for p in sorted(folder.rglob("*")) if p.is_file()], uid=AGENT_UID, gid=AGENT_UID))
+        container.start()
+        code, _ = container.exec_run(["rm", "-r", "/opt/mempalace/model/onnx"])
+        assert code == 0
+        code, out = container.exec_run(["mempalace-ingest", "--corpus", "/sandbox/corpus", "--store", "/sandbox/store"],
+                                       user="1000:1000")
+    finally:
+        remove_quietly(container)
+    said = out.decode(errors="replace")
+    assert code != 0, said[-600:]
+    # the product's mine exits 0 having filed nothing ("Files skipped (already filed or other): 5"): the
+    # ingest's read-back of the palace is what refuses
+    assert said.strip().splitlines()[-1].startswith("mempalace-ingest: the palace holds drawers of 0 sessions"), said[-600:]
+
+
+@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mempalace"])
 def test_arm_check_passes(engine, images, name, run_id, no_leftovers):
     lines = []
     report = check_arm(REPO, name, run_id=run_id, client=engine, emit=lines.append)
     out = "\n".join(lines)
     assert report.ok, out
     assert "6 of 6 sessions stored" in out
-    assert "the session it names: rank 1" in out
+    assert "the session it names: rank 1" in out or name == "mempalace"  # its hit ids are file names, <session>.md
 
 
 def test_a_server_that_fails_mid_session_fails_the_gate():
