@@ -6,9 +6,12 @@ Queries are what the arm's agents send: for a product searched with the prompt (
 task prompts, then random pairs of corpus words; for a substring product (query: keywords) single corpus words
 of 6+ letters, one call each (the reader makes up to 8 such calls per session). Seeded. Needs a built corpus
 (`memgrid corpus build --seeds 0`); --quick builds a 200-document one in a temp dir and makes 20 calls.
+--run RUN takes the stores a grid run already ingested (runs/RUN/stores/<arm>/present-seed0, with the
+ingest seconds it recorded) instead of ingesting again: a full condition of mcp_memory_service takes most
+of an hour on a loaded 2-core machine.
 
-    .venv/bin/python benchmarks/products.py [--arms server_memory,mcp_memory_service] [--corpus corpus/build/present/seed-0]
-                                            [--calls 200] [--quick]
+    .venv/bin/python benchmarks/products.py [--arms server_memory,mcp_memory_service,mempalace]
+                                            [--corpus corpus/build/present/seed-0] [--run runs/ID] [--calls 200] [--quick]
 """
 
 import argparse
@@ -25,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from _engine import cleanup, foreign_containers
-from runner.arms.ingest import ingest
+from runner.arms.ingest import ingest, load
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID
 from runner.env.engine import connect
@@ -123,7 +126,8 @@ def pct(values: list[float], q: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", default="server_memory,mcp_memory_service")
+    parser.add_argument("--arms", default="server_memory,mcp_memory_service,mempalace")
+    parser.add_argument("--run", type=Path, default=None, help="take each arm's store from this run folder")
     parser.add_argument("--corpus", type=Path, default=ROOT / "corpus/build/present/seed-0")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
@@ -145,7 +149,10 @@ def main() -> None:
             for name in args.arms.split(","):
                 arm = load_arm(ROOT / "arms" / name)
                 image = ensure_arm_image(client, arm.root, images.sandbox, log=lambda m: None).tag
-                snapshot = ingest(client, image, arm, args.corpus, "present", args.seed, run_id=run_id)
+                snapshot = (load(args.run, name, "present", args.seed) if args.run else
+                            ingest(client, image, arm, args.corpus, "present", args.seed, run_id=run_id))
+                if snapshot is None:
+                    sys.exit(f"{args.run}: holds no store of {name} for present seed {args.seed}")
                 r = snapshot.report
                 mib = sum(len(e.data) for e in snapshot.entries) / 2 ** 20
                 timed = timed_search(client, image, arm, snapshot, queries(arm, args.corpus, args.calls, args.seed), run_id)
