@@ -257,3 +257,54 @@ def test_a_server_that_fails_mid_session_fails_the_gate():
     connected, listed = gate.server_proofs(t, "server_memory", "mcp__server_memory__", ("search_nodes",))
     assert not connected.passed and "TimeoutError" in connected.detail
     assert listed.passed  # it did list its tools; what failed is the serving
+
+
+def test_the_scripted_model_calls_and_reads_each_product_as_its_arm_declares():
+    """claude-code on the scripted model: a product's own argument names, one call per keyword for a substring
+    search, and hits read out of the product's own answer, ranked, before the first option is picked."""
+    import importlib.machinery
+    import importlib.util
+
+    from runner.agents.claude_code import build_script
+    from runner.plan.spec import load_all_arms, load_all_tasks
+
+    loader = importlib.machinery.SourceFileLoader("model_server", str(REPO / "images/model/memgrid-model-server"))
+    server = importlib.util.module_from_spec(importlib.util.spec_from_loader("model_server", loader))
+    loader.exec_module(server)
+    task, arms = load_all_tasks(REPO)["slug_ids"], load_all_arms(REPO)
+    informed, wrong = task.fact_terms[0], next(iter(task.wrong_rules.values()))[0]
+
+    def answer(name, results):
+        script = build_script(task, arms[name], None, "present", 0)
+        offered = [{"name": script["search"]["tool"]}, {"name": "Read"}, {"name": "Write"}]
+        step, calls, _ = server.next_step(script, {"tools": offered, "messages": [{"role": "user", "content": "go"}]})
+        assert step == "search"
+        uses = [{"type": "tool_use", "id": c[0], "name": c[1], "input": c[2]} for c in calls]
+        back = [{"type": "tool_result", "tool_use_id": c[0], "content": [{"type": "text", "text": results(i)}]}
+                for i, c in enumerate(calls)]
+        messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": uses}, {"role": "user", "content": back}]
+        return calls, server.next_step(script, {"tools": offered, "messages": messages})
+
+    def graph(*entities):
+        return json.dumps({"entities": [{"name": n, "entityType": "session", "observations": [o]} for n, o in entities],
+                          "relations": []})
+
+    # server-memory: 8 keyword calls with its argument name; a session found by a rare keyword (one hit) ranks
+    # above one found by a common keyword (many hits), though the product answered the common keyword first
+    common = graph(("common", wrong), ("x1", "a"), ("x2", "b"), ("x3", "c"))
+    answers = [common, graph(("rare", informed))] + [graph()] * 6
+    calls, (step, _, _) = answer("server_memory", lambda i: answers[i])
+    assert len(calls) == 8 and all(set(c[2]) == {"query"} and " " not in c[2]["query"] for c in calls)
+    assert step == "open"
+    hits = server.ranked_hits(arms["server_memory"].mcp.search.as_config(), answers)
+    assert hits[:2] == [informed, wrong]
+    # mcp-memory-service: one call with its own names (query, limit), hits split out of its text answer in rank order
+    text = (f"Found 2 memories\n\n1. session s1 2024-01-01\nuser: {wrong}\n   Hash: {'a' * 64}\n   Created: 2024\n\n"
+            f"2. session s2 2024-01-02\nuser: {informed}\n   Hash: {'b' * 64}\n   Created: 2024")
+    calls, _ = answer("mcp_memory_service", lambda i: text)
+    assert [set(c[2]) for c in calls] == [{"query", "limit"}]
+    hits = server.ranked_hits(arms["mcp_memory_service"].mcp.search.as_config(), [text])
+    assert len(hits) == 2 and wrong in hits[0] and informed in hits[1]
+    # mempalace: its JSON answer, hits under results
+    answer_json = json.dumps({"results": [{"source_file": "s2.md", "text": informed}, {"source_file": "s1.md", "text": wrong}]})
+    assert server.ranked_hits(arms["mempalace"].mcp.search.as_config(), [answer_json]) == [informed, wrong]
