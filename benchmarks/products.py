@@ -5,7 +5,8 @@ each in a container of the arm's image on network none, as a cell runs them.
 Queries are what the arm's agents send: for a product searched with the prompt (mcp.search.query: prompt) the
 task prompts, then random pairs of corpus words; for a substring product (query: keywords) single corpus words
 of 6+ letters, one call each (the reader makes up to 8 such calls per session). Seeded. Needs a built corpus
-(`memgrid corpus build --seeds 0`); --quick builds a 200-document one in a temp dir and makes 20 calls.
+(`memgrid corpus build --seeds 0`); --quick takes arm check's six-session corpus, 5 calls, and only
+server_memory unless --arms names others (mcp_memory_service and mempalace embed every text on ingest).
 --run RUN takes the stores a grid run already ingested (runs/RUN/stores/<arm>/present-seed0, with the
 ingest seconds it recorded) instead of ingesting again: a full condition of mcp_memory_service takes most
 of an hour on a loaded 2-core machine.
@@ -15,7 +16,6 @@ of an hour on a loaded 2-core machine.
 """
 
 import argparse
-import dataclasses
 import json
 import random
 import re
@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from _engine import cleanup, foreign_containers
+from runner.arms.check import write_tiny_corpus
 from runner.arms.ingest import ingest, load
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID
@@ -37,7 +38,7 @@ from runner.env.sandbox import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_q
 from runner.plan.spec import load_arm
 
 ROOT = Path(__file__).resolve().parent.parent
-QUICK = {"scale": 200, "calls": 20}
+QUICK = {"calls": 5, "arms": "server_memory"}
 WARMUP = 3  # untimed first calls: lazy imports, the model's first run, the page cache
 
 # Runs in the arm's image: the arm's server over /sandbox/store, each query timed from call to answer.
@@ -66,15 +67,6 @@ async def go():
     print(json.dumps({"startup_s": startup, "ms": ms, "errors": errors, "result_chars": sizes}))
 anyio.run(go)
 '''
-
-
-def small_corpus(build_dir: Path, scale: int) -> Path:
-    from runner.corpus.build import build, load_settings
-    from runner.plan.spec import load_all_tasks
-
-    settings = dataclasses.replace(load_settings(ROOT), scale=scale)
-    build(settings, list(load_all_tasks(ROOT).values()), ("present",), (0,), build_dir, log=lambda m: None)
-    return settings.condition_dir("present", 0, build_dir)
 
 
 def corpus_words(corpus: Path, rng: random.Random, minimum: int) -> list[str]:
@@ -126,20 +118,21 @@ def pct(values: list[float], q: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", default="server_memory,mcp_memory_service,mempalace")
+    parser.add_argument("--arms", default=None, help="default: server_memory,mcp_memory_service,mempalace")
     parser.add_argument("--run", type=Path, default=None, help="take each arm's store from this run folder")
     parser.add_argument("--corpus", type=Path, default=ROOT / "corpus/build/present/seed-0")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true",
-                        help=f"a corpus of {QUICK['scale']} haystack documents in a temp dir, {QUICK['calls']} calls")
+                        help=f"arm check's six sessions, {QUICK['calls']} calls, arms {QUICK['arms']} unless --arms")
     args = parser.parse_args()
     client = connect()
     run_id = f"bench-products-{uuid.uuid4().hex[:8]}"
     images = ensure_images(client, log=lambda m: None)
     with tempfile.TemporaryDirectory(prefix="memgrid-bench-products-") as tmp:
+        args.arms = args.arms or (QUICK["arms"] if args.quick else "server_memory,mcp_memory_service,mempalace")
         if args.quick:
-            args.corpus, args.calls = small_corpus(Path(tmp) / "corpus", QUICK["scale"]), QUICK["calls"]
+            (args.corpus, _), args.calls = write_tiny_corpus(Path(tmp) / "corpus"), QUICK["calls"]
         elif not (args.corpus / "docs").is_dir():
             sys.exit(f"{args.corpus}: not built: run '.venv/bin/memgrid corpus build --seeds 0'")
         documents = len(list((args.corpus / "docs").glob("*.jsonl")))
