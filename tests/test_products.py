@@ -148,8 +148,8 @@ def test_mcp_memory_service_store_is_its_own_sqlite_vec_db_and_semantic_search_f
     for content, content_hash in rows:
         assert content_hash == hashlib.sha256(content.strip().lower().encode()).hexdigest()
     assert any(FACT in content for content, _ in rows)
-    # No word of the query is in the planted session: only a real embedding ranks it first (hash
-    # pseudo-embeddings, the product's fallback, would rank at random).
+    # No content word of the query is in the planted session ("sign" is not "signing"; only "the" is shared):
+    # only a real embedding ranks it first (hash pseudo-embeddings, the product's fallback, would not).
     found = search(engine, image, arm, snapshot, run_id, "how should we change the credentials used to sign the books")
     assert not found["is_error"], found["text"][:300]
     ids = [m.group("id") for m in re.finditer(arm.mcp.search.hit_pattern, found["text"])]
