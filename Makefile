@@ -33,4 +33,4 @@ doctor: setup
 	$(BIN)/memgrid doctor
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache images/*/pydeps arms/*/pydeps
+	rm -rf $(VENV) *.egg-info .pytest_cache images/*/pydeps arms/*/pydeps arms/*/node_modules arms/*/assets

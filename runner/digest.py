@@ -27,9 +27,9 @@ def sha256_json(obj) -> str:
 
 CACHES = frozenset({"__pycache__"})
 # What a task or arm is, for its digest: not caches, nor the packages an image build resolves from
-# the committed requirements.txt (they appear on first build and would change the digest mid-run),
+# the committed requirements.txt, package-lock.json or wheel-files.yaml (they appear on first build and would change the digest mid-run),
 # nor the *.egg-info `pip install -e arms/recall` writes (a checkout without it is the same arm).
-GENERATED = CACHES | {"pydeps"}
+GENERATED = CACHES | {"pydeps", "node_modules", "assets"}
 
 
 def tree_files(root: Path, skip: frozenset[str] = CACHES) -> list[Path]:

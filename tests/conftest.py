@@ -78,7 +78,8 @@ def project(tmp_path) -> Path:
     """A private copy of the shipped tasks and arms that a test may change."""
     root = tmp_path / "project"
     for sub in ("tasks", "arms"):
-        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__"))
+        # node_modules and assets (hundreds of MB for a product) are installed again from their pins if a test builds them.
+        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__", "node_modules", "assets"))
     return root
 
 

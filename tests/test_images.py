@@ -222,3 +222,56 @@ def test_tags_stable_and_cached(engine, images):
     assert existing_arm_image(engine, RECALL, images.sandbox) == arm
     assert arm.tag.startswith("memgrid-arm-recall:") and engine.images.get(arm.tag).id == arm.id
     assert elapsed < 10, f"cached image calls took {elapsed:.1f} s (hashing the contexts should be well under that)"
+
+
+# ---- product pins: hashes, npm locks, files out of wheels (parsers only: no registry is contacted) ----------
+
+def test_hash_pins_are_read_and_must_cover_every_line(tmp_path):
+    from runner.env.images import read_pins
+
+    good = tmp_path / "requirements.txt"
+    good.write_text("# a lock\nfoo==1.0 --hash=sha256:" + "a" * 64 + "\nbar_baz==2.0.1 --hash=sha256:" + "b" * 64
+                    + " --hash=sha256:" + "c" * 64 + "\n")
+    assert read_pins(good) == {"foo": "1.0", "bar-baz": "2.0.1"}
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text("foo==1.0 --hash=sha256:" + "a" * 64 + "\nbar==2.0\n")
+    with pytest.raises(EngineError, match=r"mixed.txt:2: has no --hash while other lines do: fix: "):
+        read_pins(mixed)
+    short = tmp_path / "short.txt"
+    short.write_text("foo==1.0 --hash=sha256:abc\n")
+    with pytest.raises(EngineError, match=r"short.txt:1: .* is not an exact pin"):
+        read_pins(short)
+
+
+def test_an_npm_lock_without_integrity_is_refused(tmp_path):
+    from runner.env.images import read_lock
+
+    lock = tmp_path / "package-lock.json"
+    lock.write_text(json.dumps({"lockfileVersion": 3, "packages": {
+        "": {"name": "x"}, "node_modules/a": {"version": "1.0.0", "integrity": "sha512-abc"},
+        "node_modules/b": {"version": "2.0.0"}}}))
+    with pytest.raises(EngineError, match=r"node_modules/b carry no integrity: fix: regenerate the lock"):
+        read_lock(lock)
+    lock.write_text("{}")
+    with pytest.raises(EngineError, match=r"not a package-lock.json"):
+        read_lock(lock)
+    shipped = read_lock(REPO / "arms" / "server_memory" / "package-lock.json")
+    assert shipped["node_modules/@modelcontextprotocol/server-memory"]["version"] == "2026.8.31"
+
+
+def test_wheel_files_are_validated(tmp_path):
+    from runner.env.images import read_wheel_files
+
+    spec = tmp_path / "wheel-files.yaml"
+    sha = "d" * 64
+    spec.write_text(f"- wheel: foo==1.0\n  sha256: {sha}\n  files: {{foo/model.onnx: onnx/model.onnx}}\n")
+    assert read_wheel_files(spec)[0]["files"] == {"foo/model.onnx": "onnx/model.onnx"}
+    for body, said in ((f"- wheel: foo\n  sha256: {sha}\n  files: {{a: b}}\n", r"\[0\].wheel: 'foo' is not name==version"),
+                       ("- wheel: foo==1.0\n  sha256: nope\n  files: {a: b}\n", r"\[0\].sha256: is not a sha256"),
+                       (f"- wheel: foo==1.0\n  sha256: {sha}\n  files: {{a: ../../etc/x}}\n", r"\[0\].files: destination .* leaves assets/"),
+                       (f"- wheel: foo==1.0\n  sha256: {sha}\n", r"\[0\]: needs exactly wheel, sha256 and files")):
+        spec.write_text(body)
+        with pytest.raises(EngineError, match=said):
+            read_wheel_files(spec)
+    for arm in ("mcp_memory_service", "mempalace"):  # the shipped ones parse
+        assert read_wheel_files(REPO / "arms" / arm / "wheel-files.yaml")

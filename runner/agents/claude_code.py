@@ -160,10 +160,21 @@ def grep_ranked(memory, condition: str, seed: int, prompt: str, top: int = 10) -
     return tuple(sorted(score, key=lambda n: (-score[n], n))[:top])
 
 
+KEYWORDS = 8  # as memgrid-reader: a substring search is asked for the prompt's longest words, one call each
+
+
+def keywords(prompt: str) -> list[str]:
+    """The words a scripted model asks a substring search for, as the reader picks them."""
+    terms = {w for w in re.findall(r"[a-z_][a-z0-9_]{3,}", prompt.lower()) if w not in STOP}
+    return sorted(terms, key=lambda w: (-len(w), w))[:KEYWORDS]
+
+
 def build_script(task: TaskSpec, arm: ArmSpec, memory, condition: str, seed: int) -> dict:
     """What the scripted model does in this cell: how it searches (by what the arm gives the session),
     the options it looks for and the solution of each. It reaches the model container only."""
     search = kind_of(arm).location(arm).script(lambda: grep_ranked(memory, condition, seed, task.prompt))
+    if (search.get("call") or {}).get("query") == "keywords":
+        search["queries"] = keywords(task.prompt)
     fixture = {e.path for e in tree_entries(task.fixture, "w")}
     solutions = {}
     for option in ["naive", *task_options(task)]:

@@ -27,12 +27,13 @@ class MemoryLocation:
     files: tuple[str, ...] = ()  # files to read, in order
     folder: str | None = None  # a folder of documents, one per session, to search by the prompt's words
     newest_first: bool = False  # the files hold dated notes oldest first: read the latest first
+    call: dict | None = None  # how the search tool is called and read (spec.SearchSpec.as_config())
 
     def script(self, ranked_documents=tuple) -> dict:
         """The scripted model's `search` (images/model/memgrid-model-server): the search tool, or the files
         to read in order (a folder's documents as `ranked_documents()` names them, best first)."""
         if self.tool:
-            return {"tool": self.tool, "get_tool": self.get_tool}
+            return {"tool": self.tool, "get_tool": self.get_tool, "call": self.call}
         files = [f"{self.folder}/{n}.md" for n in ranked_documents()] if self.folder else list(self.files)
         return {"read": files, "newest_first": self.newest_first} if self.folder or self.files else {}
 
@@ -129,7 +130,8 @@ class McpKind(ArmKind):
 
     def location(self, arm: ArmSpec) -> MemoryLocation:
         return MemoryLocation(tool=arm.mcp.prefix + arm.mcp.search_tool,
-                              get_tool=arm.mcp.prefix + "get" if "get" in arm.mcp.required_tools else None)
+                              get_tool=arm.mcp.prefix + "get" if "get" in arm.mcp.required_tools else None,
+                              call=arm.mcp.search.as_config())
 
 
 class PrefetchKind(McpKind):

