@@ -160,3 +160,23 @@ def test_an_ingest_that_fails_discards_the_cell_before_any_search(ctx, no_leftov
     proof = json.loads(row.gate_proofs)[-1]
     assert proof["phase"] == "build" and "exited 3" in proof["detail"] and "no disk" in proof["detail"]
     assert not (ctx.run_dir / "cells" / row.cell_id / "search" / "transcript.jsonl").exists()
+
+
+def test_a_third_party_product_builds_and_searches_through_its_own_paths(engine, images, tmp_path, run_id,
+                                                                         no_leftovers):
+    """server_memory (the npm knowledge graph): its own create_entities writes the person's records, its own
+    substring search (one call per keyword, as its mcp.search says) finds them, and every hit maps to one of
+    the person's record ids: no violation."""
+    product = ensure_arm_image(engine, REPO / "arms" / "server_memory", images.sandbox, log=lambda m: None)
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(REPO), load_all_arms(REPO),
+                       images_by_arm={"server_memory": product}, protocol=PROTOCOL)
+    ctx.run_dir.mkdir(parents=True)
+    row = PROTOCOL.run_cell(ctx, CellSpec("p03", "server_memory", 0, "weekly", "reader", "reader-sm-p03", 0), 1)
+    assert row.admitted, (row.discard_reason, row.error_detail)
+    result = json.loads(row.result)
+    build = json.loads((ctx.run_dir / "cells" / row.cell_id / "phases.json").read_text())["build"]
+    assert build["documents"] == build["corpus_documents"] == len(gen.build_unit("p03", "weekly").records)
+    assert result["violations"] == 0 and sum(q["released"] for q in result["questions"]) > 0
+    calls = [json.loads(line) for line in (ctx.run_dir / "cells" / row.cell_id / "search" / "transcript.jsonl")
+             .read_text().splitlines() if json.loads(line)["type"] == "tool_call"]
+    assert calls and all(c["tool"] == "mcp__server_memory__search_nodes" for c in calls)
