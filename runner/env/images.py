@@ -166,16 +166,20 @@ def _drop_console_scripts(target: Path) -> None:
         record.write_text("".join(l for l in lines if not l.startswith("../../bin/")))
 
 
-def pydeps_current(context: Path) -> bool:
-    """True when the context needs no pydeps/ or its pydeps/ was resolved from this requirements.txt."""
-    requirements = context / REQUIREMENTS
-    if not requirements.is_file():
+def resolved_from(source: Path, stamp: Path, expected) -> bool:
+    """True when the context has no `source` to resolve, or the `stamp` its resolver wrote last says it was
+    resolved from this very `source` (`expected(source)`)."""
+    if not source.is_file():
         return True
-    stamp = context / PYDEPS_DIR / PYDEPS_STAMP
     try:
-        return json.loads(stamp.read_text()) == _pydeps_stamp(requirements)
+        return json.loads(stamp.read_text()) == expected(source)
     except (OSError, ValueError):
         return False
+
+
+def pydeps_current(context: Path) -> bool:
+    """True when the context needs no pydeps/ or its pydeps/ was resolved from this requirements.txt."""
+    return resolved_from(context / REQUIREMENTS, context / PYDEPS_DIR / PYDEPS_STAMP, _pydeps_stamp)
 
 
 @contextlib.contextmanager
@@ -278,13 +282,7 @@ def _assets_stamp(spec: Path) -> dict:
 
 
 def assets_current(context: Path) -> bool:
-    spec = context / WHEEL_FILES
-    if not spec.is_file():
-        return True
-    try:
-        return json.loads((context / ASSETS_DIR / ASSETS_STAMP).read_text()) == _assets_stamp(spec)
-    except (OSError, ValueError):
-        return False
+    return resolved_from(context / WHEEL_FILES, context / ASSETS_DIR / ASSETS_STAMP, _assets_stamp)
 
 
 def ensure_assets(context: Path, log=print) -> Path | None:
@@ -351,13 +349,7 @@ def _nodedeps_stamp(lock: Path) -> dict:
 
 def nodedeps_current(context: Path) -> bool:
     """True when the context needs no node_modules/ or its node_modules/ came from this package-lock.json."""
-    lock = context / NODE_LOCK
-    if not lock.is_file():
-        return True
-    try:
-        return json.loads((context / NODE_DEPS_DIR / NODE_DEPS_STAMP).read_text()) == _nodedeps_stamp(lock)
-    except (OSError, ValueError):
-        return False
+    return resolved_from(context / NODE_LOCK, context / NODE_DEPS_DIR / NODE_DEPS_STAMP, _nodedeps_stamp)
 
 
 def read_lock(lock: Path) -> dict[str, dict]:
