@@ -14,49 +14,27 @@ dir under its own run id; its containers carry memgrid.run=<run id> and are remo
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
 from runner.env.engine import connect
 from runner.env.images import ensure_images
 from runner.exec.executors import ExecutorSettings
-from runner.exec.run import execute, lock_document, open_run, plan_run
-from runner.exec.trial import TrialContext
-from runner.plan.spec import load_all_arms, load_all_tasks
 
-from _engine import cleanup, foreign_containers
-from throughput import make_grid
+from throughput import make_grid, trimmed_run
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK_CELLS = 2
 
 
 def run_once(client, images, root: Path, grid, target: int, label: str, settings: ExecutorSettings) -> dict:
-    tasks, arms = load_all_tasks(root), load_all_arms(root)
-    run_id = f"bench-executors-{label}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    runs_dir = Path(tempfile.mkdtemp(prefix=f"memgrid-bench-executors-{label}-"))
-    others = foreign_containers(client, run_id)
-    try:
-        plan = plan_run(grid, root / "(benchmark grid)", tasks, arms, images, runs_dir, run_id)
-        cells = plan.cells[:target]
-        ledger = open_run(plan, lock_document(plan, images, client, root))
-        ctx = TrialContext(client, plan.run_id, plan.run_dir, images, tasks, arms)
-        t0 = time.monotonic()
-        summary = execute(ctx, ledger, cells, settings.concurrency, show_progress=False, executor=settings)
-        elapsed = time.monotonic() - t0
-        rows = ledger.rows()
-    finally:
-        leftovers = cleanup(client, run_id)
-        shutil.rmtree(runs_dir, ignore_errors=True)
-    final = [r for r in rows if r["final"]]
-    return {"label": label, "cells": len(cells), "elapsed": elapsed, "final": len(final), "rows": len(rows),
-            "passed": sum(bool(r["checker_passed"]) for r in final), "leftovers": leftovers, "others": others,
-            "executor": summary.executor or {}}
+    run = trimmed_run(client, images, root, grid, target, f"executors-{label}", settings.concurrency, settings)
+    final = [r for r in run.rows if r["final"]]
+    return {"label": label, "cells": run.cells, "elapsed": run.elapsed, "final": len(final), "rows": len(run.rows),
+            "passed": sum(bool(r["checker_passed"]) for r in final), "leftovers": run.leftovers, "others": run.others,
+            "executor": run.summary.executor or {}}
 
 
 def dask_run(client, images, root, grid, target, workers: int, slots: int) -> dict:

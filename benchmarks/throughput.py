@@ -17,6 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -41,33 +42,53 @@ def make_grid(task_ids: list[str], target: int) -> GridSpec:
                     seeds=math.ceil(target / per_seed), conditions=CONDITIONS)
 
 
-def run_once(client, images, root: Path, grid: GridSpec, target: int, concurrency: int) -> dict:
-    """One fresh run of the grid (trimmed to `target` cells) at one concurrency, in its own temp dir."""
+@dataclass
+class TrimmedRun:
+    run_id: str
+    cells: int
+    elapsed: float
+    rows: list
+    summary: object  # exec.run.RunSummary
+    leftovers: int
+    others: int
+
+
+def trimmed_run(client, images, root: Path, grid: GridSpec, target: int, label: str, concurrency: int,
+                executor=None) -> TrimmedRun:
+    """One fresh run of the grid trimmed to `target` cells, in its own temp dir, its containers removed by its
+    run label; `executor`: exec.executors.ExecutorSettings (default: the local thread pool)."""
     tasks, arms = load_all_tasks(root), load_all_arms(root)
-    run_id = f"bench-throughput-c{concurrency}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    runs_dir = Path(tempfile.mkdtemp(prefix=f"memgrid-bench-throughput-c{concurrency}-"))
-    load_before, others = os.getloadavg()[0], foreign_containers(client, run_id)
+    run_id = f"bench-{label}-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    runs_dir = Path(tempfile.mkdtemp(prefix=f"memgrid-bench-{label}-"))
+    others = foreign_containers(client, run_id)
     try:
         plan = plan_run(grid, root / "(benchmark grid)", tasks, arms, images, runs_dir, run_id)
         cells = plan.cells[:target]
         ledger = open_run(plan, lock_document(plan, images, client, root))
         ctx = TrialContext(client, plan.run_id, plan.run_dir, images, tasks, arms)
         t0 = time.monotonic()
-        summary = execute(ctx, ledger, cells, concurrency, show_progress=False)
+        summary = execute(ctx, ledger, cells, concurrency, show_progress=False, executor=executor)
         elapsed = time.monotonic() - t0
         rows = ledger.rows()
     finally:
         leftovers = cleanup(client, run_id)
         shutil.rmtree(runs_dir, ignore_errors=True)
-    final = [r for r in rows if r["final"]]
-    return {"run_id": run_id, "concurrency": concurrency, "cells": len(cells), "elapsed": elapsed,
-            "final": len(final), "errors": len(rows) - len(final), "leftovers": leftovers,
+    return TrimmedRun(run_id, len(cells), elapsed, rows, summary, leftovers, others)
+
+
+def run_once(client, images, root: Path, grid: GridSpec, target: int, concurrency: int) -> dict:
+    """One fresh run of the grid (trimmed to `target` cells) at one concurrency, in its own temp dir."""
+    load_before = os.getloadavg()[0]
+    run = trimmed_run(client, images, root, grid, target, f"throughput-c{concurrency}", concurrency)
+    final = [r for r in run.rows if r["final"]]
+    return {"run_id": run.run_id, "concurrency": concurrency, "cells": run.cells, "elapsed": run.elapsed,
+            "final": len(final), "errors": len(run.rows) - len(final), "leftovers": run.leftovers,
             "admitted": sum(r["admitted"] for r in final),
             "floor_passed": sum(bool(r["checker_passed"]) for r in final if r["agent"] == "floor"),
             "ceiling_passed": sum(bool(r["checker_passed"]) for r in final if r["agent"] == "ceiling"),
             "ceiling": sum(r["agent"] == "ceiling" for r in final),
             "median_wall": statistics.median(r["wall_seconds"] for r in final) if final else float("nan"),
-            "interrupted": summary.interrupted, "load": (load_before, os.getloadavg()[0]), "others": others}
+            "interrupted": run.summary.interrupted, "load": (load_before, os.getloadavg()[0]), "others": run.others}
 
 
 def main() -> int:
