@@ -157,12 +157,9 @@ def test_mcp_memory_service_store_is_its_own_sqlite_vec_db_and_semantic_search_f
     assert sorted(ids) == sorted(names)
 
 
-def test_mcp_memory_service_without_its_model_fails_loudly(engine, images, corpus, run_id, no_leftovers):
-    """The product downloads its model at first use and can fall back to hash pseudo-embeddings: in this arm
-    both are switched off, so an image without the model must refuse to ingest, naming why."""
-    arm, image = built(engine, images, "mcp_memory_service")
-    folder, _ = corpus
-    model = "/opt/mcp-memory-service/home/.cache/mcp_memory/onnx_models/all-MiniLM-L6-v2/onnx"
+def ingest_without_model(engine, image, folder, run_id, ingest: str, model: str) -> tuple[int, str]:
+    """The product's ingest over the corpus in its image with its model folder removed (as root, first), no
+    network: (exit code, what it said)."""
     args = hardened(image, user="0:0", network="none", limits=Limits(memory="2g"),
                     labels={RUN_LABEL: run_id, CELL_LABEL: "no-model"}, command=["sleep", "300"], working_dir="/sandbox")
     container = engine.containers.create(**args)
@@ -172,11 +169,19 @@ def test_mcp_memory_service_without_its_model_fails_loudly(engine, images, corpu
         container.start()
         code, _ = container.exec_run(["rm", "-r", model])
         assert code == 0
-        code, out = container.exec_run(["mcp-memory-service-ingest", "--corpus", "/sandbox/corpus", "--store",
-                                        "/sandbox/store"], user="1000:1000")
+        code, out = container.exec_run([ingest, "--corpus", "/sandbox/corpus", "--store", "/sandbox/store"],
+                                       user="1000:1000")
     finally:
         remove_quietly(container)
-    said = out.decode(errors="replace")
+    return code, out.decode(errors="replace")
+
+
+def test_mcp_memory_service_without_its_model_fails_loudly(engine, images, corpus, run_id, no_leftovers):
+    """The product downloads its model at first use and can fall back to hash pseudo-embeddings: in this arm
+    both are switched off, so an image without the model must refuse to ingest, naming why."""
+    _, image = built(engine, images, "mcp_memory_service")
+    code, said = ingest_without_model(engine, image, corpus[0], run_id, "mcp-memory-service-ingest",
+                                      "/opt/mcp-memory-service/home/.cache/mcp_memory/onnx_models/all-MiniLM-L6-v2/onnx")
     assert code != 0, said[-600:]
     assert said.strip().splitlines()[-1].startswith("mcp-memory-service-ingest: memory_store refused"), said[-600:]
     assert "MCP_MEMORY_ALLOW_HASH_EMBEDDINGS is set to refuse the hash fallback" in said, said[-600:]
@@ -210,22 +215,8 @@ def test_mempalace_store_is_its_own_chroma_palace_and_search_finds_the_fact(engi
 
 def test_mempalace_without_its_model_fails_loudly(engine, images, corpus, run_id, no_leftovers):
     """chromadb downloads its model at first use; with no network and no model the mine must fail, naming it."""
-    arm, image = built(engine, images, "mempalace")
-    folder, _ = corpus
-    args = hardened(image, user="0:0", network="none", limits=Limits(memory="2g"),
-                    labels={RUN_LABEL: run_id, CELL_LABEL: "no-model"}, command=["sleep", "300"], working_dir="/sandbox")
-    container = engine.containers.create(**args)
-    try:
-        container.put_archive("/sandbox", pack([Entry(f"corpus/{p.relative_to(folder)}", p.read_bytes())
-                                               for p in sorted(folder.rglob("*")) if p.is_file()], uid=AGENT_UID, gid=AGENT_UID))
-        container.start()
-        code, _ = container.exec_run(["rm", "-r", "/opt/mempalace/model/onnx"])
-        assert code == 0
-        code, out = container.exec_run(["mempalace-ingest", "--corpus", "/sandbox/corpus", "--store", "/sandbox/store"],
-                                       user="1000:1000")
-    finally:
-        remove_quietly(container)
-    said = out.decode(errors="replace")
+    _, image = built(engine, images, "mempalace")
+    code, said = ingest_without_model(engine, image, corpus[0], run_id, "mempalace-ingest", "/opt/mempalace/model/onnx")
     assert code != 0, said[-600:]
     # Seen both ways: the mine aborts on chromadb's download ("ConnectError: ... name resolution", 5 files), or
     # exits 0 having filed nothing ("Files skipped (already filed or other): 1", 1 file), which the ingest's
