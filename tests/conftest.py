@@ -79,8 +79,21 @@ def project(tmp_path) -> Path:
     root = tmp_path / "project"
     for sub in ("tasks", "arms"):
         # node_modules and assets (hundreds of MB for a product) are installed again from their pins if a test builds them.
-        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__", "node_modules", "assets"))
+        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__", "node_modules", "assets"),
+                        copy_function=_link_resolved_wheels)
     return root
+
+
+def _link_resolved_wheels(src: str, dst: str) -> None:
+    """Hard-links the wheels of a resolved pydeps/ (700 MB for the product arms; no test edits them), so six
+    hundred project copies cost no disk; everything else is a real copy a test may change."""
+    if "pydeps" in Path(src).parts:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:  # another file system: copy
+            pass
+    shutil.copy2(src, dst)
 
 
 @pytest.fixture
