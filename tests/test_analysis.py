@@ -208,17 +208,20 @@ def test_tokens_unobserved_stay_none_and_usd_needs_every_cell_priced(tmp_path):
     assert bare.tokens_total is None and all(v is None for v in bare.tokens.values())
     assert bare.success_per_million_tokens is None
     assert bare.cost_usd is None and "1 of 2" in bare.cost_reason
-    assert recall.ingest_tokens is None  # no store report carries tokens
+    assert a.ingest == []  # no store reports
 
 
-def test_ingest_tokens_come_from_store_reports(tmp_path):
+def test_ingest_costs_come_from_store_reports(tmp_path):
     run = write_run(tmp_path / "run", [cell("t0", "recall", True)])
-    for condition, tokens in (("present", 1200), ("absent", 800)):
+    for condition, tokens, size in (("present", 1200, 3 * 2**20), ("absent", 800, 2**20)):
         store = run / "stores" / "recall" / f"{condition}-seed0"
         store.mkdir(parents=True)
-        (store / "report.json").write_text(json.dumps({"seconds": 2.5, "tokens": tokens}))
-    c = analyse(run).costs[0]
-    assert (c.ingest_tokens, c.ingest_seconds) == (2000, 5.0)
+        # the keys runner.arms.ingest writes: the ingest receipt's model_tokens, the frozen tar's bytes
+        (store / "report.json").write_text(json.dumps({"seconds": 2.5, "model_tokens": tokens, "bytes": size,
+                                                       "documents": 10}))
+    (ingest,) = analyse(run).ingest
+    assert (ingest.arm, ingest.stores, ingest.documents, ingest.seconds, ingest.store_mib, ingest.tokens) == \
+        ("recall", 2, 20, 5.0, 2.0, 2000)
 
 
 def _prediction_run(tmp_path):

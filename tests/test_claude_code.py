@@ -55,6 +55,11 @@ def test_scripted_grid_admits_every_arm_and_memory_decides(engine, images, run_i
     lock = json.loads((run_dir / "run.json").read_text())
     assert lock["claude_code"]["cli"]["version"] == claude_code.load_pin().version
     assert lock["prices"]["scripted"]["input"] == 0
+    # run.json records what each frozen store cost, the same store every recall cell received
+    store = lock["stores"]["recall/present-seed0"]
+    report = json.loads((run_dir / "stores" / "recall" / "present-seed0" / "report.json").read_text())
+    assert store["digest"] == report["digest"] and store["documents"] == report["documents"] > 0
+    assert store["store_mib"] == round(report["bytes"] / 2**20, 3) > 0 and store["seconds"] > 0
 
 
 def test_failing_mcp_server_is_discarded_and_retried(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):

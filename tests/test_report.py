@@ -18,7 +18,7 @@ from synthetic_ledger import cell, write_run
 
 from runner.results import plots
 from runner.results.analysis import analyse
-from runner.results.report import SCRIPT, make_report
+from runner.results.report import SCRIPT, make_report, print_terminal
 
 REPO = Path(__file__).resolve().parent.parent
 PLOTS = ("success", "forest", "damage", "harm", "discards", "cost")
@@ -270,3 +270,18 @@ def test_a_session_stopped_at_a_cap_is_named_on_the_page_and_the_terminal(tmp_pa
     table = html[html.index('<table id="budget-exhausted">'):]
     assert "<td>recall</td><td>present</td><td class=\"n\">1</td>" in table[:table.index("</table>")]
     assert "budget_exhausted: 1 reader x recall x present cells reached a session cap" in console.export_text()
+
+
+def test_the_ingest_of_each_store_arm_is_a_table_of_its_own(tmp_path):
+    run = write_run(tmp_path / "run", [cell("t0", "bare", False), cell("t0", "recall", True)])
+    store = run / "stores" / "recall" / "present-seed0"
+    store.mkdir(parents=True)
+    (store / "report.json").write_text('{"seconds": 12.5, "bytes": 5242880, "documents": 4915, "model_tokens": 0}')
+    html = make_report(str(run), html_path=run / "report.html").html_path.read_text()
+    row = re.search(r'<table id="ingest">.*?</table>', html, re.S).group(0)
+    assert all(f">{v}<" in row for v in ("recall", "4,915", "12.5", "5.0")) and ">bare<" not in row
+    console = Console(record=True, width=160)
+    print_terminal(analyse(run), console)
+    assert "ingest per arm" in console.export_text()
+    bare_only = write_run(tmp_path / "bare", [cell("t0", "bare", False)])
+    assert 'id="ingest"' not in make_report(str(bare_only), html_path=bare_only / "report.html").html_path.read_text()

@@ -95,6 +95,16 @@ def save(snapshot: StoreSnapshot, run_dir: Path) -> Path:
     return folder
 
 
+def store_costs(stores: dict) -> dict[str, dict]:
+    """What each arm's ingest cost, for run.json: keyed arm/condition-seedN, the figures its report
+    recorded (store MiB is the frozen store's tar, the bytes every cell of that store receives)."""
+    return {f"{s.arm}/{s.condition}-seed{s.seed}": {
+        "digest": s.digest, "documents": s.report.get("documents"), "corpus_documents": s.report.get("corpus_documents"),
+        "seconds": s.report.get("seconds"), "store_mib": round(s.report.get("bytes", 0) / 2**20, 3),
+        "model_tokens": s.report.get("model_tokens"), "local_model": s.report.get("local_model")}
+        for s in sorted(stores.values(), key=lambda s: (s.arm, s.condition, s.seed)) if isinstance(s, StoreSnapshot)}
+
+
 def load(run_dir: Path, arm: str, condition: str, seed: int) -> StoreSnapshot | None:
     """A store an earlier attempt of this run ingested (resume), checked against its recorded digest."""
     folder = run_dir / "stores" / arm / f"{condition}-seed{seed}"

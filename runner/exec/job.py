@@ -19,7 +19,9 @@ from runner.results.ledger import Ledger
 from runner.plan.preflight import check_grid
 from runner.plan.prereg import Prereg
 from runner.exec.executors import ExecutorSettings, executor_class
-from runner.exec.run import RunPlan, RunSummary, check_run_id, corpus_pairs, execute, lock_document, open_run, plan_run
+from runner.arms.ingest import store_costs
+from runner.exec.run import (RunPlan, RunSummary, amend_lock, check_run_id, corpus_pairs, execute, lock_document,
+                             open_run, plan_run)
 from runner.errors import SpecError
 from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks, provider
 from runner.exec.trial import TrialContext
@@ -114,6 +116,9 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
 
     stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
                              run_id=plan.run_id, log=log)
+    costs = store_costs(stores)
+    if costs:
+        amend_lock(plan.run_dir, lambda lock: lock.update(stores=costs))
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
                        agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol,
                        session_limits=grid_spec.limits, protocol_setup=protocol_setup)

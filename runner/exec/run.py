@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -356,11 +357,17 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                       scheduler.budget_stop, stats or None)
 
 
-def record_budget_stop(run_dir: Path, stop: dict) -> None:
-    """Append the stop to run.json's `budget_stops` (atomically): the lock says the run stopped at its budget."""
+def amend_lock(run_dir: Path, change: Callable[[dict], None]) -> None:
+    """Apply `change` to run.json atomically: what a run learns after its lock (a budget stop, its stores'
+    costs) goes beside the inputs, never into what a resume compares (grid and inputs)."""
     path = run_dir / "run.json"
     lock = json.loads(path.read_text())
-    lock.setdefault("budget_stops", []).append(stop)
+    change(lock)
     tmp = path.with_suffix(".json.tmp")
     write_json(tmp, lock)
     os.replace(tmp, path)
+
+
+def record_budget_stop(run_dir: Path, stop: dict) -> None:
+    """Append the stop to run.json's `budget_stops`: the lock says the run stopped at its budget."""
+    amend_lock(run_dir, lambda lock: lock.setdefault("budget_stops", []).append(stop))

@@ -126,8 +126,17 @@ class CostStats:
     wall_seconds: float
     wall_seconds_mean: float
     success_per_million_tokens: float | None
-    ingest_tokens: int | None  # None: not observed (no store report carries tokens)
-    ingest_seconds: float | None
+
+
+@dataclass
+class IngestStats:
+    """One arm's own ingest over this run: its frozen stores (one per condition and seed), what they cost."""
+    arm: str
+    stores: int
+    documents: int  # summed over the stores, as the product reported them read back
+    seconds: float  # summed
+    store_mib: float  # mean per store: the frozen tar each cell of that store receives
+    tokens: int | None  # the product's model tokens; None: not observed (no store report carries them)
 
 
 @dataclass
@@ -145,6 +154,7 @@ class Analysis:
     omitted: list[Omitted]
     harm: list[HarmStats]
     costs: list[CostStats]
+    ingest: list[IngestStats]
     agents: list[str] = field(default_factory=list)  # grid order, so every table and figure agrees
     arms: list[str] = field(default_factory=list)
     conditions: list[str] = field(default_factory=list)
@@ -191,19 +201,21 @@ def load_lock(run_dir: Path) -> dict:
         raise UserError(f"{path}: not JSON ({e.msg} at line {e.lineno}): fix: restore it from the run that wrote it") from None
 
 
-def ingest_reports(run_dir: Path) -> dict[str, dict]:
-    """Per store arm: ingest seconds, and tokens when any store report carries them."""
-    out: dict[str, dict] = {}
+def ingest_reports(run_dir: Path) -> list[IngestStats]:
+    """Per arm with an ingest, from the store reports runner.arms.ingest wrote under stores/."""
+    found: dict[str, list[dict]] = {}
     for report in sorted((run_dir / "stores").glob("*/*/report.json")):
         try:
-            data = json.loads(report.read_text())
+            found.setdefault(report.parent.parent.name, []).append(json.loads(report.read_text()))
         except (OSError, json.JSONDecodeError):
             continue
-        arm = report.parent.parent.name
-        entry = out.setdefault(arm, {"seconds": 0.0, "tokens": None})
-        entry["seconds"] += float(data.get("seconds") or 0.0)
-        if isinstance(data.get("tokens"), (int, float)):
-            entry["tokens"] = (entry["tokens"] or 0) + int(data["tokens"])
+    out = []
+    for arm, reports in sorted(found.items()):
+        tokens = [r["model_tokens"] for r in reports if isinstance(r.get("model_tokens"), (int, float))]
+        out.append(IngestStats(arm, len(reports), sum(int(r.get("documents") or 0) for r in reports),
+                               sum(float(r.get("seconds") or 0.0) for r in reports),
+                               sum(int(r.get("bytes") or 0) for r in reports) / len(reports) / 2**20,
+                               int(sum(tokens)) if tokens else None))
     return out
 
 
@@ -363,7 +375,7 @@ def _sum_or_none(series: pd.Series) -> int | None:
     return int(observed.sum()) if len(observed) else None
 
 
-def costs(df: pd.DataFrame, ingest: dict[str, dict]) -> list[CostStats]:
+def costs(df: pd.DataFrame) -> list[CostStats]:
     """Per agent x arm over every finished cell, admitted or not: a discarded session still cost
     its tokens and time."""
     has_cli = "cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any())
@@ -382,11 +394,9 @@ def costs(df: pd.DataFrame, ingest: dict[str, dict]) -> list[CostStats]:
             cli = None if cli_values.isna().any() else float(cli_values.sum())
         passed = int(g["passed"].sum())
         wall = pd.to_numeric(g["wall_seconds"], errors="coerce")
-        store = ingest.get(arm, {})
         out.append(CostStats(agent, arm, len(g), passed, tokens, observed_cells, total, cost_usd, cost_reason, cli,
                              float(wall.sum()), float(wall.mean()),
-                             passed / total * 1e6 if total else None,
-                             store.get("tokens"), store.get("seconds")))
+                             passed / total * 1e6 if total else None))
     return out
 
 
@@ -398,7 +408,7 @@ def _grid_order(values, preferred) -> list[str]:
 
 
 def analyse_frame(df: pd.DataFrame, lock: dict, run_dir: Path | None = None, min_effect: float | None = None,
-                  resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, ingest: dict | None = None) -> Analysis:
+                  resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, ingest: list[IngestStats] = ()) -> Analysis:
     min_effect = DEFAULT_MIN_EFFECT if min_effect is None else float(min_effect)
     grid = lock.get("grid", {})
     agents = _grid_order(df["agent"].unique(), grid.get("agents", []))
@@ -414,7 +424,7 @@ def analyse_frame(df: pd.DataFrame, lock: dict, run_dir: Path | None = None, min
                     sorted(group_stats(df), key=lambda g: (agents.index(g.agent), arms.index(g.arm), conditions.index(g.condition))),
                     sorted(primary, key=key),
                     sorted(diagnostic, key=lambda c: (agents.index(c.agent), conditions.index(c.condition))), omitted, sorted(harm(df), key=key),
-                    sorted(costs(df, ingest or {}), key=key), agents, arms, conditions,
+                    sorted(costs(df), key=key), list(ingest), agents, arms, conditions,
                     # the ledger always carries the column now; show it only where a CLI reported a figure
                     has_cli_cost="cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any()),
                     budget_exhausted=_budget_exhausted(df, agents, arms, conditions))

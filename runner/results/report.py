@@ -150,6 +150,8 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     else:
         console.print("discards: none (every finished cell was admitted)")
     console.print(_cost_table(a))
+    if a.ingest:
+        console.print(_ingest_table(a))
     for agent, arm, condition, n in a.budget_exhausted:
         console.print(f"[yellow]budget_exhausted[/]: {n} {agent} x {arm} x {condition} cells reached a session cap "
                       "(limits); scored as they ended", highlight=False)
@@ -175,13 +177,27 @@ def _contrast_table(title: str, rows: list[Contrast]) -> Table:
 
 def _cost_table(a: Analysis) -> Table:
     columns = ["agent", "arm", "cells", "passed", "tokens", "USD", *(["CLI USD (unverified)"] if a.has_cli_cost else []),
-               "wall s", "s/cell", "pass/Mtok", "ingest tok", "ingest s"]
+               "wall s", "s/cell", "pass/Mtok"]
     table = _rt(*columns, title="costs per arm (every finished cell, admitted or not; tokens = session tokens, all classes)")
     for c in a.costs:
         table.add_row(c.agent, c.arm, str(c.cells), str(c.passed), _int(c.tokens_total), _usd(c.cost_usd),
                       *([_usd(c.cli_cost_usd)] if a.has_cli_cost else []), f"{c.wall_seconds:,.0f}",
-                      f"{c.wall_seconds_mean:.2f}", _num(c.success_per_million_tokens),
-                      _int(c.ingest_tokens), _num(c.ingest_seconds, 1))
+                      f"{c.wall_seconds_mean:.2f}", _num(c.success_per_million_tokens))
+    return table
+
+
+INGEST_HEADERS = ["arm", "stores", "documents", "ingest s", "s / store", "MiB / store", "model tokens"]
+
+
+def _ingest_cells(i) -> list[str]:
+    return [i.arm, str(i.stores), f"{i.documents:,}", f"{i.seconds:,.1f}", f"{i.seconds / i.stores:,.1f}",
+            f"{i.store_mib:,.1f}", _int(i.tokens)]
+
+
+def _ingest_table(a: Analysis) -> Table:
+    table = _rt(*INGEST_HEADERS, title="ingest per arm (its own write path; one store per condition and seed)")
+    for i in a.ingest:
+        table.add_row(*_ingest_cells(i))
     return table
 
 
@@ -334,17 +350,21 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
         numeric=set(range(3, 4 + len(OUTCOMES))), table_id="outcomes"))
 
     cost_headers = ["agent", "arm", "cells", "passed", "session tokens", "fresh in", "cache read", "cache write", "output",
-                    "USD", *(["CLI USD (unverified)"] if a.has_cli_cost else []), "wall s", "s / cell", "pass per M tokens",
-                    "ingest tokens", "ingest s"]
+                    "USD", *(["CLI USD (unverified)"] if a.has_cli_cost else []), "wall s", "s / cell", "pass per M tokens"]
     cost_rows = [[c.agent, c.arm, c.cells, c.passed, _int(c.tokens_total), *[_int(c.tokens[k]) for k in TOKEN_CLASSES],
                   _usd(c.cost_usd), *([_usd(c.cli_cost_usd)] if a.has_cli_cost else []), f"{c.wall_seconds:.1f}",
-                  f"{c.wall_seconds_mean:.2f}", _num(c.success_per_million_tokens), _int(c.ingest_tokens),
-                  _num(c.ingest_seconds, 1)] for c in a.costs]
+                  f"{c.wall_seconds_mean:.2f}", _num(c.success_per_million_tokens)] for c in a.costs]
     parts.append("<h2>Costs</h2><p class=\"note\">Every finished cell, admitted or not. \"not observed\" means no cell "
-                 "reported that token class (no model, or the agent does not report usage), never zero. Ingest figures come "
-                 "from the store reports under <code>stores/</code>; none of the shipped arms calls a model at ingest."
+                 "reported that token class (no model, or the agent does not report usage), never zero."
                  + (" The CLI USD column is the agent CLI's own figure, not verified against prices." if a.has_cli_cost else "")
                  + "</p>" + _table(cost_headers, cost_rows, numeric=set(range(2, len(cost_headers))), table_id="costs"))
+    if a.ingest:
+        parts.append("<h3>Ingest per arm</h3><p class=\"note\">Each arm's own write path, once per condition and seed, "
+                     "before any cell; every cell of that store receives the same frozen copy. From the store reports under "
+                     "<code>stores/</code>, also in run.json's <code>stores</code>. Documents are what the product holds when "
+                     "read back, not what was sent.</p>"
+                     + _table(INGEST_HEADERS, [_ingest_cells(i) for i in a.ingest], numeric=set(range(1, len(INGEST_HEADERS))),
+                              table_id="ingest"))
 
     if a.budget_exhausted:
         parts.append("<h2>Sessions stopped at a cap</h2><p class=\"note\">error_class budget_exhausted: the session "
