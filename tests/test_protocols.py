@@ -149,3 +149,12 @@ def test_the_planted_split_enters_every_units_digest():
     assert set(split.values()) == {"visible", "holdout"} and len(sha) == 64
     task = planted_tasks[sorted(planted_tasks)[0]]
     assert task_digest(task, sha) != task_digest(task, "0" * 64)
+
+
+def test_the_progress_line_counts_what_each_protocol_scores():
+    from runner.exec.run import _counts_text
+
+    counts = {"admitted": 4, "passed": 3, "errors": 1}
+    assert _counts_text(counts, protocol_named("coding").passed_label) == "admitted 4 · passed 3 · errors 1"
+    assert _counts_text(counts, protocol_named("two-session").passed_label) == "admitted 4 · recalled 3 · errors 1"
+    assert _counts_text(counts, protocol_named("personal").passed_label) == "admitted 4 · errors 1"  # judged per question

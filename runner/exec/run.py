@@ -29,7 +29,7 @@ from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand
 from runner.env.images import ImageSet, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
-from runner.protocols.registry import protocol_named
+from runner.protocols.registry import protocol_named, protocol_of
 from runner.agents.registry import agent_class
 from runner.exec.executors import Executor, ExecutorSettings, open_executor
 from runner.exec.trial import TrialContext, write_json
@@ -225,12 +225,17 @@ def open_run(plan: RunPlan, lock: dict) -> Ledger:
     return ledger
 
 
+def _counts_text(counts: dict, passed_label: str | None) -> str:
+    passed = f" · {passed_label} {counts['passed']}" if passed_label else ""
+    return f"admitted {counts['admitted']}{passed} · errors {counts['errors']}"
+
+
 def _progress(show: bool) -> Progress:
     console = Console()
     if not console.is_terminal:  # plain lines (see on_row) should not wrap at rich's 80-column default
         console = Console(width=130)
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("admitted {task.fields[admitted]} · passed {task.fields[passed]} · errors {task.fields[errors]}"),
+                    TextColumn("{task.fields[counts]}"),
                     TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[nodes]}"),
                     console=console,
                     disable=not show or not console.is_terminal)
@@ -321,7 +326,9 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
         with open_executor(ctx, settings, pending) as runner, _progress(show_progress) as progress:
             # A previous controller that died leaves its containers behind; they belong to no live cell.
             runner.remove_containers()
-            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), nodes="", **counts)
+            label = protocol_of(ctx).passed_label
+            bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), nodes="",
+                                    counts=_counts_text(counts, label))
 
             # Without a terminal (CI, make | tee) the bar cannot redraw: print a plain line every tenth.
             plain = show_progress and not progress.console.is_terminal
@@ -333,11 +340,10 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                 counts["errors"] += row.discard_reason == HARNESS_ERROR
                 # A distributed executor's nodes, each with its cells running / attempts done.
                 nodes = "nodes " + ", ".join(f"{n} {r}/{d}" for n, (r, d) in runner.nodes().items()) if runner.nodes() else ""
-                progress.update(bar, advance=1 if row.final else 0, nodes=nodes, **counts)
+                progress.update(bar, advance=1 if row.final else 0, nodes=nodes, counts=_counts_text(counts, label))
                 done = int(progress.tasks[0].completed)
                 if plain and (scheduler.recorded % step == 0 or done == len(cells)):
-                    progress.console.print(f"{ctx.run_id}: {done}/{len(cells)} cells · admitted {counts['admitted']} · "
-                                           f"passed {counts['passed']} · errors {counts['errors']} · "
+                    progress.console.print(f"{ctx.run_id}: {done}/{len(cells)} cells · {_counts_text(counts, label)} · "
                                            f"{time.monotonic() - started:.0f}s" + (f" · {nodes}" if nodes else ""),
                                            highlight=False)
 

@@ -21,6 +21,9 @@ class Protocol:
     name: ClassVar[str]
     description: ClassVar[str]
     remote: ClassVar[bool] = False  # its bundle is built whole on the controller, so a worker elsewhere can run a cell
+    # What a cell's checker_passed means in the progress line; None: the protocol scores cells otherwise, so
+    # the line shows no such count rather than a 0 that reads as failure.
+    passed_label: ClassVar[str | None] = "passed"
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
         """The grid's unit ids, each checked by name (a coding task under tasks/ by default)."""

@@ -160,6 +160,7 @@ def isolation_proof(sandbox) -> gate.GateProof:
 
 class PersonalProtocol(Protocol):
     name = "personal"
+    passed_label = None  # answers are judged per question (summary.json), not passed per cell
     description = ("Personal memory over weeks to quarters (Memora's FAMA): the arm builds a store of a person's "
                    "dated conversations, searches it per question, and an isolated answerer sees only the "
                    "records released; judges check what the answer should and should not mention.")

@@ -94,6 +94,7 @@ def env_proof(env_lines: str, secrets: list[str]) -> gate.GateProof:
 
 class TwoSessionProtocol(Protocol):
     name = "two-session"
+    passed_label = "recalled"
     description = ("Two sessions in fresh containers: step 1 derives a value from a generated ledger and "
                    "remembers it, step 2 asks for it; only the arm's store passes between them.")
 
