@@ -250,6 +250,37 @@ def test_ctrl_c_stops_cells_on_every_node_and_the_run_resumes_on_the_local_execu
     assert verdicts(rows) == local_verdicts
 
 
+def test_kill9_of_the_controller_leaves_no_cell_running_on_any_node_and_the_run_resumes_on_dask(
+        engine, images, second_engine, cluster, local_verdicts, tmp_path, run_id, no_leftovers):
+    _, client_b = second_engine
+    spec = write_grid(tmp_path / "grid.yaml", **GRID)
+    args = [str(BIN / "memgrid"), "grid", "--spec", str(spec), "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"),
+            "--no-progress", "--executor", "dask", "--scheduler", cluster.address]
+    label = {"label": f"{RUN_LABEL}={run_id}"}
+    proc = subprocess.Popen(args, cwd=REPO, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until("a cell started on node-b's engine", lambda: proc.poll() is not None or client_b.api.containers(filters=label),
+                   180, every=0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL, "the controller ended before the kill: the test proves nothing"
+    # Nothing stops the workers' cells but themselves: each ends (and removes its containers) as a cell does,
+    # well inside the sandbox's lifetime, and the scheduler drops the cells the dead controller had queued.
+    for client in (engine, client_b):
+        wait_until("no container of the run left on the node", lambda: not client.api.containers(all=True, filters=label), 240)
+    run_dir = tmp_path / "runs" / run_id
+    before = Counter(r["cell_id"] for r in Ledger(run_dir).rows() if r["final"])
+    assert sum(before.values()) < 8, "every cell was recorded before the kill: the test proves nothing"
+    resumed = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    rows = Ledger(run_dir).rows()
+    assert Counter(r["cell_id"] for r in rows if r["final"]) == Counter(dict.fromkeys(local_verdicts, 1))
+    assert verdicts([r for r in rows if r["final"]]) == local_verdicts
+
+
 def test_a_worker_killed_mid_cell_its_cell_reruns_and_is_recorded_once(engine, images, second_engine, cluster,
                                                                        local_verdicts, tmp_path, run_id, no_leftovers):
     _, client_b = second_engine
