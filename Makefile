@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 GRID_ARGS ?=
+PYTEST_ARGS ?=
 
 .PHONY: setup engine images grid test doctor clean
 
@@ -28,7 +29,7 @@ grid: setup engine
 	$(BIN)/memgrid grid $(GRID_ARGS)
 
 test: setup engine
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 doctor: setup
 	$(BIN)/memgrid doctor
