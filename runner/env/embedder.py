@@ -15,6 +15,8 @@ import json
 import time
 from dataclasses import dataclass
 
+import docker.errors
+
 from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 
 PORT = 8890
@@ -57,7 +59,10 @@ def start(client, image: str, *, run_id: str, cell_id: str, network: str) -> Emb
                     command=["memgrid-embedder", str(PORT), str(int(LIMITS.cpus))], read_only=True)
     container = client.containers.create(**args)
     try:
-        container.start()
+        try:
+            container.start()
+        except docker.errors.APIError as e:  # e.g. an image without memgrid-embedder
+            raise EmbedderNotReady(f"the shared embedder sidecar could not start: {e.explanation}") from None
         return Embedder(container, _wait_ready(container))
     except BaseException:
         remove_quietly(container)
