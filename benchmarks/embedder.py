@@ -53,7 +53,8 @@ def side(client, arm, image: str, embedder_image: str, corpus: Path, qs: list[st
     snapshot = ingest(client, image, arm, corpus, "present", 0, run_id=run_id, embedder=embedder_image)
     sidecar = None
     if arm.embedder == "shared":
-        sidecar = embedder.start(client, embedder_image, run_id=run_id, cell_id=f"bench-{arm.name}", network="none")
+        sidecar = embedder.start(client, embedder_image, run_id=run_id, cell_id=f"bench-{arm.name}", network="none",
+                                 lifetime=3600)
     try:
         timed = timed_search(client, image, arm, snapshot, qs, run_id,
                              network="none" if sidecar is None else f"container:{sidecar.container.id}")

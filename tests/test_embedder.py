@@ -67,7 +67,7 @@ def in_namespace(engine, image, sidecar, run_id, command, user="1000:1000"):
 
 
 def test_sidecar_vectors_equal_the_products_in_process_onnx(engine, embedder_image, product_image, run_id, no_leftovers):
-    sidecar = embedder.start(engine, embedder_image, run_id=run_id, cell_id="compare", network="none")
+    sidecar = embedder.start(engine, embedder_image, run_id=run_id, cell_id="compare", network="none", lifetime=600)
     try:
         code, out = in_namespace(engine, product_image, sidecar, run_id,
                                  ["python3", "-IS", "-c", COMPARE, json.dumps([TEXTS, embedder.EMBEDDER_URL])])
@@ -99,7 +99,7 @@ def test_ingest_through_the_shared_embedder_and_search_through_the_product(engin
     # The product asked the sidecar for an embedding of every session it stored (and its start-up probe).
     assert used["kind"] == "shared" and used["inputs"] >= len(names) and used["refused"] == 0
     assert re.fullmatch(r"[0-9a-f]{64}", used["model_sha256"])
-    sidecar = embedder.start(engine, embedder_image, run_id=run_id, cell_id="search", network="none")
+    sidecar = embedder.start(engine, embedder_image, run_id=run_id, cell_id="search", network="none", lifetime=600)
     try:
         found = search(engine, product_image, arm, snapshot, run_id,
                        "how should we change the credentials used to sign the books",
@@ -201,7 +201,7 @@ def _host_addresses() -> list[str]:
 
 def test_unknown_model_names_are_refused(engine, embedder_image, product_image, run_id, no_leftovers):
     """A product configured for another model gets an error, not MiniLM under another name."""
-    sidecar = embedder.start(engine, embedder_image, run_id=run_id, cell_id="model", network="none")
+    sidecar = embedder.start(engine, embedder_image, run_id=run_id, cell_id="model", network="none", lifetime=600)
     ask = ("import json, urllib.request, urllib.error\n"
            "req = urllib.request.Request('%s', json.dumps({'input': 'x', 'model': 'nomic-embed-text'}).encode())\n"
            "try:\n    urllib.request.urlopen(req, timeout=30)\nexcept urllib.error.HTTPError as e:\n    print(e.code)\n"

@@ -104,7 +104,8 @@ def _start_sidecar(client, arm: ArmSpec, image: str | None, run_id: str, cell: s
         raise UserError(f"arms/{arm.name}/arm.yaml: embedder: shared, but no embedder image was built for this run: "
                         "fix: run it through 'memgrid grid' or 'memgrid arm check', which build images/embedder")
     try:
-        return shared_embedder.start(client, image, run_id=run_id, cell_id=cell, network="none")
+        return shared_embedder.start(client, image, run_id=run_id, cell_id=cell, network="none",
+                                     lifetime=arm.ingest_seconds + 120)
     except shared_embedder.EmbedderNotReady as e:
         raise UserError(f"arms/{arm.name}/arm.yaml: embedder: shared: {e}: fix: run 'memgrid images build' and "
                         "check images/embedder") from None

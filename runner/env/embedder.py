@@ -51,12 +51,13 @@ class Embedder:
         remove_quietly(self.container)
 
 
-def start(client, image: str, *, run_id: str, cell_id: str, network: str) -> Embedder:
+def start(client, image: str, *, run_id: str, cell_id: str, network: str, lifetime: int) -> Embedder:
     """Start the sidecar in `network` ('none', or 'container:<id>' to join that container's namespace) and
-    wait, bounded, for its ready line. Removed again if it does not get ready."""
+    wait, bounded, for its ready line. Removed again if it does not get ready. It exits after `lifetime`
+    seconds even if the controller dies (it would otherwise hold the namespace it joined open forever)."""
     labels = {RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: ROLE}
-    args = hardened(image, user="65534:65534", labels=labels, network=network, limits=LIMITS,
-                    command=["memgrid-embedder", str(PORT), str(int(LIMITS.cpus))], read_only=True)
+    args = hardened(image, user="65534:65534", labels=labels, network=network, limits=LIMITS, read_only=True,
+                    command=["timeout", str(lifetime), "memgrid-embedder", str(PORT), str(int(LIMITS.cpus))])
     container = client.containers.create(**args)
     try:
         try:

@@ -223,6 +223,7 @@ class Sandbox:
     def __init__(self, client, image: str, run_id: str, cell_id: str, *, bundle_tar: bytes, lifetime: int,
                  network: str = "none", limits: Limits = Limits(), user: str = "1000:1000",
                  disk: DiskBudget = DiskBudget(), embedder: str | None = None):
+        self.lifetime = lifetime
         self.started_seconds: float | None = None
         # The shared embedder's image, for an arm with `embedder: shared`: started in this container's network
         # namespace (runner/env/embedder.py). A sidecar that does not get ready leaves `embedder_failure` set
@@ -269,7 +270,8 @@ class Sandbox:
 
         try:
             self.embedder = embedder.start(self.client, self.embedder_image, run_id=self.labels[RUN_LABEL],
-                                           cell_id=self.labels[CELL_LABEL], network=f"container:{self.container.id}")
+                                           cell_id=self.labels[CELL_LABEL], network=f"container:{self.container.id}",
+                                           lifetime=self.lifetime)
         except embedder.EmbedderNotReady as e:
             self.embedder_failure = str(e)
 
