@@ -151,7 +151,8 @@ def store_costs(stores: dict) -> dict[str, dict]:
     return {f"{s.arm}/{s.condition}-seed{s.seed}": {
         "digest": s.digest, "documents": s.report.get("documents"), "corpus_documents": s.report.get("corpus_documents"),
         "seconds": s.report.get("seconds"), "store_mib": round(s.report.get("bytes", 0) / 2**20, 3),
-        "model_tokens": s.report.get("model_tokens"), "local_model": s.report.get("local_model")}
+        "model_tokens": s.report.get("model_tokens"), "local_model": s.report.get("local_model"),
+        "embedder": s.report.get("embedder")}
         for s in sorted(stores.values(), key=lambda s: (s.arm, s.condition, s.seed)) if isinstance(s, StoreSnapshot)}
 
 

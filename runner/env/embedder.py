@@ -21,7 +21,6 @@ from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, harden
 
 PORT = 8890
 EMBEDDER_URL = f"http://127.0.0.1:{PORT}/v1/embeddings"
-MODEL = "all-MiniLM-L6-v2"  # the name arms ask for (the sidecar refuses any other)
 READY_SECONDS = 60  # loading the ONNX model and answering once takes ~2 s idle, far more on a loaded machine
 LIMITS = Limits(memory="512m", cpus=1.0, pids=64)
 ROLE = "embedder"

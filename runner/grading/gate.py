@@ -33,7 +33,7 @@ DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, M
                    ANSWER_NOT_ISOLATED, EMBEDDER_NOT_READY)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
-WIRING = (MCP_SERVER_FAILED,)
+WIRING = (MCP_SERVER_FAILED, EMBEDDER_NOT_READY)
 MAX_ATTEMPTS = 3
 
 
