@@ -171,7 +171,7 @@ def test_a_sidecar_that_does_not_get_ready_fails_the_ingest_and_discards_the_cel
     arm = load_arm(REPO / "arms" / "mcp_memory_service_shared")
     folder, _ = corpus
     with pytest.raises(UserError, match=r"arms/mcp_memory_service_shared/arm.yaml: embedder: shared: the shared embedder "
-                                        r"sidecar could not start"):
+                                        r"sidecar exited: .*memgrid-embedder.*: fix: "):
         ingest(engine, product_image, arm, folder, "present", 0, run_id=run_id, embedder=images.sandbox.tag)
     sandbox = Sandbox(engine, product_image, run_id, "broken", bundle_tar=_empty_tar(), lifetime=120,
                       embedder=images.sandbox.tag)
@@ -182,7 +182,7 @@ def test_a_sidecar_that_does_not_get_ready_fails_the_ingest_and_discards_the_cel
         sandbox.stop()
     decision = gate.decide([proof])
     assert not decision.admitted and decision.discard_reason == gate.EMBEDDER_NOT_READY
-    assert "could not start" in proof.detail
+    assert proof.detail.startswith("the shared embedder sidecar exited")
 
 
 def _empty_tar() -> bytes:
