@@ -32,6 +32,7 @@ from runner.arms.check import write_tiny_corpus
 from runner.arms.ingest import ingest, load
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID
+from runner.env.embedder import EMBEDDER_URL
 from runner.env.engine import connect
 from runner.env.images import ensure_arm_image, ensure_images
 from runner.env.sandbox import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
@@ -57,14 +58,14 @@ async def go():
             startup = time.perf_counter() - t0
             for arguments in calls[:warmup]:
                 await s.call_tool(tool, arguments)
-            ms, errors, sizes = [], 0, []
+            ms, errors, texts = [], 0, []
             for arguments in calls:
                 t = time.perf_counter()
                 res = await s.call_tool(tool, arguments)
                 ms.append((time.perf_counter() - t) * 1000)
                 errors += bool(res.is_error)
-                sizes.append(sum(len(getattr(c, "text", "")) for c in res.content))
-    print(json.dumps({"startup_s": startup, "ms": ms, "errors": errors, "result_chars": sizes}))
+                texts.append("\n".join(getattr(c, "text", "") for c in res.content))
+    print(json.dumps({"startup_s": startup, "ms": ms, "errors": errors, "texts": texts}))
 anyio.run(go)
 '''
 
@@ -91,10 +92,11 @@ def arguments(arm, query: str) -> dict:
     return {k: query if v == "{query}" else 10 if v == "{k}" else v for k, v in arm.mcp.search.arguments.items()}
 
 
-def timed_search(client, image: str, arm, snapshot, qs: list[str], run_id: str) -> dict:
-    command = [part.replace("{store}", "/sandbox/store") for part in arm.mcp.command]
+def timed_search(client, image: str, arm, snapshot, qs: list[str], run_id: str, network: str = "none") -> dict:
+    """`network`: 'none', or 'container:<id>' of the shared embedder an arm with `embedder: shared` searches through."""
+    command = [part.replace("{store}", "/sandbox/store").replace("{embedder_url}", EMBEDDER_URL) for part in arm.mcp.command]
     plan = json.dumps([command, arm.mcp.search_tool, [arguments(arm, q) for q in qs], WARMUP]).encode()
-    args = hardened(image, user="1000:1000", network="none", limits=Limits(memory="2g"),
+    args = hardened(image, user="1000:1000", network=network, limits=Limits(memory="2g"),
                     labels={RUN_LABEL: run_id, CELL_LABEL: f"bench-{arm.name}"}, command=["sleep", "3600"],
                     working_dir="/sandbox")
     container = client.containers.create(**args)
@@ -153,7 +155,7 @@ def main() -> None:
                 print(f"{name}: ingest {r['seconds']:.1f} s for {r['documents']} of {r['corpus_documents']} documents, "
                       f"store {mib:.1f} MiB in {r['files']} files; server start {timed['startup_s']:.2f} s; "
                       f"{len(ms)} searches ({arm.mcp.search.query} queries), {timed['errors']} errors, "
-                      f"median result {statistics.median(timed['result_chars']) / 1000:.1f} k chars")
+                      f"median result {statistics.median(map(len, timed['texts'])) / 1000:.1f} k chars")
                 print(f"figure: {name} ingest_s={r['seconds']:.1f} store_mib={mib:.1f} "
                       f"search_p50_ms={pct(ms, 50):.1f} search_p95_ms={pct(ms, 95):.1f}")
         finally:

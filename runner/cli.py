@@ -88,8 +88,9 @@ def images_build():
     arm_refs = [ensure_arm_image(client, a.root, images.sandbox, log=progress_log)
                 for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
     model = ensure_derived(client, "model", images.base, log=progress_log)
+    embedder = ensure_derived(client, "embedder", images.base, log=progress_log)  # for arms with embedder: shared
     agent_refs = [ensure_agent_image(client, base, log=progress_log) for base in (images.sandbox, *arm_refs)]
-    refs = [images.base, images.sandbox, images.checker, *arm_refs, model, *agent_refs]
+    refs = [images.base, images.sandbox, images.checker, *arm_refs, model, embedder, *agent_refs]
     for ref in refs:
         console.print(f"{ref.role:24} {ref.tag:36} {ref.id[:19]}")
 

@@ -21,6 +21,7 @@ from runner.corpus.build import MANIFEST
 from runner.digest import sha256_bytes
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID
+from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ensure_arm_image
 from runner.env.sandbox import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 from runner.plan.spec import load_arm
@@ -71,11 +72,12 @@ anyio.run(go)
 '''
 
 
-def search(engine, image, arm, snapshot, run_id, query):
-    """Call the arm's search tool as arm.yaml's mcp.search says, in a container of its image (network none)."""
-    command = [part.replace("{store}", "/sandbox/store") for part in arm.mcp.command]
+def search(engine, image, arm, snapshot, run_id, query, network="none"):
+    """Call the arm's search tool as arm.yaml's mcp.search says, in a container of its image (network none, or
+    'container:<id>': the shared embedder's namespace)."""
+    command = [part.replace("{store}", "/sandbox/store").replace("{embedder_url}", EMBEDDER_URL) for part in arm.mcp.command]
     arguments = {k: query if v == "{query}" else 10 if v == "{k}" else v for k, v in arm.mcp.search.arguments.items()}
-    args = hardened(image, user="1000:1000", network="none", limits=Limits(memory="2g"),
+    args = hardened(image, user="1000:1000", network=network, limits=Limits(memory="2g"),
                     labels={RUN_LABEL: run_id, CELL_LABEL: f"search-{arm.name}"}, command=["sleep", "300"],
                     working_dir="/sandbox")
     container = engine.containers.create(**args)

@@ -2,10 +2,12 @@
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from runner.errors import SpecError
 from runner.plan.spec import load_arm, load_grid, load_task
 
@@ -89,6 +91,28 @@ def test_arm_appendix_is_capped(tmp_path):
     write(tmp_path / "x_arm" / "arm.yaml", f"name: x_arm\nkind: none\ndescription: d\ninstructions: '{'a' * 1201}'\n")
     with pytest.raises(SpecError, match="instructions: .*1,200"):
         load_arm(tmp_path / "x_arm")
+
+
+def test_the_shared_embedder_and_its_placeholder_go_together(tmp_path):
+    """embedder: shared must point the product at the sidecar; {embedder_url} without it would name nothing; a
+    misspelt value is refused by the schema with its fix."""
+    arm = (REPO / "arms" / "mcp_memory_service_shared" / "arm.yaml").read_text()
+    cases = [(arm.replace(', "{embedder_url}"]', ']'), r"mcp\.command: never passes \{embedder_url\}.* fix: pass"),
+             (arm.replace("embedder: shared\n", ""), r"mcp\.command: passes \{embedder_url\} but no shared embedder .* fix: add"),
+             (arm.replace("embedder: shared", "embedder: own"), r"embedder: .*fix: write 'embedder: shared'")]
+    for text, message in cases:
+        write(tmp_path / "mcp_memory_service_shared" / "arm.yaml", text)
+        with pytest.raises(SpecError, match=message):
+            load_arm(tmp_path / "mcp_memory_service_shared")
+
+
+def test_image_of_must_name_an_arm_that_builds_an_image():
+    from runner.plan.spec import image_arm, load_all_arms
+
+    arms = load_all_arms(REPO)
+    assert image_arm(arms["mcp_memory_service_shared"], arms).name == "mcp_memory_service"
+    with pytest.raises(SpecError, match=r"image_of: names 'bare', which is not an arm that builds an image"):
+        image_arm(replace(arms["mcp_memory_service_shared"], image_of="bare"), arms)
 
 
 @pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "/"])

@@ -2,9 +2,10 @@
 itself through its own MCP write tool (memory_store), which embeds it with the product's ONNX model
 and writes it into its SQLite-vec database; this script never touches the database's contents.
 
-    mcp-memory-service-ingest --corpus DIR --store DIR
+    mcp-memory-service-ingest --corpus DIR --store DIR [--embedder-url URL]
 
-The server is started as the agent will start it (memory-service-mcp STORE). Each memory opens with
+The server is started as the agent will start it (memory-service-mcp STORE [URL]; with URL, the product embeds
+through that OpenAI-compatible endpoint, memgrid's shared embedder, instead of its in-process ONNX model). Each memory opens with
 "session <id> <date>", the line a reader of a hit sees first. conversation_id is the session id, which
 the product documents as the way to store incremental memories without its semantic deduplication
 (a corpus holds sessions on one project that a deduplicator would merge). The receipt counts the rows
@@ -32,8 +33,8 @@ def content(session):
     return f"session {session.id} {session.date or ''}".rstrip() + "\n" + session.text
 
 
-async def write(store, found):
-    params = StdioServerParameters(command=SERVER, args=[store],
+async def write(store, found, embedder_url):
+    params = StdioServerParameters(command=SERVER, args=[store, *([embedder_url] if embedder_url else [])],
                                    env={"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")})
     async with stdio_client(params) as (read, send):
         async with ClientSession(read, send) as s:
@@ -59,11 +60,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="mcp-memory-service-ingest")
     parser.add_argument("--corpus", required=True)
     parser.add_argument("--store", required=True)
+    parser.add_argument("--embedder-url")
     args = parser.parse_args(argv)
     started = time.monotonic()
     found = sessions(args.corpus)
     os.makedirs(args.store, exist_ok=True)
-    anyio.run(write, args.store, found)  # also for an empty corpus: the product creates its empty database
+    anyio.run(write, args.store, found, args.embedder_url)  # also for an empty corpus: the product creates its empty database
     held = stored(args.store)
     if held != len(found):
         print(f"mcp-memory-service-ingest: the product holds {held} memories after storing {len(found)} sessions",
@@ -71,7 +73,7 @@ def main(argv=None):
         return 1
     write_receipt(args.store, documents=held, product="mcp-memory-service", store_format="sqlite-vec",
                   ingest_seconds=round(time.monotonic() - started, 3), model_tokens=0,
-                  local_model="all-MiniLM-L6-v2 (int8 ONNX)")
+                  local_model="all-MiniLM-L6-v2 (int8 ONNX" + (", memgrid's shared embedder)" if args.embedder_url else ")"))
     return 0
 
 

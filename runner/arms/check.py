@@ -30,10 +30,11 @@ from runner.corpus.build import MANIFEST
 from runner.digest import sha256_bytes
 from runner.errors import EngineError, SpecError, UserError
 from runner.plan.grid import CellSpec
-from runner.env.images import IMAGES_DIR, ImageRef, arm_image_needed, ensure_arm_image, ensure_images
+from runner.env.embedder import EMBEDDER_URL
+from runner.env.images import IMAGES_DIR, ImageRef, arm_image_needed, ensure_arm_image, ensure_derived, ensure_images
 from runner.arms.ingest import StoreSnapshot, fill, ingest
 from runner.env.sandbox import Sandbox, remove_run_containers
-from runner.plan.spec import ArmSpec, CheckerSpec, TaskSpec, load_arm
+from runner.plan.spec import ArmSpec, CheckerSpec, TaskSpec, image_arm, load_all_arms, load_arm
 from runner.exec.trial import STORE_DIR, agent_config
 
 ARM_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")  # runner/schemas/arm.schema.json: name
@@ -179,6 +180,7 @@ class ArmCheck:
         self.root, self.name, self.emit, self.log = root, name, emit, log
         self.yaml = f"arms/{name}/arm.yaml"
         self.report = Report(name)
+        self.embedder: str | None = None  # the shared embedder's image tag, for an arm with embedder: shared
 
     def step(self, name: str, started: float, ok: bool, detail: str) -> None:
         line = f"{'ok' if ok else 'FAIL':<4} {name:<8} {time.monotonic() - started:6.2f}s  {detail}"
@@ -261,7 +263,11 @@ class ArmCheck:
             for slot in ("{corpus}", "{store}"):
                 if not any(slot in part for part in arm.ingest):
                     found.append((f"{y}: ingest.command", f"never names {slot}", f"pass {slot} to the ingest command"))
-        if kind_of(arm).ingests and not arm_image_needed(arm.root):
+        try:
+            source = image_source(self.root, arm)
+        except SpecError as e:
+            return [*found, (f"{self.rel(e.path)}: {e.field}", e.problem, e.fix)]
+        if kind_of(arm).ingests and not arm_image_needed(source.root):
             found.append((f"arms/{arm.name}/Dockerfile", "does not exist (an mcp arm runs in its own image)",
                           "add one (ARG BASE / FROM ${BASE}); 'memgrid arm add NAME' writes an example"))
         if arm_image_needed(arm.root) and not re.search(r"(?m)^\s*FROM\s+\$\{?BASE\}?\s*$", dockerfile.read_text(errors="replace")):
@@ -288,7 +294,9 @@ class ArmCheck:
 
         try:
             images = ensure_images(client, log=log)
-            ref = ensure_arm_image(client, arm.root, images.sandbox, log=log)
+            ref = ensure_arm_image(client, image_source(self.root, arm).root, images.sandbox, log=log)
+            if arm.embedder == "shared":  # the sidecar its ingest and its session embed through
+                self.embedder = ensure_derived(client, "embedder", images.base, log=log).tag
         except EngineError as e:
             self.step("image", t0, False, f"arms/{arm.name}/Dockerfile did not build")
             self.problem(f"arms/{arm.name}/Dockerfile", *_split_fix(e))
@@ -302,7 +310,7 @@ class ArmCheck:
         with tempfile.TemporaryDirectory(prefix="memgrid-armcheck-") as tmp:
             corpus, target = write_tiny_corpus(Path(tmp))
             try:
-                snapshot = ingest(client, image.tag, arm, corpus, CONDITION, SEED, run_id=run_id)
+                snapshot = ingest(client, image.tag, arm, corpus, CONDITION, SEED, run_id=run_id, embedder=self.embedder)
             except docker.errors.NotFound:
                 self.step("ingest", t0, False, "no store")
                 self.problem(f"{self.yaml}: ingest.command", "exited 0 but wrote nothing at {store}",
@@ -341,9 +349,13 @@ class ArmCheck:
         with tempfile.TemporaryDirectory(prefix="memgrid-armcheck-") as tmp:
             bundle = self.bundle(arm, snapshot, Path(tmp))
         sandbox = Sandbox(client, image.tag, run_id, f"armcheck-{arm.name}", bundle_tar=bundle.tar,
-                          lifetime=READER_SECONDS + 120)
+                          lifetime=READER_SECONDS + 120, embedder=self.embedder)
         try:
             sandbox.start()
+            if sandbox.embedder_failure:
+                self.step("session", t0, False, "the shared embedder sidecar did not get ready")
+                self.problem(f"{self.yaml}: embedder", sandbox.embedder_failure, "run 'memgrid images build' and check images/embedder")
+                return
             line = sandbox.verification_report(timeout=60)
             try:
                 verified = json.loads(line)
@@ -380,7 +392,7 @@ class ArmCheck:
                     target: str) -> None:
         """The gate's view of the reader's record: server connected, required tools listed, search found something."""
         mcp, y = arm.mcp, self.yaml
-        command = " ".join(part.replace("{store}", STORE_DIR) for part in mcp.command)
+        command = " ".join(part.replace("{store}", STORE_DIR).replace("{embedder_url}", EMBEDDER_URL) for part in mcp.command)
         init = next((e for e in events if e.get("type") == "init"), {})
         status = next((s for s in init.get("mcp_servers", []) if s.get("name") == mcp.server), {"status": "absent"})
         if status.get("status") != "connected":
@@ -426,6 +438,11 @@ class ArmCheck:
                              "make the command exit 0 and print something in the arm's image")
 
 
+def image_source(root: Path, arm: ArmSpec) -> ArmSpec:
+    """The arm whose folder builds `arm`'s image (itself unless it names another with image_of)."""
+    return arm if arm.image_of is None else image_arm(arm, load_all_arms(root))
+
+
 def check_arm(root: Path, name: str, *, run_id: str | None = None, client=None,
               emit: Callable[[str], None] = print, log: Callable[[str], None] = lambda m: None) -> Report:
     """Preflight arms/NAME: every step and problem is emitted as a line as it happens."""
@@ -433,7 +450,7 @@ def check_arm(root: Path, name: str, *, run_id: str | None = None, client=None,
     check = ArmCheck(root.resolve(), name, emit, log)
     arm = check.spec()
     run_id = run_id or f"armcheck-{uuid.uuid4().hex[:12]}"
-    if arm is not None and arm_image_needed(arm.root):
+    if arm is not None and arm_image_needed(image_source(root, arm).root):
         if client is None:
             from runner.env.engine import connect
 

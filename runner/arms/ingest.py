@@ -14,8 +14,9 @@ from pathlib import Path
 from runner.env.archive import Entry, UnsafeArchive, pack, safe_entries
 from runner.env.bundle import AGENT_UID
 from runner.corpus.build import MANIFEST
-from runner.digest import sha256_bytes
+from runner.digest import sha256_bytes, sha256_file
 from runner.errors import UserError
+from runner.env import embedder as shared_embedder
 from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 from runner.plan.spec import ArmSpec
 
@@ -37,7 +38,7 @@ class StoreSnapshot:
 
 
 def fill(command: tuple[str, ...], **values: str) -> list[str]:
-    return [part.format(**values) for part in command]
+    return [part.format(embedder_url=shared_embedder.EMBEDDER_URL, **values) for part in command]
 
 
 def corpus_entries(corpus_dir: Path) -> list[Entry]:
@@ -53,16 +54,21 @@ def store_receipt(entries: list[Entry]) -> dict:
 
 
 def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, seed: int, *, run_id: str,
-           limits: Limits = Limits(memory="2g")) -> StoreSnapshot:
+           limits: Limits = Limits(memory="2g"), embedder: str | None = None) -> StoreSnapshot:
+    """`embedder`: the shared embedder's image, for an arm with `embedder: shared`."""
     namespace = f"{arm.name}-{condition}-seed{seed}"
     command = fill(arm.ingest, corpus=f"{INGEST_ROOT}/corpus", store=f"{INGEST_ROOT}/store", namespace=namespace)
-    args = hardened(image, user="1000:1000", network="none", limits=limits,
-                    labels={RUN_LABEL: run_id, CELL_LABEL: f"ingest-{namespace}", ROLE_LABEL: "ingest"},
-                    command=["timeout", "--kill-after=5", str(arm.ingest_seconds), *command], working_dir="/sandbox")
+    cell = f"ingest-{namespace}"
     docs = corpus_entries(corpus_dir)
     started = time.monotonic()
-    container = client.containers.create(**args)
+    sidecar = _start_sidecar(client, arm, embedder, run_id, cell)
+    # The ingest's command runs at its start, so it joins the embedder's namespace (started first, on 'none').
+    args = hardened(image, user="1000:1000", network="none" if sidecar is None else f"container:{sidecar.container.id}",
+                    limits=limits, labels={RUN_LABEL: run_id, CELL_LABEL: cell, ROLE_LABEL: "ingest"},
+                    command=["timeout", "--kill-after=5", str(arm.ingest_seconds), *command], working_dir="/sandbox")
+    container = None
     try:
+        container = client.containers.create(**args)
         container.put_archive("/sandbox", pack(docs, uid=AGENT_UID, gid=AGENT_UID))
         container.start()
         code = container.wait(timeout=arm.ingest_seconds + 60)["StatusCode"]
@@ -72,8 +78,12 @@ def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, s
                             f"{log.strip()[-300:]!r}: fix: run 'memgrid arm check {arm.name}'")
         stream, _ = container.get_archive(f"{INGEST_ROOT}/store")
         raw = b"".join(stream)
+        used = None if sidecar is None else _embedder_used(arm, sidecar, len(docs) - 1)
     finally:
-        remove_quietly(container)
+        if container is not None:
+            remove_quietly(container)
+        if sidecar is not None:
+            sidecar.stop()
     try:
         entries = safe_entries(raw, strip="store")
     except UnsafeArchive as e:
@@ -83,8 +93,48 @@ def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, s
     report = {"namespace": namespace, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs) - 1,
               "model_tokens": receipt.get("model_tokens"), "local_model": receipt.get("local_model"),
               "seconds": round(time.monotonic() - started, 2), "files": len(entries), "bytes": len(frozen),
-              "log_tail": log.strip()[-500:]}
+              "log_tail": log.strip()[-500:], "embedder": used or own_embedder(arm)}
     return StoreSnapshot(arm.name, condition, seed, tuple(entries), sha256_bytes(frozen), report)
+
+
+def _start_sidecar(client, arm: ArmSpec, image: str | None, run_id: str, cell: str):
+    if arm.embedder != "shared":
+        return None
+    if image is None:
+        raise UserError(f"arms/{arm.name}/arm.yaml: embedder: shared, but no embedder image was built for this run: "
+                        "fix: run it through 'memgrid grid' or 'memgrid arm check', which build images/embedder")
+    try:
+        return shared_embedder.start(client, image, run_id=run_id, cell_id=cell, network="none",
+                                     lifetime=arm.ingest_seconds + 120)
+    except shared_embedder.EmbedderNotReady as e:
+        raise UserError(f"arms/{arm.name}/arm.yaml: embedder: shared: {e}: fix: run 'memgrid images build' and "
+                        "check images/embedder") from None
+
+
+def _embedder_used(arm: ArmSpec, sidecar, documents: int) -> dict:
+    """The sidecar's record of the ingest: what the product asked of it. A product that stored documents
+    without a single embedding request embedded them some other way: refused, not recorded as shared."""
+    usage = sidecar.usage()
+    if documents and usage["inputs"] < documents:
+        raise UserError(f"arms/{arm.name}/arm.yaml: embedder: shared, but the product asked the shared embedder for "
+                        f"{usage['inputs']} embeddings while storing {documents} documents: fix: pass "
+                        "\"{embedder_url}\" where the product takes its embeddings endpoint")
+    return {"kind": "shared", "model": sidecar.ready.get("model"), "model_sha256": sidecar.ready.get("model_sha256"),
+            "tokenizer_sha256": sidecar.ready.get("tokenizer_sha256"), **usage}
+
+
+def own_embedder(arm: ArmSpec) -> dict:
+    """What an arm without the shared embedder embeds with: the product's own, in-process; with the model files
+    its image carries out of pinned wheels (assets/ of its folder); "none" when its image carries no model."""
+    files = model_files(arm.root)
+    return {"kind": "own", "model_files": files} if files else {"kind": "none"}
+
+
+def model_files(folder: Path) -> dict[str, str]:
+    """sha256 of each file taken out of pinned wheels into an image's build context (its assets/)."""
+    assets = Path(folder) / "assets"
+    return {p.relative_to(assets).as_posix(): sha256_file(p) for p in sorted(assets.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")}
 
 
 def save(snapshot: StoreSnapshot, run_dir: Path) -> Path:
@@ -101,7 +151,8 @@ def store_costs(stores: dict) -> dict[str, dict]:
     return {f"{s.arm}/{s.condition}-seed{s.seed}": {
         "digest": s.digest, "documents": s.report.get("documents"), "corpus_documents": s.report.get("corpus_documents"),
         "seconds": s.report.get("seconds"), "store_mib": round(s.report.get("bytes", 0) / 2**20, 3),
-        "model_tokens": s.report.get("model_tokens"), "local_model": s.report.get("local_model")}
+        "model_tokens": s.report.get("model_tokens"), "local_model": s.report.get("local_model"),
+        "embedder": s.report.get("embedder")}
         for s in sorted(stores.values(), key=lambda s: (s.arm, s.condition, s.seed)) if isinstance(s, StoreSnapshot)}
 
 
@@ -124,10 +175,10 @@ def _arm_image(arm: ArmSpec, images_by_arm: dict) -> str:
 
 
 def _ensure(client, arm: ArmSpec, image: str, corpus_dir: Path, condition: str, seed: int, run_dir: Path, run_id: str,
-            log) -> StoreSnapshot:
+            log, embedder: str | None) -> StoreSnapshot:
     snapshot = load(run_dir, arm.name, condition, seed)
     if snapshot is None:
-        snapshot = ingest(client, image, arm, corpus_dir, condition, seed, run_id=run_id)
+        snapshot = ingest(client, image, arm, corpus_dir, condition, seed, run_id=run_id, embedder=embedder)
         save(snapshot, run_dir)
         log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
             f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s")
@@ -135,14 +186,15 @@ def _ensure(client, arm: ArmSpec, image: str, corpus_dir: Path, condition: str, 
 
 
 def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, images_by_arm: dict, *, run_id: str,
-                  log=print) -> dict[tuple[str, str, int], StoreSnapshot]:
-    """One frozen store per (arm with an ingest, condition, seed): ingested now, or the one this run already made."""
+                  log=print, embedder: str | None = None) -> dict[tuple[str, str, int], StoreSnapshot]:
+    """One frozen store per (arm with an ingest, condition, seed): ingested now, or the one this run already made.
+    `embedder`: the shared embedder's image, for arms with `embedder: shared`."""
     stores = {}
     for arm in {a.name: a for a in arms if a.ingest is not None}.values():
         image = _arm_image(arm, images_by_arm)
         for condition, seed in pairs:
             stores[(arm.name, condition, seed)] = _ensure(client, arm, image, settings.condition_dir(condition, seed),
-                                                          condition, seed, run_dir, run_id, log)
+                                                          condition, seed, run_dir, run_id, log, embedder)
     return stores
 
 
@@ -150,11 +202,12 @@ EMPTY = "empty"  # the store an arm's own ingest makes of no documents
 
 
 def ensure_empty_stores(client, arms: list[ArmSpec], run_dir: Path, images_by_arm: dict, *, run_id: str,
-                        log=print) -> dict[tuple[str, str, int], StoreSnapshot]:
+                        log=print, embedder: str | None = None) -> dict[tuple[str, str, int], StoreSnapshot]:
     """Each arm's own ingest of an empty corpus, keyed (arm, "empty", 0): where a protocol whose agents write
     their own memories starts, so the store's format is always the product's own."""
     corpus = run_dir / "stores" / "empty-corpus"
     (corpus / "docs").mkdir(parents=True, exist_ok=True)
     (corpus / MANIFEST).write_text("")
-    return {(arm.name, EMPTY, 0): _ensure(client, arm, _arm_image(arm, images_by_arm), corpus, EMPTY, 0, run_dir, run_id, log)
+    return {(arm.name, EMPTY, 0): _ensure(client, arm, _arm_image(arm, images_by_arm), corpus, EMPTY, 0, run_dir, run_id, log,
+                                           embedder)
             for arm in {a.name: a for a in arms if a.ingest is not None}.values()}

@@ -58,7 +58,7 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
     base = find_image(client, base_tag())
     checks.append(Check("image base", base is not None, base_tag(), "" if base else "memgrid images build"))
     found = {}
-    for role in (*DERIVED, "model"):
+    for role in (*DERIVED, "model", "embedder"):
         tag = derived_tag(role, base.id) if base else f"memgrid-{role}"
         found[role] = find_image(client, tag) if base is not None else None
         checks.append(Check(f"image {role}", found[role] is not None, tag, "" if found[role] else "memgrid images build"))

@@ -537,6 +537,7 @@ def ensure_base(client, log=print) -> ImageRef:
 
 def ensure_derived(client, role: str, base: ImageRef, log=print) -> ImageRef:
     ensure_pydeps(IMAGES_DIR / role, log)
+    ensure_assets(IMAGES_DIR / role, log)  # the embedder's model files
     tag = derived_tag(role, base.id)
     image = find_image(client, tag)
     if image is None:

@@ -160,10 +160,11 @@ class StreamedExec(ExecResult):
 
 def hardened(image: str, *, user: str, labels: dict, network: str, limits: Limits, **kwargs) -> dict:
     """Container-create arguments shared by the sandbox, the checker and the sidecars.
-    `network`: 'none', or the name of an internal network the harness created for this cell."""
+    `network`: 'none', 'container:<id>' (join that container's namespace: the shared embedder sidecar), or the
+    name of an internal network the harness created for this cell."""
     # A user-defined network goes in `network` (docker-py drops networking_config, and with it any
     # alias, when only network_mode is given).
-    where = {"network_mode": "none"} if network == "none" else {"network": network}
+    where = {"network_mode": network} if network == "none" or network.startswith("container:") else {"network": network}
     # The engine keeps a container's own output in a log file on the host: bounded, whoever prints.
     log_config = docker.types.LogConfig(type="json-file", config={"max-size": "16m", "max-file": "1"})
     return dict(log_config=log_config,
@@ -221,8 +222,15 @@ class Sandbox:
 
     def __init__(self, client, image: str, run_id: str, cell_id: str, *, bundle_tar: bytes, lifetime: int,
                  network: str = "none", limits: Limits = Limits(), user: str = "1000:1000",
-                 disk: DiskBudget = DiskBudget()):
+                 disk: DiskBudget = DiskBudget(), embedder: str | None = None):
+        self.lifetime = lifetime
         self.started_seconds: float | None = None
+        # The shared embedder's image, for an arm with `embedder: shared`: started in this container's network
+        # namespace (runner/env/embedder.py). A sidecar that does not get ready leaves `embedder_failure` set
+        # for the gate to discard the cell by name; the harness never lets the product embed on its own instead.
+        self.embedder_image = embedder
+        self.embedder = None
+        self.embedder_failure: str | None = None
         self.client = client
         self.bundle_tar = bundle_tar
         self.disk = disk
@@ -250,10 +258,22 @@ class Sandbox:
         try:
             self.container.start()
             self.put("/sandbox", self.bundle_tar)
+            if self.embedder_image is not None:
+                self._start_embedder()
         except BaseException:
             self.stop()
             raise
         self.started_seconds = time.monotonic() - started
+
+    def _start_embedder(self) -> None:
+        from runner.env import embedder  # here, not at the top: embedder builds on this module
+
+        try:
+            self.embedder = embedder.start(self.client, self.embedder_image, run_id=self.labels[RUN_LABEL],
+                                           cell_id=self.labels[CELL_LABEL], network=f"container:{self.container.id}",
+                                           lifetime=self.lifetime)
+        except embedder.EmbedderNotReady as e:
+            self.embedder_failure = str(e)
 
     def verification_report(self, timeout: float) -> str:
         """The bundle verifier's one line (its JSON report), run inside the container."""
@@ -314,6 +334,9 @@ class Sandbox:
         return full
 
     def stop(self) -> None:
+        sidecar, self.embedder = self.embedder, None
+        if sidecar is not None:  # before the container whose network namespace it lives in
+            sidecar.stop()
         container, self.container = self.container, None
         if container is not None:
             remove_quietly(container)

@@ -22,7 +22,7 @@ from runner.digest import sha256_bytes, tree_files
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, tree_entries
 from runner.env.engine import connect
-from runner.env.images import ImageSet
+from runner.env.images import ImageRef, ImageSet
 from runner.env.sandbox import Limits
 from runner.errors import UserError
 from runner.exec.trial import TrialContext, harness_failure, new_row, now, run_cell
@@ -49,6 +49,7 @@ class CellJob:
     limits: Limits = Limits()
     session_limits: SessionLimits = SessionLimits()
     disk_mib: int = DEFAULT_DISK_MIB
+    embedder: ImageRef | None = None  # the shared embedder's image, for arms with embedder: shared
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: st
         stores[key] = replace(ctx.stores[key], entries=())
     return CellJob(ctx.run_id, cell, attempt, protocol.name, project_digest, bundle.digest, ctx.images,
                    dict(ctx.images_by_arm), {cell.agent: ctx.agent_setups[cell.agent]} if cell.agent in ctx.agent_setups else {},
-                   dict(ctx.command_agents), stores, ctx.limits, ctx.session_limits, ctx.disk_mib), bundle
+                   dict(ctx.command_agents), stores, ctx.limits, ctx.session_limits, ctx.disk_mib, ctx.embedder), bundle
 
 
 def failed_row(ctx: TrialContext, cell: CellSpec, attempt: int, error: Exception) -> LedgerRow:
@@ -173,7 +174,7 @@ def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str, cancel: thr
         ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, None, dict(job.stores),
                            dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
                            session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=dict(job.command_agents),
-                           protocol=protocol_named(job.protocol), cancel=cancel or threading.Event())
+                           protocol=protocol_named(job.protocol), cancel=cancel or threading.Event(), embedder=job.embedder)
         row = run_cell(ctx, job.cell, job.attempt, bundle)
         folder = scratch / "cells" / job.cell.cell_id
         files = [Entry(p.relative_to(folder).as_posix(), p.read_bytes()) for p in tree_files(folder)] if folder.is_dir() else []

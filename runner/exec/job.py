@@ -10,7 +10,7 @@ from typing import Callable
 
 from runner.env.doctor import space_warnings
 from runner.env.engine import connect
-from runner.env.images import arm_image_needed, ensure_arm_image, ensure_images
+from runner.env.images import arm_image_needed, ensure_arm_image, ensure_derived, ensure_images
 from runner.agents.command import load_command_agents
 from runner.agents.registry import agent_class
 from runner.plan.grid import check_agent_names
@@ -23,7 +23,7 @@ from runner.arms.ingest import store_costs
 from runner.exec.run import (RunPlan, RunSummary, amend_lock, check_run_id, corpus_pairs, execute, lock_document,
                              open_run, plan_run)
 from runner.errors import SpecError
-from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks, provider
+from runner.plan.spec import GridSpec, image_arm, load_all_arms, load_all_tasks, provider
 from runner.exec.trial import TrialContext
 
 
@@ -92,8 +92,12 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
 
     chosen_arms = [all_arms[a] for a in grid_spec.arms]
     runs_on = {a.name: provider(a, all_arms) for a in chosen_arms}  # prefetch arms run on the arm they use
-    arm_images = {p.name: ensure_arm_image(client, p.root, images.sandbox, log=log)
-                  for p in runs_on.values() if arm_image_needed(p.root)}
+    builds = {p.name: image_arm(p, all_arms) for p in runs_on.values()}  # an arm may run in another arm's image
+    arm_images = {name: ensure_arm_image(client, source.root, images.sandbox, log=log)
+                  for name, source in builds.items() if arm_image_needed(source.root)}
+    # The shared embedder's image, built only when an arm of the grid embeds through it.
+    embedder = (ensure_derived(client, "embedder", images.base, log=log)
+                if any(p.embedder == "shared" for p in runs_on.values()) else None)
     agent_setups = {}
     for name in grid_spec.agents:
         setup = agent_class(name, command_agents).prepare_grid(client, grid_spec, grid_path, images, arm_images, log=log)
@@ -101,10 +105,10 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
             agent_setups[name] = setup
     agent_inputs = {k: v for setup in agent_setups.values() for k, v in setup.inputs().items()}
     plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora,
-                    agent_inputs, command_agents)
+                    agent_inputs, command_agents, embedder=embedder)
 
     protocol_setup = protocol.prepare(client, grid_spec, grid_path, images, log=log)
-    lock = lock_document(plan, images, client, root, chosen_arms, arm_images)
+    lock = lock_document(plan, images, client, root, chosen_arms, arm_images, embedder)
     for setup in agent_setups.values():
         lock.update(setup.lock_entries())
     lock.update(protocol.lock_entries(protocol_setup))
@@ -115,13 +119,13 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     ledger = open_run(plan, lock)
 
     stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
-                             run_id=plan.run_id, log=log)
+                             run_id=plan.run_id, log=log, embedder=embedder and embedder.tag)
     costs = store_costs(stores)
     if costs:
         amend_lock(plan.run_dir, lambda lock: lock.update(stores=costs))
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
                        agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol,
-                       session_limits=grid_spec.limits, protocol_setup=protocol_setup)
+                       session_limits=grid_spec.limits, protocol_setup=protocol_setup, embedder=embedder)
     return PreparedRun(plan, ledger, ctx)
 
 

@@ -22,13 +22,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from runner.arms.kinds import kind_of
 from runner import __version__
 from runner.env.bundle import arm_instructions
-from runner.digest import sha256_bytes, tree_digest
+from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import UserError
 from runner.grading.gate import HARNESS_ERROR, WIRING
 from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
-from runner.env.images import ImageSet, image_recipes
+from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
-from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm
 from runner.protocols.registry import protocol_named, protocol_of
 from runner.agents.registry import agent_class
 from runner.exec.executors import Executor, ExecutorSettings, open_executor
@@ -116,7 +116,9 @@ def check_run_id(run_id: str) -> None:
 
 def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
              runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None,
-             agent_inputs: dict[str, str] | None = None, command_agents: dict | None = None) -> RunPlan:
+             agent_inputs: dict[str, str] | None = None, command_agents: dict | None = None,
+             embedder: ImageRef | None = None) -> RunPlan:
+    """`embedder`: the shared embedder's image when an arm uses it (its id joins the images every cell id hashes)."""
     run_id = run_id or default_run_id(grid)
     check_run_id(run_id)
     command_agents = command_agents or {}
@@ -125,8 +127,8 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     units = protocol.units(grid, tasks, grid_path)
     task_ids = list(units)
     inputs = GridInputs(tasks=units,
-                        arms={a: tree_digest(arms[a].root) for a in arm_names},
-                        images=images.ids(),
+                        arms={a: arm_digest(arms[a], arms) for a in arm_names},
+                        images=images.ids() | ({"embedder": embedder.id} if embedder else {}),
                         corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())},
                         agent=dict(agent_inputs or {}))
     corpus_arms = frozenset(a for a in arm_names if kind_of(arms[a]).reads_corpus and protocol.reads_corpus())
@@ -135,8 +137,25 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells)
 
 
+def arm_digest(arm: ArmSpec, arms: dict[str, ArmSpec]) -> str:
+    """An arm folder's digest; an arm that runs in another arm's image also hashes that folder, which defines it."""
+    source = image_arm(arm, arms)
+    return tree_digest(arm.root) if source is arm else sha256_json([tree_digest(arm.root), tree_digest(source.root)])
+
+
+def embedders(arms: list[ArmSpec], embedder: ImageRef | None) -> dict[str, dict]:
+    """Per arm, the embedder its cells use: the shared sidecar's image and model files, or the product's own
+    (the model files its image carries out of pinned wheels; "none" when it carries none)."""
+    from runner.arms.ingest import model_files, own_embedder
+
+    shared = None if embedder is None else {
+        "kind": "shared", "image": {"tag": embedder.tag, "id": embedder.id},
+        "recipe": sha256_json(context_digest(IMAGES_DIR / "embedder")), "model_files": model_files(IMAGES_DIR / "embedder")}
+    return {a.name: shared if a.embedder == "shared" else own_embedder(a) for a in sorted(arms, key=lambda a: a.name)}
+
+
 def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: list[ArmSpec] = (),
-                  arm_images: dict | None = None) -> dict:
+                  arm_images: dict | None = None, embedder: ImageRef | None = None) -> dict:
     version = client.version()
     instructions = {a.name: arm_instructions(a).encode() for a in arms}
     return {
@@ -145,8 +164,10 @@ def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: lis
         "grid": {**plan.grid.as_dict(), "tasks": plan.task_ids},
         "inputs": plan.inputs.as_dict(),
         "image_tags": images.tags(),
-        "image_recipes": image_recipes(client, images, [root / "arms" / name for name in sorted(arm_images or {})]),
+        "image_recipes": image_recipes(client, images, sorted({root / "arms" / ref.role.removeprefix("arm:")
+                                                                for ref in (arm_images or {}).values()})),
         "arm_images": {name: {"tag": ref.tag, "id": ref.id} for name, ref in sorted((arm_images or {}).items())},
+        "embedders": embedders(list(arms), embedder),
         "instructions": {name: {"bytes": len(text), "sha256": sha256_bytes(text)} for name, text in sorted(instructions.items())},
         "arm_order": {str(s): arm_order(plan.grid.arms, s) for s in range(plan.grid.seeds)},
         "cells": len(plan.cells),

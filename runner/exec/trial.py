@@ -24,7 +24,8 @@ from runner.digest import sha256_bytes
 from runner.env import netguard
 from runner.env.archive import Entry, Export, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
-from runner.env.images import ImageSet
+from runner.env.embedder import EMBEDDER_URL
+from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
 from runner.grading import gate
@@ -58,6 +59,7 @@ class TrialContext:
     command_agents: dict = field(default_factory=dict)  # the grid spec's command agents by name
     protocol: object = None  # protocols.base.Protocol; None: the coding protocol
     protocol_setup: object = None  # what the protocol prepared for the run (Protocol.prepare)
+    embedder: ImageRef | None = None  # the shared embedder's image, when an arm of the run embeds through it
 
     def check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -90,7 +92,8 @@ def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None, ph
     if mcp is not None:
         command = mcp.write_command if write is not None and mcp.write_command else mcp.command
         config["mcp"] = {"server": mcp.server, "search_tool": mcp.search_tool, "search": mcp.search.as_config(),
-                         "command": [part.replace("{store}", STORE_DIR) for part in command]}
+                         "command": [part.replace("{store}", STORE_DIR).replace("{embedder_url}", EMBEDDER_URL)
+                                     for part in command]}
         if mcp_env:
             config["mcp"]["env"] = dict(mcp_env)
     if phase is not None:  # a protocol of several sessions: which one, and how the agent may write to the arm
@@ -109,6 +112,15 @@ def sandbox_image(ctx: TrialContext, arm: ArmSpec, agent: str):
     image; an agent that layers itself over that image (claude-code) says which."""
     base = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
     return agent_class(agent, ctx.command_agents).image(ctx.agent_setups.get(agent), base)
+
+
+def embedder_image(ctx: TrialContext, arm: ArmSpec) -> str | None:
+    """The shared embedder's image for an arm with `embedder: shared` (its sandbox starts the sidecar), else None."""
+    if arm.embedder != "shared":
+        return None
+    if ctx.embedder is None:
+        raise RuntimeError(f"arm {arm.name} embeds through the shared embedder, but the run built no embedder image")
+    return ctx.embedder.tag
 
 
 def store_of(ctx: TrialContext, cell: CellSpec):
@@ -243,8 +255,10 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
     bundle = bundle_of(entries)
     results = []
     with Sandbox(ctx.client, image.tag, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
-                 lifetime=seconds * (len(steps) + 1), limits=ctx.limits) as sandbox:
-        proof = bundle_verification(sandbox, bundle)
+                 lifetime=seconds * (len(steps) + 1), limits=ctx.limits,
+                 embedder=embedder_image(ctx, provider(arm, ctx.arms))) as sandbox:
+        proof = (gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure) if sandbox.embedder_failure
+                 else bundle_verification(sandbox, bundle))
         if proof.passed:
             sandbox.exec(["mkdir", "-p", STORE_DIR], timeout=30, workdir="/sandbox")
             for name, command, _ in steps:
@@ -290,7 +304,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=phase.bundle.tar,
                           lifetime=phase.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits,
                           network=endpoint.network_name if endpoint else "none",
-                          disk=DiskBudget(phase.disk_mib or ctx.disk_mib))
+                          disk=DiskBudget(phase.disk_mib or ctx.disk_mib), embedder=embedder_image(ctx, provider(arm, ctx.arms)))
         sandbox.start()
         timings["container_start"] = round(sandbox.started_seconds, 3)
         proofs = list(phase.extra_proofs)
@@ -301,6 +315,8 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             timings["network_guard"] = round(time.monotonic() - t_guard, 3)
             if endpoint.guard_proof is not None:
                 proofs.append(endpoint.guard_proof)
+        if sandbox.embedder_image is not None:
+            proofs.append(gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure))
         proofs.append(bundle_verification(sandbox, phase.bundle))
         required = arm.required_paths if phase.required_paths is None else phase.required_paths
         if required:

@@ -26,13 +26,14 @@ INPUTS_REACHABLE = "inputs_reachable"  # a later phase's session could read an e
 PLANT_FAILED = "plant_failed"  # the arm's write API did not take (or could not show) the memories to plant
 MEMORY_BYPASSED = "memory_bypassed"  # planted memories reached the model around the arm (a shell reading its store)
 ANSWER_NOT_ISOLATED = "answer_not_isolated"  # personal: the answer container held more than its requests
+EMBEDDER_NOT_READY = "embedder_not_ready"  # an arm with embedder: shared whose sidecar did not get ready
 DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
                    FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, AGENT_ERROR,
                    HARNESS_ERROR, STORE_DIGEST_MISMATCH, INPUTS_REACHABLE, PLANT_FAILED, MEMORY_BYPASSED,
-                   ANSWER_NOT_ISOLATED)
+                   ANSWER_NOT_ISOLATED, EMBEDDER_NOT_READY)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
-WIRING = (MCP_SERVER_FAILED,)
+WIRING = (MCP_SERVER_FAILED, EMBEDDER_NOT_READY)
 MAX_ATTEMPTS = 3
 
 
@@ -63,6 +64,16 @@ def bundle_proof(report: dict, expected_digest: str) -> GateProof:
         problems.insert(0, f"manifest sha256 {seen} != recorded {expected_digest}")
     passed = not problems
     return GateProof("bundle_verified", passed, f"{report.get('checked', 0)} files match {expected_digest[:12]}" if passed else "; ".join(problems))
+
+
+def embedder_proof(embedder, failure: str | None) -> GateProof:
+    """The shared embedder sidecar answered before anything ran (an arm with `embedder: shared`): which model it
+    serves, with the sha256 of its weights, so each cell records the embedder it used."""
+    if failure is not None:
+        return GateProof("embedder_ready", False, failure)
+    r = embedder.ready
+    return GateProof("embedder_ready", True, f"shared embedder {r.get('model')} ({r.get('dimensions')} dims), model.onnx "
+                     f"sha256 {r.get('model_sha256')}, tokenizer.json sha256 {r.get('tokenizer_sha256')}")
 
 
 def agent_proof(transcript: Transcript) -> GateProof:
@@ -169,7 +180,7 @@ def model_reached_proof(gateway_records: list[dict], key_expected: bool = False)
 
 
 REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present": REQUIRED_PATH_MISSING,
-              "store_populated": STORE_EMPTY,
+              "store_populated": STORE_EMPTY, "embedder_ready": EMBEDDER_NOT_READY,
               "mcp_connected": MCP_SERVER_FAILED, "required_tools_listed": REQUIRED_TOOLS_MISSING,
               "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ok": AGENT_ERROR,
               "prefetch_injected": PREFETCH_EMPTY, "tools_visible": TOOLS_NOT_VISIBLE,

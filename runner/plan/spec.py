@@ -157,6 +157,8 @@ class ArmSpec:
     root: Path = field(compare=False)
     memory_file: str | None = None  # files arms: a writable file in the store that later sessions receive
     planted: PlantApi | None = None  # the write API and switches the planted protocol drives
+    embedder: str | None = None  # "shared": memgrid's embedder sidecar at {embedder_url}; None: the product's own
+    image_of: str | None = None  # the arm whose folder builds this arm's image; None: its own folder
 
 
 @dataclass(frozen=True)
@@ -491,11 +493,31 @@ def _search_spec(path: Path, data: dict | None) -> SearchSpec:
     return spec
 
 
+EMBEDDER_SLOT = "{embedder_url}"
+
+
+def _check_embedder(path: Path, data: dict) -> None:
+    """`embedder: shared` means the product is pointed at the sidecar: its server command (and its ingest, which
+    embeds too) must pass {embedder_url}; without the field nothing may ask for it (no sidecar would answer)."""
+    commands = {"mcp.command": data.get("mcp", {}).get("command", []), "ingest.command": data.get("ingest", {}).get("command", [])}
+    for where, command in commands.items():
+        named = any(EMBEDDER_SLOT in str(part) for part in command)
+        if data.get("embedder") == "shared" and command and not named:
+            raise SpecError(path, where, "never passes {embedder_url} although the arm says embedder: shared",
+                            "pass \"{embedder_url}\" where the product takes its embeddings endpoint, or drop embedder")
+        if data.get("embedder") != "shared" and named:
+            raise SpecError(path, where, "passes {embedder_url} but no shared embedder runs for this arm",
+                            "add 'embedder: shared' to arm.yaml, or drop {embedder_url}")
+    if data.get("embedder") == "shared" and "mcp" not in data:
+        raise SpecError(path, "embedder", "is shared but the arm has no mcp server to use it", "drop embedder")
+
+
 def load_arm(arm_dir: Path) -> ArmSpec:
     path = arm_dir / "arm.yaml"
     data = read_yaml(path)
     validate(data, "arm", path)
     _require_folder_name(path, "name", data["name"])
+    _check_embedder(path, data)
     return ArmSpec(
         name=data["name"],
         kind=data["kind"],
@@ -515,6 +537,8 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         memory_file=data.get("memory_file"),
         planted=PlantApi(tuple(p["plant"]), tuple(p["forget"]), tuple(p["count"]), dict(p["env"]), dict(p["kill_switch"]),
                          tuple(p.get("lanes", ())), p.get("lane_env")) if (p := data.get("planted")) else None,
+        embedder=data.get("embedder"),
+        image_of=data.get("image_of"),
     )
 
 
@@ -594,3 +618,15 @@ def load_all_arms(root: Path) -> dict[str, ArmSpec]:
         raise SpecError(arms_dir, "(folder)", "does not exist",
                         "run memgrid from the project checkout, or set MEMGRID_ROOT to it")
     return {a.name: a for a in map(load_arm, _subdirs_with(arms_dir, "arm.yaml"))}
+
+
+def image_arm(arm: ArmSpec, arms: dict[str, ArmSpec]) -> ArmSpec:
+    """The arm whose folder builds the image `arm` runs in: itself, or the arm named by its image_of (one
+    product's image serving two arms, e.g. with its own embedder and with the shared one)."""
+    if arm.image_of is None:
+        return arm
+    source = arms.get(arm.image_of)
+    if source is None or source.image_of is not None or not (source.root / "Dockerfile").is_file():
+        raise SpecError(arm.root / "arm.yaml", "image_of", f"names '{arm.image_of}', which is not an arm that builds an image",
+                        "name an arm folder with a Dockerfile (and no image_of of its own)")
+    return source

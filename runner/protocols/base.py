@@ -62,8 +62,9 @@ class Protocol:
         return {}
 
     def stores(self, client, arms: list[ArmSpec], pairs, settings, run_dir, images_by_arm: dict, *, run_id: str,
-               log=print) -> dict:
-        """The stores its cells start from, keyed (arm, condition, seed)."""
+               log=print, embedder: str | None = None) -> dict:
+        """The stores its cells start from, keyed (arm, condition, seed); `embedder`: the shared embedder's
+        image, for arms with `embedder: shared`."""
         return {}
 
     def run_cell(self, ctx, cell, attempt: int, bundle=None):

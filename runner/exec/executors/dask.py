@@ -27,7 +27,8 @@ from runner.errors import UserError
 from runner.exec.celljob import (checkout_of, failed_row, make_job, project_archive, refuse_remote, run_job,
                                  stop_flag, unpack_cell_folder)
 from runner.exec.executors.base import Executor, ExecutorSettings
-from runner.exec.trial import Cancelled, sandbox_image
+from runner.exec.trial import Cancelled, embedder_image, sandbox_image
+from runner.plan.spec import provider
 
 RESOURCE = "cells"  # the worker resource a cell holds: `--resources cells=N` caps a node's cells in flight
 CONNECT_SECONDS = 30
@@ -57,6 +58,8 @@ def needed_images(ctx, cells) -> dict[str, str]:
     refs = {ctx.images.checker}
     for cell in cells:
         refs.add(sandbox_image(ctx, ctx.arms[cell.arm], cell.agent))
+        if embedder_image(ctx, provider(ctx.arms[cell.arm], ctx.arms)):  # its sidecar starts beside the sandbox
+            refs.add(ctx.embedder)
         if agent_class(cell.agent, ctx.command_agents).needs_model:  # the network guard runs the base image
             refs.add(ctx.images.base)
     for setup in ctx.agent_setups.values():  # what an agent prepared for the grid: claude-code's model sidecar

@@ -117,8 +117,8 @@ class TwoSessionProtocol(Protocol):
                                 "corpora, so it cannot host two sessions", "use arms of kind none, files with a "
                                 "memory_file (notes), or mcp (recall)")
 
-    def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print) -> dict:
-        return ensure_empty_stores(client, arms, run_dir, images_by_arm, run_id=run_id, log=log)
+    def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None) -> dict:
+        return ensure_empty_stores(client, arms, run_dir, images_by_arm, run_id=run_id, log=log, embedder=embedder)
 
     def start_store(self, ctx: TrialContext, arm: ArmSpec) -> tuple[Entry, ...]:
         """The store a cell's step 1 starts from: the arm's own ingest of an empty corpus (mcp arms), or nothing."""
