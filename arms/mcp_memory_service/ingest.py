@@ -12,27 +12,17 @@ product's memories table after the server has exited, so a dropped write shows a
 (memgrid_corpus.run_ingest). An empty corpus still starts the server: the product creates its empty database.
 """
 import os
-import sqlite3
 import sys
 
 sys.path[:0] = ["/opt/memgrid/pydeps", "/opt/memgrid/lib"]
 
-from memgrid_corpus import call, product_server, run_ingest, said  # noqa: E402
+from memgrid_corpus import call, count, product_server, run_ingest, said  # noqa: E402
 
 DATABASE = "sqlite_vec.db"
 
 
 def content(session):
     return f"session {session.id} {session.date or ''}".rstrip() + "\n" + session.text
-
-
-def stored(store):
-    """Rows of the product's memories table (read only; the vector table needs the product's extension)."""
-    db = sqlite3.connect(f"file:{os.path.join(store, DATABASE)}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT count(*) FROM memories").fetchone()[0]
-    finally:
-        db.close()
 
 
 async def write(store, found):
@@ -43,7 +33,8 @@ async def write(store, found):
                                 f"session {x.id}")
             if said(result).startswith(("Error", "Not stored")):  # it refuses in its answer's text, not as an error
                 raise RuntimeError(f"memory_store refused session {x.id}: {said(result)[:300]}")
-    return stored(store)
+    # rows of its memories table (the vector table would need the product's own SQLite extension)
+    return count(os.path.join(store, DATABASE), "SELECT count(*) FROM memories")
 
 
 if __name__ == "__main__":

@@ -11,22 +11,13 @@ shortfall (memgrid_corpus.run_ingest); mine exits 0 when it files nothing (a mis
 one), so what it said is logged first.
 """
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
 
 sys.path[:0] = ["/opt/memgrid/lib"]
 
-from memgrid_corpus import run_ingest  # noqa: E402
-
-
-def filed(store):
-    db = sqlite3.connect(f"file:{os.path.join(store, 'chroma.sqlite3')}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT count(DISTINCT string_value) FROM embedding_metadata WHERE key = 'source_file'").fetchone()[0]
-    finally:
-        db.close()
+from memgrid_corpus import count, run_ingest  # noqa: E402
 
 
 def write(store, found):
@@ -41,7 +32,10 @@ def write(store, found):
     if mine.returncode != 0:
         raise RuntimeError(f"mempalace mine exited {mine.returncode}: {said}")
     print(f"mempalace mine said: {said}", file=sys.stderr)
-    return filed(store) if found else 0
+    if not found:  # nothing mined: the palace may not even have its database
+        return 0
+    return count(os.path.join(store, "chroma.sqlite3"),
+                 "SELECT count(DISTINCT string_value) FROM embedding_metadata WHERE key = 'source_file'")
 
 
 if __name__ == "__main__":

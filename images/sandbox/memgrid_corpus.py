@@ -8,6 +8,7 @@ product, the shortfall check, the receipt and a one-line error. The script keeps
 
     run_ingest(prog, product, store_format, write) -> exit code   (write(store, sessions) -> count held)
     sessions(corpus) -> [Session(id, date, text)], sorted by id
+    count(database, sql) -> a count read back from the product's own SQLite database, read only
     product_server(command) -> an MCP session with the product's server, started as the agent starts it
     call(session, tool, arguments, what) -> the tool's result; an error result raises, naming `what`
 """
@@ -16,6 +17,7 @@ import contextlib
 import inspect
 import json
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -111,6 +113,15 @@ def run_ingest(prog: str, product: str, store_format: str, write: Write, *, loca
     write_receipt(args.store, documents=held, product=product, store_format=store_format,
                   ingest_seconds=round(time.monotonic() - started, 3), model_tokens=0, local_model=local_model)
     return 0
+
+
+def count(database: str, sql: str) -> int:
+    """One number read back from the product's own SQLite database, opened read only (never written)."""
+    db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        return db.execute(sql).fetchone()[0]
+    finally:
+        db.close()
 
 
 @contextlib.asynccontextmanager

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.digest import sha256_file
-from runner.env.images import NODE_LOCK, _canonical, pydeps_target, read_lock
+from runner.env.images import NODE_LOCK, canonical, pydeps_target, read_lock
 from runner.errors import EngineError, UserError
 
 # The Node.js runtime the npm registry publishes as a package, at server_memory's pin: the sandbox image has no node.
@@ -64,6 +64,15 @@ def _failure(flag: str, spec: str, output: str, fix: str) -> UserError:
     return UserError(f"{flag} {spec}: {' | '.join(lines[-2:])[-300:]}: fix: {fix}")
 
 
+def _parse(flag: str, spec: str, pattern: re.Pattern, form: str, example: str, lister: str) -> tuple[str, str]:
+    """(package, version) of a spec that pins one exact version: a range would not be a pin."""
+    m = pattern.fullmatch(spec)
+    if not m:
+        raise UserError(f"{flag} {spec}: is not {form} with an exact version: fix: give one, e.g. {flag} {example} "
+                        f"('{lister}' lists them)")
+    return m.group(1), m.group(2)
+
+
 def _pick(commands: dict[str, str], package: str) -> tuple[str, tuple[str, ...]]:
     """The command most likely to start the server: one naming mcp, then server, then the package; the rest after."""
     base = package.rsplit("/", 1)[-1]
@@ -75,11 +84,8 @@ def _pick(commands: dict[str, str], package: str) -> tuple[str, tuple[str, ...]]
 
 def from_npm(spec: str) -> Published:
     flag = "--from-npm"
-    m = NPM_SPEC.fullmatch(spec)
-    if not m:
-        raise UserError(f"{flag} {spec}: is not PACKAGE@VERSION with an exact version: fix: give one, e.g. {flag} "
-                        "@modelcontextprotocol/server-memory@2026.8.31 ('npm view PACKAGE versions' lists them)")
-    package, version = m.groups()
+    package, version = _parse(flag, spec, NPM_SPEC, "PACKAGE@VERSION", "@modelcontextprotocol/server-memory@2026.8.31",
+                              "npm view PACKAGE versions")
     node = NODE_PACKAGES.get(platform.machine())
     if node is None:
         raise UserError(f"{flag}: no Node.js runtime package is pinned for {platform.machine()}: fix: add it to "
@@ -149,7 +155,7 @@ def _pip_failure(flag: str, spec: str, package: str, output: str) -> UserError:
     if m and not OFFLINE.search(output):
         wanted, versions = m.group(1), m.group(2).strip()
         python = "the images' python3 (CPython 3.11, manylinux wheels)"
-        if _canonical(wanted) != _canonical(package):
+        if canonical(wanted) != canonical(package):
             return UserError(f"{flag} {spec}: its dependency {wanted} has no release for {python}: fix: pick a version "
                              f"of {package} whose dependencies publish such wheels")
         if versions == "none":
@@ -173,11 +179,8 @@ def _console_scripts(wheel: Path) -> dict[str, str]:
 
 def from_pypi(spec: str) -> Published:
     flag = "--from-pypi"
-    m = PYPI_SPEC.fullmatch(spec)
-    if not m:
-        raise UserError(f"{flag} {spec}: is not PACKAGE==VERSION: fix: give an exact version, e.g. {flag} "
-                        "mcp-memory-service==12.4.0 ('pip index versions PACKAGE' lists them)")
-    package, version = m.groups()
+    package, version = _parse(flag, spec, PYPI_SPEC, "PACKAGE==VERSION", "mcp-memory-service==12.4.0",
+                              "pip index versions PACKAGE")
     with tempfile.TemporaryDirectory(prefix="memgrid-pypi-") as tmp:
         report = Path(tmp) / "report.json"
         proc = _pip(["install", "--dry-run", "--ignore-installed", "--report", str(report), spec], flag, Path(tmp))
@@ -190,13 +193,13 @@ def from_pypi(spec: str) -> Published:
             if sha256 is None:
                 raise UserError(f"{flag} {spec}: the index gave no sha256 for {name}=={got}: fix: use an index that "
                                 "publishes file hashes (PyPI does)")
-            pins[_canonical(name)] = (name, got, sha256)
+            pins[canonical(name)] = (name, got, sha256)
         wheels = Path(tmp) / "wheel"
         proc = _pip(["download", "--no-deps", "-d", str(wheels), spec], flag, Path(tmp))
         got = sorted(wheels.glob("*.whl"))
         if proc.returncode != 0 or len(got) != 1:
             raise _failure(flag, spec, proc.stdout + proc.stderr, "see pip's message")
-        if sha256_file(got[0]) != pins[_canonical(package)][2]:
+        if sha256_file(got[0]) != pins[canonical(package)][2]:
             raise UserError(f"{flag} {spec}: {got[0].name} differs from the sha256 the index lists for it: fix: find out "
                             "why before pinning it")
         scripts = _console_scripts(got[0])
@@ -205,9 +208,9 @@ def from_pypi(spec: str) -> Published:
                         "scaffold with 'memgrid arm add NAME --kind mcp' and start it in the Dockerfile yourself")
     command, others = _pick(scripts, package)
     module, _, attr = scripts[command].partition(":")
-    product = pins.pop(_canonical(package))
+    product = pins.pop(canonical(package))
     lines = [f"{product[0]}=={product[1]} --hash=sha256:{product[2]}", "", "# its dependency tree"]
-    lines += [f"{n}=={v} --hash=sha256:{h}" for n, v, h in sorted(pins.values(), key=lambda p: _canonical(p[0]))]
+    lines += [f"{n}=={v} --hash=sha256:{h}" for n, v, h in sorted(pins.values(), key=lambda p: canonical(p[0]))]
     requirements = (
         f"# The arm __ARM__'s Python packages: {package} {version} from PyPI and every package pip resolves for it, a\n"
         "# complete lock for the images' python3 (CPython 3.11, manylinux), each with the sha256 of the file PyPI serves:\n"

@@ -15,7 +15,7 @@ import sys
 
 sys.path[:0] = ["/opt/memgrid/pydeps", "/opt/memgrid/lib"]  # the MCP SDK and memgrid_corpus, from the sandbox image
 
-from memgrid_corpus import call, product_server, run_ingest, said  # noqa: E402,F401  (call and said: for write())
+from memgrid_corpus import call, count, product_server, run_ingest, said  # noqa: E402,F401  (for write())
 
 
 async def write(store, sessions):
@@ -28,6 +28,8 @@ async def write(store, sessions):
         # then read the count back through one of its own tools, for example
         #     stats = await call(server, "memory_stats", {}, "the count")
         #     return json.loads(said(stats))["memories"]
+        # or, after the `async with` block (the server gone), from its SQLite database, read only:
+        #     return count(f"{store}/memory.db", "SELECT count(*) FROM memories")
         tools = [tool.name for tool in (await server.list_tools()).tools]
         raise NotImplementedError(f"write() in arms/__ARM__/ingest.py is not filled in yet; the server lists: "
                                   f"{', '.join(tools)}")
