@@ -5,6 +5,8 @@ The npm example is the version arms/server_memory pins; the PyPI one is agentmem
 (its only dependency is the mcp SDK 1.x) whose hits come back as JSON text.
 """
 
+import zipfile
+
 import pytest
 import yaml
 
@@ -143,3 +145,39 @@ def test_no_network_to_the_registry_is_named(project, monkeypatch):
         assert proc.returncode == 2, proc.stderr
         assert f"memgrid: {flag} {spec}: the registry did not answer" in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and not (project / "arms" / "demo_pub").exists()
+
+
+def local_index(root, name: str, requires: tuple[str, ...] = ()):
+    """A package index on disk (pip's simple layout) holding one wheel of `name` 1.0, with no console script."""
+    dist, info = name.replace("-", "_"), f"{name.replace('-', '_')}-1.0.dist-info"
+    wheel = root / name / f"{dist}-1.0-py3-none-any.whl"
+    wheel.parent.mkdir(parents=True)
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(f"{dist}/__init__.py", "")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+                                       + "".join(f"Requires-Dist: {r}\n" for r in requires))
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: memgrid-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    (wheel.parent / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
+    return root
+
+
+@pytest.mark.parametrize("requires, says", [
+    ((), "memgrid-probe==1.0: the package installs no command (console script) to start its server"),
+    (("memgrid-absent-dep",), "memgrid-probe==1.0: its dependency memgrid-absent-dep has no release for the images' python3"),
+])
+def test_a_pypi_package_that_cannot_serve_is_named(project, tmp_path, monkeypatch, requires, says):
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_INDEX_URL", local_index(tmp_path / "index", "memgrid-probe", requires).as_uri())
+    proc = memgrid(project, "arm", "add", "demo_pub", "--from-pypi", "memgrid-probe==1.0")
+    assert proc.returncode == 2 and says in proc.stderr and ": fix: " in proc.stderr, proc.stderr
+    assert not (project / "arms" / "demo_pub").exists()
+
+
+def test_an_npm_package_without_a_command_or_npm_itself_is_named(project, monkeypatch):
+    proc = memgrid(project, "arm", "add", "demo_pub", "--from-npm", "@modelcontextprotocol/sdk@1.32.2")  # a library
+    assert proc.returncode == 2 and "declares no command (package.json 'bin') to start its server" in proc.stderr, proc.stderr
+    monkeypatch.setenv("PATH", "/nonexistent")
+    proc = memgrid(project, "arm", "add", "demo_pub", "--from-npm", NPM)
+    assert proc.returncode == 2 and "npm is not installed on this machine: fix:" in proc.stderr, proc.stderr
+    assert not (project / "arms" / "demo_pub").exists()

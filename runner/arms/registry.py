@@ -4,7 +4,7 @@ The package and everything it depends on are pinned on the host with the registr
 the checksum the registry publishes, exactly as the product arms' pins are: npm's package-lock.json (the
 integrity `npm ci` checks), PyPI's requirements.txt (a --hash=sha256 on every line: pip's hash-checking
 mode). runner.env.images resolves those pins when the arm's image is built, which fetches nothing itself.
-Nothing of the package runs on the host: npm only writes a lock, pip only reads metadata and one wheel.
+Nothing of the package runs on the host: npm only writes a lock, pip only downloads wheels.
 """
 
 import configparser
@@ -182,27 +182,17 @@ def from_pypi(spec: str) -> Published:
     package, version = _parse(flag, spec, PYPI_SPEC, "PACKAGE==VERSION", "mcp-memory-service==12.4.0",
                               "pip index versions PACKAGE")
     with tempfile.TemporaryDirectory(prefix="memgrid-pypi-") as tmp:
-        report = Path(tmp) / "report.json"
-        proc = _pip(["install", "--dry-run", "--ignore-installed", "--report", str(report), spec], flag, Path(tmp))
+        # The wheels themselves, not just metadata: each pin's sha256 is then that of the very file pip took (pip
+        # checks it against the hash the index publishes); the package's own wheel names its console scripts.
+        proc = _pip(["download", "-d", tmp, spec], flag, Path(tmp))
         if proc.returncode != 0:
             raise _pip_failure(flag, spec, package, proc.stdout + proc.stderr)
-        pins = {}
-        for item in json.loads(report.read_text())["install"]:
-            name, got = item["metadata"]["name"], item["metadata"]["version"]
-            sha256 = item["download_info"].get("archive_info", {}).get("hashes", {}).get("sha256")
-            if sha256 is None:
-                raise UserError(f"{flag} {spec}: the index gave no sha256 for {name}=={got}: fix: use an index that "
-                                "publishes file hashes (PyPI does)")
-            pins[canonical(name)] = (name, got, sha256)
-        wheels = Path(tmp) / "wheel"
-        proc = _pip(["download", "--no-deps", "-d", str(wheels), spec], flag, Path(tmp))
-        got = sorted(wheels.glob("*.whl"))
-        if proc.returncode != 0 or len(got) != 1:
-            raise _failure(flag, spec, proc.stdout + proc.stderr, "see pip's message")
-        if sha256_file(got[0]) != pins[canonical(package)][2]:
-            raise UserError(f"{flag} {spec}: {got[0].name} differs from the sha256 the index lists for it: fix: find out "
-                            "why before pinning it")
-        scripts = _console_scripts(got[0])
+        pins, scripts = {}, {}
+        for wheel in Path(tmp).glob("*.whl"):
+            name, got = wheel.name.split("-")[:2]  # a wheel's file name: NAME-VERSION-...-PLATFORM.whl (PEP 427)
+            pins[canonical(name)] = (name, got, sha256_file(wheel))
+            if canonical(name) == canonical(package):
+                scripts = _console_scripts(wheel)
     if not scripts:
         raise UserError(f"{flag} {spec}: the package installs no command (console script) to start its server: fix: "
                         "scaffold with 'memgrid arm add NAME --kind mcp' and start it in the Dockerfile yourself")
