@@ -656,14 +656,28 @@ def arm_add(
     name: str = typer.Argument(..., help="The new arm's name: lower-case letters, digits and underscores."),
     kind: str = typer.Option("mcp", "--kind", help="mcp (an MCP memory server over its own store), "
                                                    "files (a file per task in the workspace) or none."),
+    from_npm: Optional[str] = typer.Option(None, "--from-npm", metavar="PACKAGE@VERSION",
+                                           help="Wrap this published npm MCP server, pinned with the "
+                                                "registry's integrity in package-lock.json (npm on this machine)."),
+    from_pypi: Optional[str] = typer.Option(None, "--from-pypi", metavar="PACKAGE==VERSION",
+                                            help="Wrap this published PyPI MCP server, it and every dependency "
+                                                 "pinned with PyPI's sha256 in requirements.txt (pip on this machine)."),
 ):
-    """Write a scaffold arms/NAME/ that passes 'memgrid arm check NAME' unchanged."""
+    """Write a scaffold arms/NAME/. Alone, it passes 'memgrid arm check NAME' unchanged. With --from-npm or
+    --from-pypi it wraps a published MCP server: the image, the pins with the registry's checksums, the server's
+    start, arm.yaml, an ingest stub and VENDOR.md; fill in what is marked TODO, then run 'memgrid arm check NAME'.
+
+    Example (npm): memgrid arm add graph_memory --from-npm @modelcontextprotocol/server-memory@2026.8.31
+
+    Example (PyPI): memgrid arm add memdb --from-pypi agentmemdb==0.1.0"""
     from runner.arms.check import scaffold
 
     root = project_root()
-    for path in scaffold(root, name, kind):
+    for path in scaffold(root, name, kind, npm=from_npm, pypi=from_pypi):
         console.print(f"wrote {path.relative_to(root)}", markup=False, highlight=False)
-    console.print(f"next: edit arms/{name}/arm.yaml (every field is explained there), then: memgrid arm check {name}",
+    todo = "fill in what is marked TODO in arm.yaml, server.sh and ingest.py" if from_npm or from_pypi else \
+        "edit arms/{name}/arm.yaml (every field is explained there)"
+    console.print(f"next: {todo.format(name=name)}, then: memgrid arm check {name}",
                   markup=False, highlight=False, soft_wrap=True)
 
 

@@ -225,7 +225,7 @@ def test_mempalace_without_its_model_fails_loudly(engine, images, corpus, run_id
     # read-back of the palace refuses.
     last = said.strip().splitlines()[-1]
     assert last.startswith("mempalace-ingest: "), said[-600:]
-    assert "ConnectError" in last or "the palace holds drawers of 0 sessions" in last, last
+    assert "ConnectError" in last or "mempalace holds 0 of the 5 sessions written to it" in last, last
 
 
 @pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mempalace"])
@@ -304,3 +304,49 @@ def test_the_scripted_model_calls_and_reads_each_product_as_its_arm_declares():
     # mempalace: its JSON answer, hits under results
     answer_json = json.dumps({"results": [{"source_file": "s2.md", "text": informed}, {"source_file": "s1.md", "text": wrong}]})
     assert server.ranked_hits(arms["mempalace"].mcp.search.as_config(), [answer_json]) == [informed, wrong]
+
+
+def test_the_reader_reads_hits_a_product_returns_as_json_text():
+    """Many FastMCP servers return their hits as JSON text, which the SDK also wraps as structured content
+    {"result": text}: the reader reads the hits out of that text, as the scripted model (which sees only the
+    text) does, instead of finding no `hits` key in the wrapper."""
+    import importlib.machinery
+    import importlib.util
+    from types import SimpleNamespace
+
+    loader = importlib.machinery.SourceFileLoader("memgrid_reader", str(REPO / "images/sandbox/memgrid-reader"))
+    reader = importlib.util.module_from_spec(importlib.util.spec_from_loader("memgrid_reader", loader))
+    loader.exec_module(reader)
+    search = {"arguments": {"query": "{query}"}, "query": "prompt", "hits": "results", "hit_id": "topic",
+              "hit_text": ["snippet"], "hit_pattern": None}
+    text = json.dumps({"count": 1, "results": [{"id": 7, "topic": PLANTED, "snippet": FACT}]})
+    result = SimpleNamespace(content=[SimpleNamespace(text=text)], structured_content={"result": text})
+    assert reader.read_hits(search, result) == [(PLANTED, FACT)]
+    structured = SimpleNamespace(content=[SimpleNamespace(text="2 hits")], structured_content=json.loads(text))
+    assert reader.read_hits(search, structured) == [(PLANTED, FACT)]
+
+
+def test_run_ingest_checks_the_count_read_back_and_says_one_line(tmp_path, capsys):
+    """The skeleton every product's ingest shares (images/sandbox/memgrid_corpus.py): the count the product
+    holds must equal the sessions sent, a failure is one line naming the innermost error, the receipt last."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "images" / "sandbox"))
+    try:
+        from memgrid_corpus import run_ingest
+    finally:
+        sys.path.remove(str(REPO / "images" / "sandbox"))
+    folder, names = write_corpus(tmp_path / "corpus")
+    argv = ["--corpus", str(folder), "--store", str(tmp_path / "store")]
+    assert run_ingest("demo-ingest", "demo", "jsonl", lambda store, found: len(found) - 1, argv=argv) == 1
+    assert capsys.readouterr().err == f"demo-ingest: demo holds {len(names) - 1} of the {len(names)} sessions written to it\n"
+    assert not (tmp_path / "store" / "store.json").exists()
+
+    async def refused(store, found):  # an MCP client's error arrives wrapped in anyio's exception group
+        raise BaseExceptionGroup("unhandled errors in a TaskGroup", [RuntimeError("create_entities refused sessions 0..4")])
+
+    assert run_ingest("demo-ingest", "demo", "jsonl", refused, argv=argv) == 1
+    assert capsys.readouterr().err == "demo-ingest: create_entities refused sessions 0..4\n"
+    assert run_ingest("demo-ingest", "demo", "jsonl", lambda store, found: len(found), argv=argv) == 0
+    receipt = json.loads((tmp_path / "store" / "store.json").read_text())
+    assert receipt["documents"] == len(names) and receipt["product"] == "demo" and receipt["store_format"] == "jsonl"

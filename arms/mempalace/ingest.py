@@ -5,59 +5,38 @@ them into its ChromaDB store; this script only lays the sessions out as files fo
     mempalace-ingest --corpus DIR --store DIR
 
 Each session becomes <session id>.md (its rendered lines, the first `date: <ts>`) in a scratch folder named
-`sessions`, mined as the wing `sessions`. The receipt counts the distinct source files among the drawers of
-the product's store (its chroma.sqlite3, read only) after the mine, so a file the product skipped shows.
+`sessions`, mined as the wing `sessions`. The count is the distinct source files among the drawers of the
+product's store (its chroma.sqlite3, read only) after the mine, so a file the product skipped shows as a
+shortfall (memgrid_corpus.run_ingest); mine exits 0 when it files nothing (a missing embedding model, for
+one), so what it said is logged first.
 """
-import argparse
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path[:0] = ["/opt/memgrid/lib"]
 
-from memgrid_corpus import sessions, write_receipt  # noqa: E402
+from memgrid_corpus import count, run_ingest  # noqa: E402
 
 
-def filed(store):
-    db = sqlite3.connect(f"file:{os.path.join(store, 'chroma.sqlite3')}?mode=ro", uri=True)
-    try:
-        return db.execute("SELECT count(DISTINCT string_value) FROM embedding_metadata WHERE key = 'source_file'").fetchone()[0]
-    finally:
-        db.close()
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="mempalace-ingest")
-    parser.add_argument("--corpus", required=True)
-    parser.add_argument("--store", required=True)
-    args = parser.parse_args(argv)
-    started = time.monotonic()
-    found = sessions(args.corpus)
-    os.makedirs(args.store, exist_ok=True)
+def write(store, found):
     with tempfile.TemporaryDirectory(prefix="mempalace-ingest-") as tmp:
         folder = os.path.join(tmp, "sessions")
         os.mkdir(folder)
         for s in found:
             with open(os.path.join(folder, f"{s.id}.md"), "w", encoding="utf-8") as f:
                 f.write((f"date: {s.date}\n" if s.date else "") + s.text + "\n")
-        mine = subprocess.run(["mempalace", args.store, "mine", folder, "--wing", "sessions"], capture_output=True, text=True)
+        mine = subprocess.run(["mempalace", store, "mine", folder, "--wing", "sessions"], capture_output=True, text=True)
     said = " | ".join(l.strip() for l in (mine.stderr + mine.stdout).splitlines() if l.strip())[-400:]
     if mine.returncode != 0:
-        print(f"mempalace-ingest: mempalace mine exited {mine.returncode}: {said}", file=sys.stderr)
-        return 1
-    held = filed(args.store) if found else 0
-    if held != len(found):  # mine exits 0 when it files nothing (a missing embedding model, for one)
-        print(f"mempalace-ingest: the palace holds drawers of {held} sessions after mining {len(found)}; "
-              f"mempalace mine said: {said}", file=sys.stderr)
-        return 1
-    write_receipt(args.store, documents=held, product="mempalace", store_format="chromadb",
-                  ingest_seconds=round(time.monotonic() - started, 3), model_tokens=0,
-                  local_model="all-MiniLM-L6-v2 (int8 ONNX)")
-    return 0
+        raise RuntimeError(f"mempalace mine exited {mine.returncode}: {said}")
+    print(f"mempalace mine said: {said}", file=sys.stderr)
+    if not found:  # nothing mined: the palace may not even have its database
+        return 0
+    return count(os.path.join(store, "chroma.sqlite3"),
+                 "SELECT count(DISTINCT string_value) FROM embedding_metadata WHERE key = 'source_file'")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_ingest("mempalace-ingest", "mempalace", "chromadb", write, local_model="all-MiniLM-L6-v2 (int8 ONNX)"))

@@ -33,6 +33,7 @@ from runner.plan.grid import CellSpec
 from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import IMAGES_DIR, ImageRef, arm_image_needed, ensure_arm_image, ensure_derived, ensure_images
 from runner.arms.ingest import StoreSnapshot, fill, ingest
+from runner.arms.registry import from_npm, from_pypi
 from runner.env.sandbox import Sandbox, remove_run_containers
 from runner.plan.spec import ArmSpec, CheckerSpec, TaskSpec, image_arm, load_all_arms, load_arm
 from runner.exec.trial import STORE_DIR, agent_config
@@ -84,14 +85,19 @@ def _shadowed_modules() -> set[str]:
     return set(sys.stdlib_module_names) | vendored | {"mcp", "pydantic", "anyio"}
 
 
-def scaffold(root: Path, name: str, kind: str = "mcp") -> list[Path]:
-    """Write arms/NAME/ from the scaffold of `kind`; returns the files written."""
+def scaffold(root: Path, name: str, kind: str = "mcp", *, npm: str | None = None, pypi: str | None = None) -> list[Path]:
+    """Write arms/NAME/ from the scaffold of `kind`, or around the published server `npm` (PKG@VER) or `pypi`
+    (PKG==VER), pinned from its registry; returns the files written. Nothing is written unless all of it is."""
+    if npm and pypi:
+        raise UserError("--from-npm and --from-pypi: an arm wraps one package: fix: give one of them")
+    if (npm or pypi) and kind != "mcp":
+        raise UserError(f"--kind {kind}: a published server makes an mcp arm: fix: drop --kind")
     if kind not in SCAFFOLD_KINDS:
         raise UserError(f"--kind {kind}: is not a scaffold kind: fix: use one of {', '.join(SCAFFOLD_KINDS)}")
     if not ARM_NAME.fullmatch(name):
         raise UserError(f"arm name '{name}' is not valid: fix: use 2 to 48 lower-case letters, digits and underscores, "
                         f"starting with a letter (e.g. {_suggest(name)})")
-    if kind == "mcp" and name in _shadowed_modules():
+    if kind == "mcp" and not (npm or pypi) and name in _shadowed_modules():
         raise UserError(f"arm name '{name}' would shadow Python's '{name}' module in the arm's image: fix: choose "
                         f"another name (e.g. {name}_memory)")
     arms_dir = root / "arms"
@@ -100,19 +106,31 @@ def scaffold(root: Path, name: str, kind: str = "mcp") -> list[Path]:
     target = arms_dir / name
     if target.exists():
         raise UserError(f"arms/{name}: already exists: fix: choose another name, or remove arms/{name} first")
-    source = Path(str(resources.files("runner").joinpath("scaffold", kind)))
+    published = from_npm(npm) if npm else from_pypi(pypi) if pypi else None  # the registry, after the cheap checks
+    source = Path(str(resources.files("runner").joinpath("scaffold", kind if published is None else "registry")))
     files = {p.relative_to(source): p.read_text(encoding="utf-8") for p in sorted(source.rglob("*"))
              if p.is_file() and "__pycache__" not in p.parts}
     if kind == "files":  # one file per task, from the template
         template = files[Path("TEMPLATE.md")]
         for task_dir in sorted(p.parent for p in (root / "tasks").glob("*/task.yaml")):
             files[Path("tasks", task_dir.name, "CLAUDE.md")] = template.replace("__TASK__", task_dir.name)
+    values = {}
+    if published is not None:
+        files.update({Path(pin): text for pin, text in published.pins.items()})
+        others = (f"#\n# The package's other commands: {', '.join(published.others)}; start one of them below instead "
+                  "if it is the server.\n" if published.others else "")
+        values = {**published.values, "__FLAG__": published.flag, "__REGISTRY__": published.registry,
+                  "__PACKAGE__": published.package, "__VERSION__": published.version, "__COMMAND__": published.command,
+                  "__OTHERS__": others}
+    values |= {"__SERVER__": name[:32], "__ARM__": name}  # last: the values above may name the arm
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=arms_dir))
     written = []
     for rel, text in sorted(files.items()):
         rel = Path(*(name if part == PACKAGE_DIR else part for part in rel.parts))
+        for placeholder, value in values.items():
+            text = text.replace(placeholder, value)
         (staging / rel).parent.mkdir(parents=True, exist_ok=True)
-        (staging / rel).write_text(text.replace("__SERVER__", name[:32]).replace("__ARM__", name), encoding="utf-8")
+        (staging / rel).write_text(text, encoding="utf-8")
         written.append(target / rel)
     staging.chmod(0o755)  # mkdtemp makes it 0700
     staging.rename(target)  # whole or not at all

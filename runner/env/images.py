@@ -112,7 +112,7 @@ def pydeps_target() -> dict:
     return {k: IMAGE_PYTHON[k] for k in ("python_version", "implementation", "abi")} | {"platforms": platforms}
 
 
-def _canonical(name: str) -> str:
+def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -129,7 +129,7 @@ def read_pins(requirements: Path) -> dict[str, str]:
         if not m:
             raise EngineError(f"{requirements}:{n}: '{line}' is not an exact pin: fix: write name==version, "
                               "optionally followed by --hash=sha256:<hex>, one line per package, its dependencies included")
-        pins[_canonical(m.group(1))] = m.group(2)
+        pins[canonical(m.group(1))] = m.group(2)
         hashed.append((n, bool(m.group(3))))
     if any(h for _, h in hashed) and not all(h for _, h in hashed):
         line = next(n for n, h in hashed if not h)
@@ -144,7 +144,7 @@ def installed_dists(target: Path) -> dict[str, str]:
     for meta in sorted(target.glob("*.dist-info/METADATA")):
         with meta.open(encoding="utf-8", errors="replace") as f:
             headers = email.parser.Parser().parse(f, headersonly=True)
-        found[_canonical(headers["Name"])] = headers["Version"]
+        found[canonical(headers["Name"])] = headers["Version"]
     return found
 
 
