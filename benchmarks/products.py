@@ -6,12 +6,13 @@ Queries are what the arm's agents send: for a product searched with the prompt (
 task prompts, then random pairs of corpus words; for a substring product (query: keywords) single corpus words
 of 6+ letters, one call each (the reader makes up to 8 such calls per session). Seeded. Needs a built corpus
 (`memgrid corpus build --seeds 0`); --quick takes arm check's six-session corpus, 5 calls, and only
-server_memory unless --arms names others (mcp_memory_service and mempalace embed every text on ingest).
+server_memory unless --arms names others (mcp_memory_service, mempalace and mcp_server_qdrant embed every text
+on ingest).
 --run RUN takes the stores a grid run already ingested (runs/RUN/stores/<arm>/present-seed0, with the
 ingest seconds it recorded) instead of ingesting again: a full condition of mcp_memory_service takes most
 of an hour on a loaded 2-core machine.
 
-    .venv/bin/python benchmarks/products.py [--arms server_memory,mcp_memory_service,mempalace]
+    .venv/bin/python benchmarks/products.py [--arms server_memory,mcp_memory_service,mempalace,mcp_server_qdrant]
                                             [--corpus corpus/build/present/seed-0] [--run runs/ID] [--calls 200] [--quick]
 """
 
@@ -39,6 +40,7 @@ from runner.env.sandbox import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_q
 from runner.plan.spec import load_arm
 
 ROOT = Path(__file__).resolve().parent.parent
+PRODUCTS = ("server_memory", "mcp_memory_service", "mempalace", "mcp_server_qdrant")
 QUICK = {"calls": 5, "arms": "server_memory"}
 WARMUP = 3  # untimed first calls: lazy imports, the model's first run, the page cache
 
@@ -120,7 +122,7 @@ def pct(values: list[float], q: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", default=None, help="default: server_memory,mcp_memory_service,mempalace")
+    parser.add_argument("--arms", default=None, help=f"default: {','.join(PRODUCTS)}")
     parser.add_argument("--run", type=Path, default=None, help="take each arm's store from this run folder")
     parser.add_argument("--corpus", type=Path, default=ROOT / "corpus/build/present/seed-0")
     parser.add_argument("--calls", type=int, default=200)
@@ -132,7 +134,7 @@ def main() -> None:
     run_id = f"bench-products-{uuid.uuid4().hex[:8]}"
     images = ensure_images(client, log=lambda m: None)
     with tempfile.TemporaryDirectory(prefix="memgrid-bench-products-") as tmp:
-        args.arms = args.arms or (QUICK["arms"] if args.quick else "server_memory,mcp_memory_service,mempalace")
+        args.arms = args.arms or (QUICK["arms"] if args.quick else ",".join(PRODUCTS))
         if args.quick:
             (args.corpus, _), args.calls = write_tiny_corpus(Path(tmp) / "corpus"), QUICK["calls"]
         elif not (args.corpus / "docs").is_dir():

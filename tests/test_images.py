@@ -273,5 +273,5 @@ def test_wheel_files_are_validated(tmp_path):
         spec.write_text(body)
         with pytest.raises(EngineError, match=said):
             read_wheel_files(spec)
-    for arm in ("mcp_memory_service", "mempalace"):  # the shipped ones parse
+    for arm in ("mcp_memory_service", "mempalace", "mcp_server_qdrant"):  # the shipped ones parse
         assert read_wheel_files(REPO / "arms" / arm / "wheel-files.yaml")

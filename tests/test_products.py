@@ -228,7 +228,61 @@ def test_mempalace_without_its_model_fails_loudly(engine, images, corpus, run_id
     assert "ConnectError" in last or "mempalace holds 0 of the 5 sessions written to it" in last, last
 
 
-@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mempalace"])
+def pickled_strings_and_floats(blob: bytes) -> tuple[list[str], int]:
+    """The strings and the number of floats in a pickle, read with pickletools (nothing is unpickled)."""
+    import pickletools
+
+    ops = list(pickletools.genops(blob))
+    return [a for _, a, _ in ops if isinstance(a, str)], sum(op.name == "BINFLOAT" for op, _, _ in ops)
+
+
+def test_mcp_server_qdrant_store_is_its_own_local_collection_and_search_finds_the_fact(
+        engine, images, corpus, run_id, no_leftovers, tmp_path):
+    arm, image = built(engine, images, "mcp_server_qdrant")
+    folder, names = corpus
+    snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id)
+    files = {e.path: e.data for e in snapshot.entries}
+    assert snapshot.report["documents"] == len(names)
+    # qdrant-client's local mode: meta.json with the collection the product created, sized and named by its
+    # fastembed model (the vector name is the product's own "fast-<model>"), and a storage.sqlite per collection.
+    vectors = json.loads(files["meta.json"])["collections"]["sessions"]["vectors"]
+    assert list(vectors) == ["fast-all-minilm-l6-v2"]
+    assert (vectors["fast-all-minilm-l6-v2"]["size"], vectors["fast-all-minilm-l6-v2"]["distance"]) == (384, "Cosine")
+    (tmp_path / "storage.sqlite").write_bytes(files["collection/sessions/storage.sqlite"])
+    db = sqlite3.connect(tmp_path / "storage.sqlite")
+    points = db.execute("SELECT point FROM points").fetchall()
+    db.close()
+    assert len(points) == len(names)
+    # Each row is the product's pickled PointStruct: an id the product drew (a uuid; our ingest sends none), 384
+    # floats under its vector name, and the session as its `document` payload.
+    documents = []
+    for (blob,) in points:
+        strings, floats = pickled_strings_and_floats(blob)
+        assert strings[:2] == ["qdrant_client.http.models.models", "PointStruct"]
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", strings[strings.index("id") + 1])
+        assert "fast-all-minilm-l6-v2" in strings and floats == 384
+        documents.append(strings[strings.index("document") + 1])
+    assert any(FACT in d for d in documents)
+    # No content word of the query is in the planted session: only a real embedding ranks it first.
+    found = search(engine, image, arm, snapshot, run_id, "how should we change the credentials used to sign the books")
+    assert not found["is_error"], found["text"][:300]
+    hits = [(m.group("id"), m.group("text")) for m in re.finditer(arm.mcp.search.hit_pattern, found["text"])]
+    assert hits[0][0] == PLANTED and "keyctl rotate --grace 48h" in hits[0][1], found["text"][:800]
+    assert sorted(h for h, _ in hits) == sorted(names)
+
+
+def test_mcp_server_qdrant_without_its_model_fails_loudly(engine, images, corpus, run_id, no_leftovers):
+    """fastembed downloads its model at first use; the launcher's HF_HUB_OFFLINE=1 keeps it to its cache, so an
+    image without the model must refuse to ingest: the server stops at start, naming the model."""
+    _, image = built(engine, images, "mcp_server_qdrant")
+    code, said = ingest_without_model(engine, image, corpus[0], run_id, "mcp-server-qdrant-ingest",
+                                      "/opt/mcp-server-qdrant/fastembed/models--Qdrant--all-MiniLM-L6-v2-onnx")
+    assert code != 0, said[-600:]
+    assert "Could not load model sentence-transformers/all-MiniLM-L6-v2 from any source" in said, said[-600:]
+    assert said.strip().splitlines()[-1].startswith("mcp-server-qdrant-ingest: "), said[-600:]
+
+
+@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mempalace", "mcp_server_qdrant"])
 def test_arm_check_passes(engine, images, name, run_id, no_leftovers):
     lines = []
     report = check_arm(REPO, name, run_id=run_id, client=engine, emit=lines.append)
@@ -304,6 +358,15 @@ def test_the_scripted_model_calls_and_reads_each_product_as_its_arm_declares():
     # mempalace: its JSON answer, hits under results
     answer_json = json.dumps({"results": [{"source_file": "s2.md", "text": informed}, {"source_file": "s1.md", "text": wrong}]})
     assert server.ranked_hits(arms["mempalace"].mcp.search.as_config(), [answer_json]) == [informed, wrong]
+    # mcp-server-qdrant: one call with its one argument (query; it takes no count), hits split out of its answer,
+    # a JSON list of strings (fastmcp serialises the tool's list[str]), so the session text is JSON-escaped
+    entry = "<entry><content>session {} 2024-01-0{}\nuser: {}</content><metadata>{{\"session\": \"{}\"}}</metadata></entry>"
+    text = json.dumps(["Results for the query 'go'", entry.format("s1", 1, wrong, "s1"), entry.format("s2", 2, informed, "s2")],
+                      indent=2)
+    calls, _ = answer("mcp_server_qdrant", lambda i: text)
+    assert [set(c[2]) for c in calls] == [{"query"}]
+    hits = server.ranked_hits(arms["mcp_server_qdrant"].mcp.search.as_config(), [text])
+    assert len(hits) == 2 and wrong in hits[0] and informed in hits[1]
 
 
 def test_the_reader_reads_hits_a_product_returns_as_json_text():
