@@ -156,11 +156,33 @@ def test_an_answer_that_names_nothing_stored_is_a_refusal(engine, images, tmp_pa
     assert [json.loads(l)["observations"] for l in dict((e.path, e.data) for e in after)["memory.jsonl"].splitlines()] == [["older"]]
 
 
-def load_model_server():
-    loader = importlib.machinery.SourceFileLoader("model_server", str(REPO / "images/model/memgrid-model-server"))
-    server = importlib.util.module_from_spec(importlib.util.spec_from_loader("model_server", loader))
-    loader.exec_module(server)
-    return server
+def load_program(name: str, path: str):
+    loader = importlib.machinery.SourceFileLoader(name, str(REPO / path))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_the_reader_reads_each_products_stored_id_and_takes_an_answer_naming_none_as_refused():
+    """What each product answers to a write, read as its mcp.write says: the stored item's id, or None (a refusal)
+    for the answers some products give without an error flag; the reader fills "{text}" as the harness does."""
+    reader, arms = load_program("memgrid_reader", "images/sandbox/memgrid-reader"), load_all_arms(REPO)
+    write = {name: arms[name].mcp.write.as_config() for name in ("server_memory", "mcp_memory_service", "mempalace", "recall")}
+    entity = {"name": TEXT, "entityType": "memory", "observations": [TEXT]}
+    assert reader.stored_id(write["server_memory"], {"entities": [entity]}, "") == TEXT
+    assert reader.stored_id(write["server_memory"], {"entities": []}, "[]") is None  # the name was taken: nothing created
+    digest = "ab" * 32
+    assert reader.stored_id(write["mcp_memory_service"], None, f"Memory stored successfully (hash: {digest})") == digest
+    assert reader.stored_id(write["mcp_memory_service"], None, "Not stored: this content was deleted on 2026-12-01; "
+                            "pass restore_deleted=true to bring it back") is None
+    assert reader.stored_id(write["mempalace"], None, json.dumps({"success": True, "drawer_id": "drawer_x_1"})) == "drawer_x_1"
+    assert reader.stored_id(write["mempalace"], None, json.dumps({"success": False, "error": "wing: invalid"})) is None
+    assert reader.stored_id(write["mempalace"], None, "not JSON at all") is None
+    assert reader.stored_id(write["recall"], {"id": "mem-0123456789ab"}, "") == "mem-0123456789ab"
+    for name, config in write.items():
+        assert reader.fill_text(config["arguments"], TEXT) == arms[name].mcp.write.call(TEXT)
+
+
 
 
 # Each product's answer to its search, holding the remembered line, as the product shapes it.
@@ -168,17 +190,18 @@ ANSWERS = {
     "server_memory": json.dumps({"entities": [{"name": TEXT, "entityType": "memory", "observations": [TEXT]}],
                                  "relations": []}),
     "mcp_memory_service": f"Found 1 memories\n\n1. {TEXT}\n   Hash: {'a' * 64}\n   Created: 2026-12-02",
+    "mcp_memory_service_shared": f"Found 1 memories\n\n1. {TEXT}\n   Hash: {'a' * 64}\n   Created: 2026-12-02",
     "mempalace": json.dumps({"results": [{"source_file": "?", "text": TEXT, "similarity": 0.4}]}),
     "recall": json.dumps({"hits": [{"id": "mem-0123456789ab", "snippet": TEXT}]}),
 }
 
 
-@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mempalace", "recall"])
+@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mcp_memory_service_shared", "mempalace", "recall"])
 def test_the_scripted_model_remembers_and_searches_each_product_as_its_arm_declares(name):
     """claude-code on the scripted model: step 1 calls the product's write tool with mcp.write's arguments (the
     text filled in), step 2 its search tool with mcp.search's argument names, for the key (a word of it at a time
     for a substring search), and answers the value found in the product's answer."""
-    server, arm = load_model_server(), load_all_arms(REPO)[name]
+    server, arm = load_program("model_server", "images/model/memgrid-model-server"), load_all_arms(REPO)[name]
     first = model_script(CASE, arm, "step1")
     write_tool = arm.mcp.prefix + arm.mcp.write.tool
     step, calls, _ = server.next_step(first, {"tools": [{"name": write_tool}, {"name": "Bash"}],
