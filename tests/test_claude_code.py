@@ -151,7 +151,9 @@ def test_canary_key_reaches_the_model_and_no_file(engine, images, run_id, tmp_pa
 
 
 def test_two_sessions_on_the_scripted_model_remember_through_the_arm(engine, images, run_id, tmp_path, no_leftovers):
-    grid = grid_from_dict({"name": "cc-two", "protocol": "two-session", "cases": 1, "arms": ["bare", "recall"],
+    """The real CLI in both sessions, through recall and through a third-party product (server_memory: its own
+    create_entities with the entity mcp.write shapes, its own search_nodes a word of the key at a time)."""
+    grid = grid_from_dict({"name": "cc-two", "protocol": "two-session", "cases": 1, "arms": ["bare", "recall", "server_memory"],
                            "agents": ["claude-code"], "seeds": 1, "conditions": ["closing_balance"], "model": "scripted"},
                           Path("(test grid)"))
     outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
@@ -159,10 +161,22 @@ def test_two_sessions_on_the_scripted_model_remember_through_the_arm(engine, ima
     rows = {r["arm"]: r for r in latest_attempts([json.loads(l) for l in (outcome.run_dir / "ledger.jsonl").open()]).values()}
     assert all(r["admitted"] for r in rows.values()), {a: r["discard_reason"] for a, r in rows.items()}
     assert json.loads(rows["recall"]["result"])["score"] == 1 and json.loads(rows["bare"]["result"])["score"] == 0
-    cell = outcome.run_dir / "cells" / rows["recall"]["cell_id"]
-    calls = {ph: [json.loads(l)["tool"] for l in (cell / ph / "transcript.jsonl").open() if json.loads(l)["type"] == "tool_call"]
-             for ph in ("step1", "step2")}
-    assert calls == {"step1": ["mcp__recall__remember"], "step2": ["mcp__recall__search"]}  # the real CLI, both sessions
+    assert json.loads(rows["server_memory"]["result"])["score"] == 1
+
+    def calls(arm: str) -> dict[str, list[dict]]:
+        cell = outcome.run_dir / "cells" / rows[arm]["cell_id"]
+        return {ph: [e for e in map(json.loads, (cell / ph / "transcript.jsonl").open()) if e["type"] == "tool_call"]
+                for ph in ("step1", "step2")}
+
+    recall = calls("recall")
+    assert {ph: [c["tool"] for c in cs] for ph, cs in recall.items()} == {"step1": ["mcp__recall__remember"],
+                                                                         "step2": ["mcp__recall__search"]}
+    product = calls("server_memory")
+    # The record keeps each call's input as JSON text (an excerpt of 300 characters, which these fit in).
+    assert [(c["tool"], json.loads(c["input"])["entities"][0]["entityType"]) for c in product["step1"]] == \
+        [("mcp__server_memory__create_entities", "memory")]
+    assert product["step2"] and {c["tool"] for c in product["step2"]} == {"mcp__server_memory__search_nodes"}
+    assert all(" " not in json.loads(c["input"])["query"] for c in product["step2"])  # a word of the key per call
     step1 = [p for p in json.loads(rows["recall"]["gate_proofs"]) if p["phase"] == "step1"]
     assert any(p["name"] == "tools_visible" and "mcp__recall__remember" in p["detail"] for p in step1)
     assert rows["recall"]["tokens_fresh_input"] > 0  # both sessions' tokens, summed

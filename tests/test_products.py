@@ -413,3 +413,21 @@ def test_run_ingest_checks_the_count_read_back_and_says_one_line(tmp_path, capsy
     assert run_ingest("demo-ingest", "demo", "jsonl", lambda store, found: len(found), argv=argv) == 0
     receipt = json.loads((tmp_path / "store" / "store.json").read_text())
     assert receipt["documents"] == len(names) and receipt["product"] == "demo" and receipt["store_format"] == "jsonl"
+
+
+def test_a_corpus_of_no_sessions_may_arrive_without_docs_but_a_lost_docs_folder_is_an_error(tmp_path):
+    """An archive carries no empty folder, so a product's ingest of an empty corpus (two-session's start store)
+    finds no docs/: that reads as no sessions only when the manifest lists none."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("memgrid_corpus", REPO / "images/sandbox/memgrid_corpus.py")
+    corpus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpus)
+    (tmp_path / MANIFEST).write_text("")
+    assert corpus.sessions(tmp_path) == []
+    (tmp_path / MANIFEST).write_text(f"{'0' * 64}  docs/a.jsonl\n")  # a session listed, its folder missing
+    with pytest.raises(FileNotFoundError):
+        corpus.sessions(tmp_path)
+    (tmp_path / MANIFEST).unlink()  # no manifest either: not a corpus at all
+    with pytest.raises(FileNotFoundError):
+        corpus.sessions(tmp_path)

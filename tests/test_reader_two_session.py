@@ -96,7 +96,7 @@ def last_line(result) -> str:
 
 def test_remember_through_recall_then_answer_in_a_fresh_container(engine, recall_arm, recall_image, empty_store,
                                                                      run_id, no_leftovers):
-    cfg = config(recall_arm, {"tool": "remember"})
+    cfg = config(recall_arm, recall_arm.mcp.write.as_config())
     first, events, store = session(engine, recall_image, run_id, "tool-1", "--remember", cfg, PROMPT_1,
                                    {"remember.json": {"text": TEXT}}, empty_store)
     assert first.exit_code == 0, (first.stdout, first.stderr)

@@ -115,6 +115,51 @@ def test_image_of_must_name_an_arm_that_builds_an_image():
         image_arm(replace(arms["mcp_memory_service_shared"], image_of="bare"), arms)
 
 
+MCP_ARM = """name: x_arm
+kind: mcp
+description: d
+search_tool: mcp__xs__search
+ingest: {command: [x-ingest]}
+mcp:
+  server: xs
+  command: [x-server]
+  search_tool: search
+  required_tools: [search]
+"""
+WRITE = '  write: {tool: store, arguments: {content: "{text}"}, id: id}\n'
+
+
+@pytest.mark.parametrize("extra, field, fix", [
+    ("  write_tools: [store]\n", "mcp.write", "add mcp.write"),
+    (WRITE.replace('"{text}"', "hello"), "mcp.write.arguments", 'put "{text}" where the tool takes the content'),
+    (WRITE.replace('"{text}"', "[{note: x}]"), "mcp.write.arguments", 'put "{text}"'),
+    (WRITE.replace(", id: id", ""), "mcp.write", "give one: id"),
+    (WRITE.replace("id: id", "id: id, id_pattern: '(?P<id>x)'"), "mcp.write", "give one: id"),
+    (WRITE.replace("id: id", "id_pattern: '(?P<id>x'"), "mcp.write.id_pattern", "Python regex"),
+    (WRITE.replace("id: id", "id_pattern: 'hash: ([0-9a-f]+)'"), "mcp.write.id_pattern", "(?P<id>...)"),
+    (WRITE + "  write_tools: [forget]\n", "mcp.write.tool", "add 'store' to mcp.write_tools"),
+    (WRITE.replace("tool: store, ", ""), "mcp.write", "add the field 'tool'"),
+    (WRITE.replace("id: id", "id: id, colour: red"), "mcp.write.colour", "allowed fields"),
+    (WRITE.replace("id: id", "id: entities..name"), "mcp.write.id", "dotted path"),
+])
+def test_a_bad_mcp_write_names_file_field_and_fix(tmp_path, extra, field, fix):
+    path = write(tmp_path / "x_arm" / "arm.yaml", MCP_ARM + extra)
+    with pytest.raises(SpecError) as e:
+        load_arm(tmp_path / "x_arm")
+    message = str(e.value)
+    assert str(path) in message and f": {field}: " in message and fix in message, message
+    assert "\n" not in message
+
+
+def test_an_mcp_write_fills_the_text_at_any_depth_and_names_its_tool_a_write_tool(tmp_path):
+    write(tmp_path / "x_arm" / "arm.yaml", MCP_ARM + '  write: {tool: add, arguments: {items: [{name: "{text}", '
+          'notes: ["said: {text}"]}], room: r}, id: items.0.name}\n')
+    mcp = load_arm(tmp_path / "x_arm").mcp
+    assert mcp.write_tools == ("add",)  # what a writing session must be offered, unless write_tools says more
+    assert mcp.write.call("a = 1") == {"items": [{"name": "a = 1", "notes": ["said: a = 1"]}], "room": "r"}
+    assert mcp.write.arguments["items"][0]["name"] == "{text}"  # the template itself is left as declared
+
+
 @pytest.mark.parametrize("run_id", ["../escape", "a/b", ".hidden", "/"])
 def test_run_id_must_be_a_plain_folder_name(run_id):
     from runner.errors import UserError

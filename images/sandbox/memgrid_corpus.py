@@ -49,6 +49,8 @@ def render(event):
 def sessions(corpus):
     """Every docs/*.jsonl of the corpus folder as a Session; a file that is not JSON lines is an error naming it."""
     folder = os.path.join(corpus, "docs")
+    if not os.path.isdir(folder) and _manifest_is_empty(corpus):
+        return []  # a corpus of no sessions (a protocol's empty store): an archive carries no empty docs/ folder
     found = []
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".jsonl"):
@@ -63,6 +65,15 @@ def sessions(corpus):
         date = next((str(e["ts"]) for e in events if e.get("ts")), None)
         found.append(Session(session_id, date, "\n".join(b for b in map(render, events) if b)))
     return sorted(found, key=lambda s: s.id)
+
+
+def _manifest_is_empty(corpus):
+    """The corpus lists no document (its MANIFEST.sha256 is there and empty); a missing manifest is not empty."""
+    try:
+        with open(os.path.join(corpus, "MANIFEST.sha256"), encoding="utf-8") as f:
+            return not f.read().strip()
+    except FileNotFoundError:
+        return False
 
 
 def write_receipt(store, *, documents, **facts):

@@ -65,7 +65,8 @@ class ArmKind:
         return None
 
     def write_path(self, arm: ArmSpec) -> dict | None:
-        """How an agent writes to this arm's memory: {"tool": name} or {"file": path}; None: it cannot."""
+        """How an agent writes to this arm's memory: {"tool": name, "arguments", "id", "id_pattern"} (its server's
+        write tool as arm.yaml's mcp.write calls and reads it) or {"file": path}; None: it cannot."""
         return None
 
     def location(self, arm: ArmSpec) -> MemoryLocation:
@@ -126,7 +127,7 @@ class McpKind(ArmKind):
         return arm.mcp
 
     def write_path(self, arm: ArmSpec) -> dict | None:
-        return {"tool": arm.mcp.write_tools[0]} if arm.mcp.write_tools else None
+        return arm.mcp.write.as_config() if arm.mcp.write is not None else None
 
     def location(self, arm: ArmSpec) -> MemoryLocation:
         return MemoryLocation(tool=arm.mcp.prefix + arm.mcp.search_tool,

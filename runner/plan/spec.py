@@ -104,15 +104,49 @@ class SearchSpec:
                 "hit_text": list(self.hit_text), "hit_pattern": self.hit_pattern}
 
 
+TEXT = "{text}"  # what mcp.write's arguments put the remembered text in place of
+
+
+def fill_text(value, text: str):
+    """An arguments template with every "{text}" in its strings replaced by `text`, at any depth (a product's
+    write tool may take the text inside a list of entities or beside a wing and a room)."""
+    if isinstance(value, str):
+        return value.replace(TEXT, text)
+    if isinstance(value, list):
+        return [fill_text(v, text) for v in value]
+    if isinstance(value, dict):
+        return {k: fill_text(v, text) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class WriteSpec:
+    """How an agent remembers a text through a server's write tool (arm.yaml `mcp.write`): a third-party
+    product takes its own shape (an entity with a name and a type, a drawer in a wing and a room, a memory
+    with tags), not recall's {"text": ...}, and some answer a refusal as an ordinary result, so what the
+    answer names the stored item by is read back, and an answer that names nothing counts as refused."""
+    tool: str
+    arguments: dict  # the tool's arguments; "{text}" in any string is replaced by the text (see fill_text)
+    id: str | None = None  # a dotted path into the structured result (or the text parsed as JSON): "entities.0.name"
+    id_pattern: str | None = None  # a text result: a regex whose named group id is the stored item's id
+
+    def call(self, text: str) -> dict:
+        return fill_text(self.arguments, text)
+
+    def as_config(self) -> dict:
+        return {"tool": self.tool, "arguments": self.arguments, "id": self.id, "id_pattern": self.id_pattern}
+
+
 @dataclass(frozen=True)
 class McpSpec:
     server: str
     command: tuple[str, ...]
     search_tool: str
     required_tools: tuple[str, ...]
-    write_tools: tuple[str, ...] = ()  # the tools an agent remembers (first) and forgets through; empty: read-only
+    write_tools: tuple[str, ...] = ()  # the write tools a writing session must be offered (write.tool among them)
     write_command: tuple[str, ...] = ()  # the server as sessions that may write start it (default: command)
     search: SearchSpec = SearchSpec()
+    write: WriteSpec | None = None  # how an agent remembers through it; None: read-only
 
     @property
     def prefix(self) -> str:
@@ -512,6 +546,52 @@ def _check_embedder(path: Path, data: dict) -> None:
         raise SpecError(path, "embedder", "is shared but the arm has no mcp server to use it", "drop embedder")
 
 
+def _mentions_text(value) -> bool:
+    if isinstance(value, str):
+        return TEXT in value
+    if isinstance(value, list):
+        return any(_mentions_text(v) for v in value)
+    if isinstance(value, dict):
+        return any(_mentions_text(v) for v in value.values())
+    return False
+
+
+def _write_spec(path: Path, data: dict | None) -> WriteSpec | None:
+    if data is None:
+        return None
+    spec = WriteSpec(**data)
+    if not _mentions_text(spec.arguments):
+        raise SpecError(path, "mcp.write.arguments", "never passes {text}",
+                        'put "{text}" where the tool takes the content to remember (e.g. {content: "{text}"})')
+    if (spec.id is None) == (spec.id_pattern is None):
+        raise SpecError(path, "mcp.write", "names " + ("neither id nor id_pattern" if spec.id is None else "both id and id_pattern"),
+                        "give one: id, the dotted path of the stored item's id in the tool's answer (e.g. entities.0.name), "
+                        "or id_pattern, a regex with the named group id over its text answer")
+    if spec.id_pattern is not None:
+        try:
+            groups = re.compile(spec.id_pattern).groupindex
+        except re.error as e:
+            raise SpecError(path, "mcp.write.id_pattern", f"is not a regular expression ({e})",
+                            "give a Python regex with the named group id") from None
+        if "id" not in groups:
+            raise SpecError(path, "mcp.write.id_pattern", "lacks the named group id", "write (?P<id>...) into the regex")
+    return spec
+
+
+def _mcp_spec(path: Path, m: dict) -> McpSpec:
+    write = _write_spec(path, m.get("write"))
+    write_tools = tuple(m.get("write_tools", ()))
+    if write_tools and write is None:
+        raise SpecError(path, "mcp.write", "is missing: write_tools names write tools but not how an agent remembers "
+                        "through them", 'add mcp.write: {tool: ..., arguments: {...: "{text}"}, id: ...} (see arms/recall/arm.yaml)')
+    if write is not None and write_tools and write.tool not in write_tools:
+        raise SpecError(path, "mcp.write.tool", f"is '{write.tool}', which write_tools does not list",
+                        f"add '{write.tool}' to mcp.write_tools, or omit write_tools (it defaults to [{write.tool}])")
+    return McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"]),
+                   write_tools or ((write.tool,) if write is not None else ()), tuple(m.get("write_command", ())),
+                   _search_spec(path, m.get("search")), write)
+
+
 def load_arm(arm_dir: Path) -> ArmSpec:
     path = arm_dir / "arm.yaml"
     data = read_yaml(path)
@@ -525,9 +605,7 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         instructions=data.get("instructions", ""),
         files=tuple(ArmFile(f["source"], f["dest"]) for f in data.get("files", [])),
         search_tool=data.get("search_tool"),
-        mcp=McpSpec(m["server"], tuple(m["command"]), m["search_tool"], tuple(m["required_tools"]),
-                    tuple(m.get("write_tools", ())), tuple(m.get("write_command", ())),
-                    _search_spec(path, m.get("search"))) if (m := data.get("mcp")) else None,
+        mcp=_mcp_spec(path, m) if (m := data.get("mcp")) else None,
         ingest=tuple(data["ingest"]["command"]) if "ingest" in data else None,
         ingest_seconds=data.get("ingest", {}).get("timeout_seconds", 600),
         hooks=tuple(HookSpec(h["event"], tuple(h["command"])) for h in data.get("hooks", [])),

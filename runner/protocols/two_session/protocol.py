@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from runner.agents.base import ReferenceChannel
+from runner.agents.claude_code import keywords
 from runner.agents.registry import agent_class
 from runner.arms.ingest import EMPTY, ensure_empty_stores
 from runner.arms.kinds import kind_of
@@ -72,14 +73,24 @@ def reader_channel(case: casegen.Case, phase: str) -> ReferenceChannel:
 
 def model_script(case: casegen.Case, arm: ArmSpec, phase: str) -> dict:
     """What the scripted model plays (it reaches the model container only): in step 1, the line a model
-    that derived the value would remember, through the arm's write path; in step 2, where to look and
-    the key to look for."""
+    that derived the value would remember, through the arm's write path (its write tool called as arm.yaml's
+    mcp.write says, or its notes file); in step 2, where to look and the key to look for. A model searches
+    for the value by the name step 2's prompt quotes (the key), with the search tool's own arguments, one
+    call per word of it for a substring search (as the reader does)."""
     write, server, key = kind_of(arm).write_path(arm), kind_of(arm).own_server(arm), casegen.key(case)
     if phase == "step1":
-        path = {} if write is None else {"tool": server.prefix + write["tool"]} if "tool" in write else {"file": write["file"]}
-        return {"mode": "remember", "text": f"{key} = {casegen.answer(case)}", "write": path}
-    search = {} if write is None else {"tool": server.prefix + server.search_tool} if "tool" in write \
-        else {"read": [write["file"]]}
+        text = f"{key} = {casegen.answer(case)}"
+        path = {} if write is None else {"tool": server.prefix + write["tool"], "input": server.write.call(text)} \
+            if "tool" in write else {"file": write["file"]}
+        return {"mode": "remember", "text": text, "write": path}
+    if write is None:
+        search = {}
+    elif "tool" in write:
+        call = server.search.as_config()
+        search = {"tool": server.prefix + server.search_tool, "call": call,
+                  "queries": keywords(key) if call["query"] == "keywords" else [key]}
+    else:
+        search = {"read": [write["file"]]}
     return {"mode": "answer", "key": key, "prompt": casegen.step2_prompt(case), "search": search}
 
 
