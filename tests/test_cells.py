@@ -155,3 +155,16 @@ def test_checker_timeout_is_a_recorded_failure(ctx, no_leftovers):
     row = run_cell(ctx, one_cell("ceiling"), 1)
     assert row.checker_passed is False and row.error_class == "checker_timeout"
     assert "timed out after 1s" in row.checker_detail and row.checker_seconds < 30
+
+
+def test_a_checker_container_stopped_before_its_start_leaves_nothing(engine, images, run_id, no_leftovers):
+    """A coding cell starts its checker's container ahead of need, on a thread of its own; a cell that ends
+    first (discarded, failed, cancelled) stops it, and a container created after that is removed at once."""
+    from runner.grading.checker import CheckerContainer
+
+    checker = CheckerContainer(engine, images.checker.tag, {"checker": {"command": ["true"], "timeout": 5}},
+                               run_id=run_id, cell_id="checker-stopped", lifetime=60)
+    checker.stop()
+    with pytest.raises(RuntimeError, match="stopped before it started"):
+        checker.start()
+    assert checker.container is None

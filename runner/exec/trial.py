@@ -27,6 +27,7 @@ from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
+from runner.env.overlap import Ahead
 from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
 from runner.grading import gate
 from runner.plan.grid import CellSpec
@@ -34,6 +35,7 @@ from runner.plan.spec import DEFAULT_DISK_MIB, ArmSpec, SessionLimits, TaskSpec,
 from runner.results.ledger import LedgerRow
 
 VERIFY_SECONDS = 60
+SETUP_SECONDS = 120  # the bound on waiting for a step started ahead (a cell's checker container)
 
 
 class Cancelled(Exception):
@@ -330,12 +332,12 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             proofs += prefetch_in_sandbox(ctx, sandbox, provider(arm, ctx.arms), phase.record_dir)
         if all(p.passed for p in proofs) and phase.pre_session is not None:
             proofs += phase.pre_session(sandbox)
+        disk = None
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, phase.prompt)
             if endpoint is not None:
                 timings.update(agent.timings)
-            if full := sandbox.full_mounts():
-                transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
+            disk = Ahead("the disk budget check", sandbox.full_mounts)  # beside reading the records and the export
             if endpoint is not None:
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
                 output_cap(transcript, gateway)
@@ -344,11 +346,13 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         else:
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")
-        transcript.save(phase.record_dir / "transcript.jsonl")
         decision = gate.decide(proofs)
+        exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
+        if disk is not None and (full := disk.result(VERIFY_SECONDS)):
+            transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
+        transcript.save(phase.record_dir / "transcript.jsonl")
         write_json(phase.record_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                                      "bundle_digest": phase.bundle.digest, "proofs": decision.as_json()})
-        exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
         store, store_digest = store_snapshot(sandbox) if phase.snapshot_store else (None, None)
         collected = {path: sandbox.read_text(path) for path in phase.collect}
         remover = threading.Thread(target=stop_all, daemon=True)
