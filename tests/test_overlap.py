@@ -9,7 +9,7 @@ from runner.env.overlap import Ahead, StartFailed
 
 def test_the_value_of_a_step_that_ended_well():
     step = Ahead("the answer", lambda: 42)
-    assert step.result(5) == 42 and step.seconds is not None and step.outcome(5) == "the answer had started"
+    assert step.result(5) == 42 and step.seconds is not None and step.outcome(5) == "the answer succeeded"
 
 
 def test_a_failed_step_is_raised_by_name_with_its_cause():

@@ -46,4 +46,4 @@ class Ahead:
             return f"{self.what} had not finished after {timeout:.0f}s"
         if self.error is not None:
             return f"{self.what} failed too: {type(self.error).__name__}: {self.error}"
-        return f"{self.what} had started"
+        return f"{self.what} succeeded"

@@ -27,7 +27,7 @@ from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
-from runner.env.overlap import Ahead
+from runner.env.overlap import Ahead, StartFailed
 from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
 from runner.grading import gate
 from runner.plan.grid import CellSpec
@@ -35,7 +35,7 @@ from runner.plan.spec import DEFAULT_DISK_MIB, ArmSpec, SessionLimits, TaskSpec,
 from runner.results.ledger import LedgerRow
 
 VERIFY_SECONDS = 60
-SETUP_SECONDS = 120  # the bound on waiting for a step started ahead (a cell's checker container)
+SETUP_SECONDS = 120  # the bound on waiting for a step started ahead (a cell's sidecars, its checker's container)
 
 
 class Cancelled(Exception):
@@ -272,8 +272,10 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
 
 
 def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int = 1) -> Session:
-    """Sandbox, agent and gate. Once the workspace is exported the sandbox is removed in the
-    background, so its removal overlaps the checker's start instead of delaying it."""
+    """Sandbox, agent and gate. A model agent's sidecars start on a thread of their own while the sandbox
+    starts on the cell's network, and the agent starts only once both are up and guarded. Once the
+    workspace is exported the sandbox is removed in the background, so its removal overlaps the
+    checker's start instead of delaying it."""
     arm = phase.arm or ctx.arms[cell.arm]
     cls = agent_class(cell.agent, ctx.command_agents)
     image = sandbox_image(ctx, arm, cell.agent).tag
@@ -282,10 +284,10 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     run_setup = ctx.agent_setups.get(cell.agent)
     task = ctx.tasks.get(cell.task)
     session_limits = task.session_limits.over(ctx.session_limits) if task is not None else ctx.session_limits
-    endpoint = None
+    endpoint = sidecars = None
     if cls.needs_model:
-        endpoint = cls.start_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, task, arm, ctx.memory, attempt,
-                                      phase.model_script, session_limits.max_output_tokens)
+        endpoint = cls.open_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, task, arm, ctx.memory, attempt,
+                                     phase.model_script, session_limits.max_output_tokens)
     sandbox = None
     gateway = None  # the gateway's record of the session, for an agent with a model
     handed_off = False
@@ -294,37 +296,49 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         if sandbox is not None:
             sandbox.stop()
         if endpoint is not None:
+            if sidecars is not None:  # the network goes last, once nothing is starting on it
+                sidecars.wait(SETUP_SECONDS)
             endpoint.stop()
 
     try:
         if endpoint is not None:
-            timings["sidecars_start"] = round(time.monotonic() - t0, 3)
+            sidecars = Ahead("the model sidecars' start", endpoint.start_sidecars)
         setup = SessionSetup(cell, task, arm, phase.name, phase.agent_seconds, phase.record_dir,
                              arm_instructions(arm), phase.channel, endpoint, run_setup, session_limits)
         agent = make_agent(setup, ctx.command_agents)
         agent.prepare(image)
         sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=phase.bundle.tar,
-                          lifetime=phase.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits,
+                          lifetime=SETUP_SECONDS + phase.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits,
                           network=endpoint.network_name if endpoint else "none",
                           disk=DiskBudget(phase.disk_mib or ctx.disk_mib), embedder=embedder_image(ctx, provider(arm, ctx.arms)))
-        sandbox.start()
-        timings["container_start"] = round(sandbox.started_seconds, 3)
-        proofs = list(phase.extra_proofs)
-        if endpoint is not None:  # a network of its own: the host must be out of reach before anything runs
-            t_guard = time.monotonic()
-            proofs.append(netguard.guard(ctx.client, sandbox.container, ctx.images.base.tag,
-                                         run_id=ctx.run_id, cell_id=cell.cell_id))
-            timings["network_guard"] = round(time.monotonic() - t_guard, 3)
+        host = []  # the proofs that the host is out of reach (cells with their own network)
+        try:
+            sandbox.start()
+            timings["container_start"] = round(sandbox.started_seconds, 3)
+            if endpoint is not None:  # a network of its own: the host must be out of reach before anything runs
+                t_guard = time.monotonic()
+                host.append(netguard.guard(ctx.client, sandbox.container, ctx.images.base.tag,
+                                           run_id=ctx.run_id, cell_id=cell.cell_id))
+                timings["network_guard"] = round(time.monotonic() - t_guard, 3)
+            checks = [] if sandbox.embedder_image is None else [gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure)]
+            checks.append(bundle_verification(sandbox, phase.bundle))
+            required = arm.required_paths if phase.required_paths is None else phase.required_paths
+            if required:
+                check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *required],
+                                     timeout=VERIFY_SECONDS, workdir="/sandbox")
+                checks.append(gate.paths_proof(check.stdout.split(), required))
+        except Exception as e:
+            if sidecars is None or isinstance(e, Cancelled):
+                raise
+            raise StartFailed(f"the sandbox failed: {type(e).__name__}: {e}; "
+                              f"{sidecars.outcome(SETUP_SECONDS)}") from e
+        if sidecars is not None:
+            sidecars.result(SETUP_SECONDS)
+            timings["sidecars_start"] = sidecars.seconds
             if endpoint.guard_proof is not None:
-                proofs.append(endpoint.guard_proof)
-        if sandbox.embedder_image is not None:
-            proofs.append(gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure))
-        proofs.append(bundle_verification(sandbox, phase.bundle))
-        required = arm.required_paths if phase.required_paths is None else phase.required_paths
-        if required:
-            check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *required],
-                                 timeout=VERIFY_SECONDS, workdir="/sandbox")
-            proofs.append(gate.paths_proof(check.stdout.split(), required))
+                host.append(endpoint.guard_proof)
+            timings["setup"] = round(time.monotonic() - t0, 3)
+        proofs = [*phase.extra_proofs, *host, *checks]
         if phase.store_report is not None:
             proofs.append(gate.store_proof(phase.store_report))
         ctx.check_cancel()
