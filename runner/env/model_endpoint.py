@@ -183,8 +183,8 @@ class ModelEndpoint:
         with self._lock:
             self._stopped = True
             containers, self.containers = list(self.containers.values()), {}
-        for container in containers:
-            remove_quietly(container)
+        with ThreadPoolExecutor(max_workers=2) as pool:  # side by side; the network only once they are gone
+            list(pool.map(remove_quietly, containers))
         if self.network is not None:
             try:
                 self.network.remove()

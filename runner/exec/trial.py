@@ -12,6 +12,7 @@ everything the agent or checker did is final.
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -292,13 +293,18 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     gateway = None  # the gateway's record of the session, for an agent with a model
     handed_off = False
 
+    def stop_endpoint() -> None:
+        if sidecars is not None:  # the network goes last, once nothing is starting on it
+            sidecars.wait(SETUP_SECONDS)
+        endpoint.stop()
+
     def stop_all() -> None:
-        if sandbox is not None:
-            sandbox.stop()
-        if endpoint is not None:
-            if sidecars is not None:  # the network goes last, once nothing is starting on it
-                sidecars.wait(SETUP_SECONDS)
-            endpoint.stop()
+        with ThreadPoolExecutor(max_workers=2) as pool:  # the sandbox and the cell's sidecars go side by side
+            removals = [pool.submit(sandbox.stop)] if sandbox is not None else []
+            if endpoint is not None:
+                removals.append(pool.submit(stop_endpoint))
+            for removal in removals:
+                removal.result()
 
     try:
         if endpoint is not None:
