@@ -108,6 +108,8 @@ class CodingProtocol(Protocol):
                                    lifetime=SETUP_SECONDS + task.agent_seconds + VERIFY_SECONDS + 60 + checker_bound(task))
         ahead = Ahead("the checker container's start", checker.start)
         try:
+            if bundle is None and ctx.ahead is not None:  # built with the sandbox started ahead for this cell
+                bundle = ctx.ahead.bundle(cell)
             bundle = bundle or self.bundle(ctx, cell)
             row["bundle_digest"] = bundle.digest
             store_report = None
