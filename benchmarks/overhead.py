@@ -6,8 +6,10 @@ bare runs of the base image, one after the other. Each repetition runs its N cel
 throwaway task whose checker is `true`, concurrency 1) into a fresh run folder, then its 2N bare runs
 at once after them on the same engine, so the load the engine is under (other runs, test suites) weighs
 on both halves of that repetition's ratio alike; the figure is the median of the repetitions' ratios,
-with their spread. The cell's wall time is the ledger's `wall_seconds` (run_cell from start to end);
-`execute` elapsed / N, printed beside it, also counts the scheduler and the ledger between cells.
+with their spread. A cell's time is `execute`'s elapsed time / N: the local executor starts the next
+cell's sandbox while a cell's checker runs, so the ledger's `wall_seconds` of a cell that took such a
+sandbox leaves out its start (printed beside it, with how many cells took one); elapsed / N counts
+everything between the first cell's start and the last cell's end, the scheduler and ledger included.
 Everything is written to a temp dir; every container carries the label memgrid.run=<run id> and is
 removed by that label at the end.
 
@@ -101,13 +103,12 @@ def main() -> int:
             rows += rep_rows
             splits += [s for s in (stage_split(plan.run_dir, r) for r in final) if s]
             walls = [r["wall_seconds"] for r in final]
-            reps.append({"cell": statistics.median(walls), "elapsed": elapsed / n, "bare": statistics.median(bare),
-                         "final": len(final)})
+            reps.append({"cell": statistics.median(walls), "elapsed": elapsed / n, "bare": statistics.median(bare)})
             rep = reps[-1]
-            print(f"repetition {i + 1}/{repeat}: cell median {rep['cell']:.3f} s (min {min(walls):.3f}, max {max(walls):.3f}), "
-                  f"elapsed / N {rep['elapsed']:.3f} s; bare run median {rep['bare']:.3f} s (min {min(bare):.3f}, "
-                  f"max {max(bare):.3f}); ratio {rep['cell'] / (2 * rep['bare']):.2f} (elapsed / N: "
-                  f"{rep['elapsed'] / (2 * rep['bare']):.2f}); load {os.getloadavg()[0]:.2f}", flush=True)
+            print(f"repetition {i + 1}/{repeat}: elapsed / N {rep['elapsed']:.3f} s (wall_seconds median {rep['cell']:.3f}, "
+                  f"min {min(walls):.3f}, max {max(walls):.3f}); bare run median {rep['bare']:.3f} s (min {min(bare):.3f}, "
+                  f"max {max(bare):.3f}); ratio {rep['elapsed'] / (2 * rep['bare']):.2f} (wall_seconds: "
+                  f"{rep['cell'] / (2 * rep['bare']):.2f}); load {os.getloadavg()[0]:.2f}", flush=True)
     finally:
         leftovers = cleanup(client, run_id)
         if not args.keep:
@@ -115,24 +116,26 @@ def main() -> int:
 
     final = [r for r in rows if r["final"]]
     passed = sum(bool(r["checker_passed"]) for r in final)
+    ahead = sum(bool(json.loads(r["timings"] or "{}").get("started_ahead")) for r in final)
     print(f"overhead: {repeat} x {n} cells (task noop, arm bare, agent floor, condition present), concurrency 1, "
           f"{len(final)} final, {passed} checker passes, {len(rows) - len(final)} harness errors, "
-          f"{leftovers} containers left over; run id {run_id}")
+          f"{leftovers} containers left over; {ahead} cells took a sandbox started ahead; run id {run_id}")
     print(f"host: {os.cpu_count()} CPUs, 1-min load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; "
           f"{others} other memgrid containers running at the start")
     if splits:
-        print(f"stage split (median over all cells): setup = bundle + sandbox create/start/put + verify "
+        print(f"stage split (median over all cells, of wall_seconds): setup = bundle + sandbox start (unless started ahead) + verify "
               f"{median_of(splits, 'setup'):.3f} s, agent {median_of(splits, 'agent'):.3f} s, export + disk check + removals "
               f"{median_of(splits, 'export'):.3f} s, checker (its container started ahead: inputs + grade) "
               f"{median_of(splits, 'checker'):.3f} s")
-    overheads = [r["cell"] - 2 * r["bare"] for r in reps]
-    print(f"harness overhead per cell = cell - 2 x bare: median {spread(overheads, 3)} s")
+    overheads = [r["elapsed"] - 2 * r["bare"] for r in reps]
+    print(f"harness overhead per cell = elapsed / N - 2 x bare: median {spread(overheads, 3)} s")
     if args.keep:
         print(f"kept: {tmp}")
-    ratios = [r["cell"] / (2 * r["bare"]) for r in reps]
-    elapsed_ratios = [r["elapsed"] / (2 * r["bare"]) for r in reps]
-    print(f"figure: ratio = cell / (two bare runs) = {spread(ratios)} (median of {repeat} repetitions, min-max); "
-          f"elapsed / N: {spread(elapsed_ratios)}; target <= {TARGET}: {'met' if statistics.median(ratios) <= TARGET else 'NOT met'}")
+    ratios = [r["elapsed"] / (2 * r["bare"]) for r in reps]
+    wall_ratios = [r["cell"] / (2 * r["bare"]) for r in reps]
+    print(f"figure: ratio = cell (elapsed / N) / (two bare runs) = {spread(ratios)} (median of {repeat} repetitions, "
+          f"min-max); wall_seconds median: {spread(wall_ratios)}; target <= {TARGET}: "
+          f"{'met' if statistics.median(ratios) <= TARGET else 'NOT met'}")
     return 0
 
 
