@@ -155,3 +155,60 @@ def test_checker_timeout_is_a_recorded_failure(ctx, no_leftovers):
     row = run_cell(ctx, one_cell("ceiling"), 1)
     assert row.checker_passed is False and row.error_class == "checker_timeout"
     assert "timed out after 1s" in row.checker_detail and row.checker_seconds < 30
+
+
+def test_a_checker_container_stopped_before_its_start_leaves_nothing(engine, images, run_id, no_leftovers):
+    """A coding cell starts its checker's container ahead of need, on a thread of its own; a cell that ends
+    first (discarded, failed, cancelled) stops it, and a container created after that is removed at once."""
+    from runner.grading.checker import CheckerContainer
+
+    checker = CheckerContainer(engine, images.checker.tag, {"checker": {"command": ["true"], "timeout": 5}},
+                               run_id=run_id, cell_id="checker-stopped", lifetime=60)
+    checker.stop()
+    with pytest.raises(RuntimeError, match="stopped before it started"):
+        checker.start()
+    assert checker.container is None
+
+
+def test_a_sandbox_started_ahead_serves_only_its_own_cell_and_bundle(ctx, no_leftovers):
+    """The local executor starts the next cell's sandbox while an earlier cell's checker runs. The cell takes it
+    only if it holds exactly the bundle the cell would start with: bytes, not just the digest, so a tampered
+    bundle is still verified in a sandbox of its own (and discarded), never hidden behind the honest one."""
+    from runner.exec.trial import SandboxesAhead
+
+    cell = one_cell()
+    honest = build_bundle(ctx.tasks[cell.task], ctx.arms[cell.arm], agent_config(cell, ctx.arms[cell.arm]))
+    ctx.ahead = SandboxesAhead(ctx, lambda: cell)
+    try:
+        ctx.ahead.released(one_cell("floor"))  # an earlier cell handed off its sandbox
+        row = run_cell(ctx, cell, 1, bundle=rebuilt(honest, lambda b: b + b"\n# planted\n", fix_manifest=False))
+        assert not row.admitted and row.discard_reason == "bundle_digest_mismatch"
+        assert "started_ahead" not in json.loads(row.timings)
+        ctx.ahead.released(one_cell("floor"))
+        row = run_cell(ctx, cell, 2)
+        assert row.admitted and row.checker_passed and json.loads(row.timings)["started_ahead"] is True
+    finally:
+        ctx.ahead.close()
+
+
+def test_sandboxes_started_ahead_that_no_cell_takes_are_removed(ctx, engine, run_id, no_leftovers):
+    """A run that stops (Ctrl-C, its budget) leaves the next cell's sandbox unused: close removes it, also while
+    its start is under way; one that is gone (its lifetime over, removed) is not taken, the cell starts its own."""
+    from runner.env.sandbox import RUN_LABEL
+    from runner.exec.trial import SandboxesAhead
+
+    cell = one_cell()
+    ctx.ahead = SandboxesAhead(ctx, lambda: cell)
+    ctx.ahead.released(one_cell("floor"))
+    ctx.ahead.close()  # at once: the start is still under way
+    assert not engine.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    ctx.ahead = SandboxesAhead(ctx, lambda: cell)
+    try:
+        ctx.ahead.released(one_cell("floor"))
+        assert ctx.ahead.bundle(cell) is not None  # started
+        for c in engine.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}):
+            engine.api.remove_container(c["Id"], force=True, v=True)
+        row = run_cell(ctx, cell, 1)
+        assert row.admitted and row.checker_passed and "started_ahead" not in json.loads(row.timings)
+    finally:
+        ctx.ahead.close()

@@ -107,6 +107,38 @@ def test_unreachable_model_fails_bounded_and_is_not_scored(engine, images, run_i
     assert time.monotonic() - started < 120, "the CLI's retries were not bounded"
 
 
+def test_sidecars_that_fail_beside_the_sandbox_are_named_and_leave_nothing(engine, images, run_id, tmp_path,
+                                                                           no_leftovers, monkeypatch):
+    """The sidecars start on their own thread while the sandbox starts on the cell's network: their failure
+    is the cell's harness error by name, and the sandbox, the sidecars and the network all go."""
+    def never_ready(self):
+        raise RuntimeError("the gateway sidecar did not become ready: (test)")
+
+    monkeypatch.setattr(ModelEndpoint, "_wait_ready", never_ready)
+    rows, _ = run_cc(run_id, tmp_path, ["bare"])
+    row = rows["bare"]
+    assert row["discard_reason"] == "harness_error" and not row["final"] and row["error_class"] == "StartFailed"
+    assert row["error_detail"].startswith("the model sidecars' start failed: RuntimeError: the gateway sidecar"), \
+        row["error_detail"]
+
+
+def test_a_sandbox_that_fails_beside_its_sidecars_is_named_and_leaves_nothing(engine, images, run_id, tmp_path,
+                                                                              no_leftovers, monkeypatch):
+    """The sandbox fails at once while the sidecars are still starting on the network: the network is removed
+    only after their start has ended, so nothing of the cell survives, and the error names both sides."""
+    from runner.env.sandbox import Sandbox
+
+    def refused(self):
+        raise RuntimeError("the engine refused the sandbox (test)")
+
+    monkeypatch.setattr(Sandbox, "start", refused)
+    rows, _ = run_cc(run_id, tmp_path, ["bare"])
+    row = rows["bare"]
+    assert row["discard_reason"] == "harness_error" and row["error_class"] == "StartFailed"
+    assert row["error_detail"] == ("the sandbox failed: RuntimeError: the engine refused the sandbox (test); "
+                                   "the model sidecars' start succeeded"), row["error_detail"]
+
+
 CANARY = "sk-ant-canary-" + "7f3e" * 8
 
 

@@ -306,6 +306,47 @@ def test_a_worker_killed_mid_cell_its_cell_reruns_and_is_recorded_once(engine, i
         client_b.api.remove_container(c["Id"], force=True, v=True)
 
 
+def read_paths(run_dir: Path, cell_id: str) -> list[str]:
+    """The files a claude-code session read, in order (the scripted model's search of a corpus arm)."""
+    events = [json.loads(line) for line in (run_dir / "cells" / cell_id / "transcript.jsonl").open()]
+    return [e["input"] for e in events if e["type"] == "tool_call" and e["tool"] == "Read"]
+
+
+def test_claude_code_cells_run_on_a_worker_as_on_the_local_executor(engine, images, tmp_path, run_id, no_leftovers):
+    """claude-code on the scripted model, on a worker of the main engine: its sidecars and network are made on
+    the worker's engine, and the scripted model's script is derived there from the cell's bundle (fs_grep: the
+    documents an agent grepping the corpus opens first), so each cell reads the same files and gets the same
+    verdict as on the local executor."""
+    from conftest import ISSUED_RUN_IDS
+
+    grid = {"name": "cc-dask", "tasks": ["slug_ids"], "arms": ["bare", "fs_grep"], "agents": ["claude-code"],
+            "seeds": 1, "conditions": ["present"], "model": "scripted"}
+
+    def run(run: str, **where):
+        spec = tmp_path / f"{run}.yaml"
+        spec.write_text(json.dumps({**grid, **where}))
+        return run_grid(load_grid(spec), spec, root=REPO, run_id=run, runs_dir=tmp_path / "runs", concurrency=2,
+                        progress=False, log=lambda m: None)
+
+    local_id = f"{run_id}-local"
+    ISSUED_RUN_IDS.add(local_id)
+    local = run(local_id)
+    cluster = Cluster(tmp_path)
+    try:
+        cluster.add_worker("node-a", MAIN_ENGINE)
+        cluster.wait_for(1)
+        remote = run(run_id, executor="dask", scheduler=cluster.address)
+    finally:
+        cluster.close()
+    local_rows, rows = Ledger(local.run_dir).rows(), Ledger(remote.run_dir).rows()
+    assert len(rows) == 2 and all(r["admitted"] and r["final"] for r in rows), [r["error_detail"] for r in rows]
+    assert verdicts(rows) == verdicts(local_rows)
+    assert remote.summary.executor["nodes"] == {"node-a": 2}
+    fs_grep = next(r["cell_id"] for r in rows if r["arm"] == "fs_grep")
+    assert read_paths(remote.run_dir, fs_grep) == read_paths(local.run_dir, fs_grep) != []
+    assert (remote.run_dir / "cells" / fs_grep / "gateway.jsonl").stat().st_size > 0
+
+
 def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path):
     dask = executor_class("dask")
     with pytest.raises(UserError, match=r"grid.yaml: executor dask has no scheduler address: fix: pass --scheduler"):

@@ -222,17 +222,18 @@ class ClaudeCodeAgent(Agent):
         return run_setup.agent_images[base.id]
 
     @classmethod
-    def start_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int,
-                       script: dict | None = None, max_output_tokens: int | None = None) -> ModelEndpoint:
-        """The cell's own network with the model gateway (and, offline, the scripted model playing this
-        session: the protocol's script for it, or a coding task's)."""
+    def open_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int,
+                      script: dict | None = None, max_output_tokens: int | None = None) -> ModelEndpoint:
+        """The cell's own network, open, for the model gateway (and, offline, the scripted model playing this
+        session: the protocol's script for it, or a coding task's); the caller starts the sidecars on it
+        (`start_sidecars`) while the sandbox starts."""
         if run_setup.model != SCRIPTED:
             script = None
         elif script is None:
             script = build_script(task, arm, memory, cell.condition, cell.seed)
         endpoint = ModelEndpoint(client, run_setup.model_image.tag, run_id, cell.cell_id, run_setup.model, script,
                                  run_setup.allow_hosts, max_output_tokens, guard_image=images.base.tag)
-        endpoint.start(attempt)
+        endpoint.open_network(attempt)
         return endpoint
 
     @classmethod

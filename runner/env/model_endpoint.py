@@ -15,7 +15,9 @@ import json
 import os
 import secrets
 import tarfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +59,8 @@ class ModelEndpoint:
     containers: dict = field(default_factory=dict)
     network: object = None
     gateway_token: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _stopped: bool = False
 
     @property
     def scripted(self) -> bool:
@@ -66,56 +70,78 @@ class ModelEndpoint:
         return {RUN_LABEL: self.run_id, CELL_LABEL: self.cell_id, ROLE_LABEL: role}
 
     def start(self, attempt: int) -> None:
-        # Unique per start: a cell id is a hash of its inputs, so two runs of one grid on one engine
-        # (a reproduce beside the original, two test sessions) would otherwise share a network name.
-        self.network_name = f"memgrid-{self.cell_id}-{attempt}-{secrets.token_hex(4)}"
+        """The network and both sidecars, ready; on a failure, nothing of them is left."""
+        self.open_network(attempt)
         try:
-            self.network = self.client.networks.create(self.network_name, driver="bridge", internal=True,
-                                                       labels=self.labels("network"))
-            upstream = "http://model:8080" if self.scripted else live_upstream()
-            self.gateway_token = token = secrets.token_hex(16)  # the model server answers only the gateway
-            env = {"MEMGRID_UPSTREAM": upstream, "MEMGRID_ALLOW_HOSTS": ",".join(self.allow_hosts),
-                   "MEMGRID_GATEWAY_TOKEN": token, "MEMGRID_MAX_OUTPUT_TOKENS": str(self.max_output_tokens or "")}
-            key = None if self.scripted else live_api_key()
-            if key:
-                env["MEMGRID_API_KEY"] = key
-            if self.scripted:
-                self.containers["model"] = self._create("model", ["memgrid-model-server", "8080"],
-                                                        {"MEMGRID_GATEWAY_TOKEN": token})
-                self._put_script()
-            self.containers["gateway"] = self._create("gateway", ["memgrid-gateway"], env)
-            if not self.scripted:  # the only container with a way out
-                self.client.networks.get("bridge").connect(self.containers["gateway"])
-            for container in self.containers.values():
-                container.start()
-            if self.scripted:  # what the session sends can steer the model server: keep the host out of its reach too
-                self.guard_proof = netguard.guard(self.client, self.containers["model"], self.guard_image,
-                                                  run_id=self.run_id, cell_id=self.cell_id, name="model_host_unreachable")
-            self._wait_ready()
+            self.start_sidecars()
         except BaseException:
             self.stop()
             raise
+
+    def open_network(self, attempt: int) -> None:
+        # Unique per start: a cell id is a hash of its inputs, so two runs of one grid on one engine
+        # (a reproduce beside the original, two test sessions) would otherwise share a network name.
+        self.network_name = f"memgrid-{self.cell_id}-{attempt}-{secrets.token_hex(4)}"
+        self.network = self.client.networks.create(self.network_name, driver="bridge", internal=True,
+                                                   labels=self.labels("network"))
+
+    def start_sidecars(self) -> None:
+        """The sidecars on the open network, guarded and ready. A cell runs this on a thread of its own while
+        its sandbox starts on the same network (trial.run_phase), so it never removes the network; `stop`
+        may be called at any time, also while this is under way."""
+        upstream = "http://model:8080" if self.scripted else live_upstream()
+        self.gateway_token = token = secrets.token_hex(16)  # the model server answers only the gateway
+        env = {"MEMGRID_UPSTREAM": upstream, "MEMGRID_ALLOW_HOSTS": ",".join(self.allow_hosts),
+               "MEMGRID_GATEWAY_TOKEN": token, "MEMGRID_MAX_OUTPUT_TOKENS": str(self.max_output_tokens or "")}
+        key = None if self.scripted else live_api_key()
+        if key:
+            env["MEMGRID_API_KEY"] = key
+        if self.scripted:
+            model = self._create("model", ["memgrid-model-server", "8080"], {"MEMGRID_GATEWAY_TOKEN": token})
+            self._put_script(model)
+        gateway = self._create("gateway", ["memgrid-gateway"], env)
+        if not self.scripted:  # the only container with a way out
+            self.client.networks.get("bridge").connect(gateway)
+        with ThreadPoolExecutor(max_workers=2) as pool:  # independent starts: side by side
+            for started in [pool.submit(c.start) for c in self._registered()]:
+                started.result()
+        if self.scripted:  # what the session sends can steer the model server: keep the host out of its reach too
+            self.guard_proof = netguard.guard(self.client, model, self.guard_image,
+                                              run_id=self.run_id, cell_id=self.cell_id, name="model_host_unreachable")
+        self._wait_ready()
 
     def _create(self, alias: str, command: list[str], env: dict):
         networking = {self.network_name: self.client.api.create_endpoint_config(aliases=[alias])}
         args = hardened(self.image, user="65534:65534", labels=self.labels(alias), network=self.network_name,
                         limits=SIDECAR_LIMITS, command=command, environment=env)
-        return self.client.containers.create(**args, networking_config=networking)
+        container = self.client.containers.create(**args, networking_config=networking)
+        with self._lock:
+            stopped = self._stopped
+            if not stopped:
+                self.containers[alias] = container
+        if stopped:  # the cell stopped while this was being created: nothing of it may stay
+            remove_quietly(container)
+            raise RuntimeError(f"the cell stopped while its {alias} sidecar was being created")
+        return container
 
-    def _put_script(self) -> None:
+    def _registered(self) -> list:
+        with self._lock:
+            return list(self.containers.values())
+
+    def _put_script(self, model) -> None:
         data = json.dumps(self.script or {}).encode()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             info = tarfile.TarInfo("script.json")
             info.size, info.uid, info.gid, info.mode = len(data), 65534, 65534, 0o444
             tar.addfile(info, io.BytesIO(data))
-        if self.script is not None and not self.containers["model"].put_archive("/srv/script", buf.getvalue()):
+        if self.script is not None and not model.put_archive("/srv/script", buf.getvalue()):
             raise RuntimeError("placing the model script was refused")
 
     def _wait_ready(self) -> None:
         """Both servers print 'ready' once listening; bounded polling of their logs."""
         deadline = time.monotonic() + READY_SECONDS
-        for name, container in self.containers.items():
+        for name, container in list(self.containers.items()):
             while b"ready" not in container.logs(stdout=True, stderr=False):
                 container.reload()
                 if container.status == "exited" or time.monotonic() > deadline:
@@ -132,31 +158,36 @@ class ModelEndpoint:
 
     def collect(self, cell_dir: Path) -> dict[str, list[dict]]:
         """Copy the sidecars' records into the cell folder; returns them parsed."""
+        wanted = [(name, filename, target) for name, filename, target in
+                  (("gateway", "gateway.jsonl", "gateway.jsonl"), ("model", "requests.jsonl", "model_requests.jsonl"))
+                  if name in self.containers]
+        with ThreadPoolExecutor(max_workers=2) as pool:  # one engine round trip each: side by side
+            texts = list(pool.map(lambda w: self._record(self.containers[w[0]], w[1]), wanted))
         records = {}
-        for name, filename, target in (("gateway", "gateway.jsonl", "gateway.jsonl"),
-                                       ("model", "requests.jsonl", "model_requests.jsonl")):
-            container = self.containers.get(name)
-            if container is None:
-                continue
-            try:
-                stream, _ = container.get_archive(f"/srv/record/{filename}")
-                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-                    member = tar.extractfile(tar.getmembers()[0])
-                    text = member.read().decode(errors="replace") if member else ""
-            except docker.errors.NotFound:
-                text = ""
+        for (name, _, target), text in zip(wanted, texts):
             (cell_dir / target).write_text(text)
             records[name] = [json.loads(line) for line in text.splitlines() if line.strip()]
         return records
 
+    @staticmethod
+    def _record(container, filename: str) -> str:
+        try:
+            stream, _ = container.get_archive(f"/srv/record/{filename}")
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                member = tar.extractfile(tar.getmembers()[0])
+                return member.read().decode(errors="replace") if member else ""
+        except docker.errors.NotFound:
+            return ""
+
     def stop(self) -> None:
-        for container in self.containers.values():
-            remove_quietly(container)
-        self.containers = {}
+        with self._lock:
+            self._stopped = True
+            containers, self.containers = list(self.containers.values()), {}
+        with ThreadPoolExecutor(max_workers=2) as pool:  # side by side; the network only once they are gone
+            list(pool.map(remove_quietly, containers))
         if self.network is not None:
             try:
                 self.network.remove()
             except docker.errors.NotFound:
                 pass
             self.network = None
-

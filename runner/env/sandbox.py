@@ -175,6 +175,29 @@ def hardened(image: str, *, user: str, labels: dict, network: str, limits: Limit
     )
 
 
+def exec_in(client, container_id: str, cmd: list[str], *, timeout: int, workdir: str, env: dict | None = None) -> StreamedExec:
+    """Run a command inside a running container, bounded in time (coreutils timeout: the engine's exec has
+    no timeout of its own) and in what is kept of its output; stdout lines are timed as they arrive
+    (when a CLI reached its init, when it ended)."""
+    api = client.api
+    started = time.monotonic()
+    exec_id = api.exec_create(container_id, ["timeout", "--kill-after=5", str(timeout), *cmd],
+                              workdir=workdir, environment=env or {})["Id"]
+    out, err = BoundedCapture(), BoundedCapture(head=MIB, tail=MIB)
+    for stdout, stderr in api.exec_start(exec_id, stream=True, demux=True):
+        now = time.monotonic()
+        if stdout:
+            out.feed(stdout, now)
+        if stderr:
+            err.feed(stderr, now)
+    code = api.exec_inspect(exec_id).get("ExitCode")
+    lines, dropped, dropped_lines = out.result()
+    err_lines, err_dropped, _ = err.result()
+    return StreamedExec(code if code is not None else -1, "\n".join(line for _, line in lines),
+                        "\n".join(line for _, line in err_lines), time.monotonic() - started,
+                        dropped + err_dropped, lines, out.total, dropped, dropped_lines)
+
+
 def remove_quietly(container) -> None:
     try:
         container.remove(force=True, v=True)  # v: the sandbox's /sandbox volume goes with it
@@ -285,27 +308,7 @@ class Sandbox:
             raise RuntimeError(f"put_archive to {path} was refused")
 
     def exec(self, cmd: list[str], *, timeout: int, workdir: str = "/sandbox/workspace", env: dict | None = None) -> StreamedExec:
-        """Run a command inside the container, bounded in time (coreutils timeout: the engine's exec has
-        no timeout of its own) and in what is kept of its output; stdout lines are timed as they
-        arrive (when a CLI reached its init, when it ended)."""
-        api = self.client.api
-        started = time.monotonic()
-        exec_id = api.exec_create(self.container.id, ["timeout", "--kill-after=5", str(timeout), *cmd],
-                                  workdir=workdir, environment=env or {})["Id"]
-        out, err = BoundedCapture(), BoundedCapture(head=MIB, tail=MIB)
-        for stdout, stderr in api.exec_start(exec_id, stream=True, demux=True):
-            now = time.monotonic()
-            if stdout:
-                out.feed(stdout, now)
-            if stderr:
-                err.feed(stderr, now)
-        code = api.exec_inspect(exec_id).get("ExitCode")
-        lines, dropped, dropped_lines = out.result()
-        err_lines, err_dropped, _ = err.result()
-        return StreamedExec(code if code is not None else -1, "\n".join(line for _, line in lines),
-                            "\n".join(line for _, line in err_lines), time.monotonic() - started,
-                            dropped + err_dropped, lines, out.total, dropped, dropped_lines)
-
+        return exec_in(self.client, self.container.id, cmd, timeout=timeout, workdir=workdir, env=env)
 
     def export(self, path: str, cap_bytes: int) -> Export:
         """The folder at `path` as the agent left it, read as a stream that stops at `cap_bytes` of file

@@ -9,12 +9,15 @@ returns the ledger row and the cell folder as an archive; only the controller wr
 """
 
 import atexit
+import io
 import os
 import shutil
+import tarfile
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from runner.arms.kinds import kind_of
@@ -100,6 +103,27 @@ def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: st
                    dict(ctx.command_agents), stores, ctx.limits, ctx.session_limits, ctx.disk_mib, ctx.embedder), bundle
 
 
+class BundleMemory:
+    """The corpus documents a cell's bundle carries (memory/<name>.md), standing in on a worker for the
+    controller's MemorySource, which stays on the controller. A worker needs them for one thing: the
+    scripted model's script, which ranks the documents an agent grepping them would open first
+    (claude_code.grep_ranked). These are the bytes the controller rendered for the cell, the same the
+    sandbox verifies, so the script is the one the local executor would build."""
+
+    def __init__(self, bundle: Bundle):
+        self.bundle = bundle
+
+    @cached_property
+    def _documents(self) -> tuple[tuple[str, bytes], ...]:
+        with tarfile.open(fileobj=io.BytesIO(self.bundle.tar)) as tar:
+            return tuple((m.name.removeprefix("memory/").removesuffix(".md"), tar.extractfile(m).read())
+                         for m in tar.getmembers() if m.isfile() and m.name.startswith("memory/") and m.name.endswith(".md"))
+
+    def documents(self, condition: str, seed: int) -> tuple[tuple[str, bytes], ...]:
+        """The bundle's documents: it was built for this cell's condition and seed, and holds only theirs."""
+        return self._documents
+
+
 def failed_row(ctx: TrialContext, cell: CellSpec, attempt: int, error: Exception) -> LedgerRow:
     """A harness failure recorded by the controller when the attempt never returned (its worker died for
     good, the scheduler gave up): not final, so a resume reruns the cell."""
@@ -171,7 +195,7 @@ def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str, cancel: thr
     tasks, arms = _project(job.project_digest, project)
     scratch = Path(tempfile.mkdtemp(prefix=f"memgrid-{job.run_id}-"))
     try:
-        ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, None, dict(job.stores),
+        ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, BundleMemory(bundle), dict(job.stores),
                            dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
                            session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=dict(job.command_agents),
                            protocol=protocol_named(job.protocol), cancel=cancel or threading.Event(), embedder=job.embedder)

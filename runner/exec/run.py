@@ -275,6 +275,8 @@ class Scheduler:
         self.recorded = 0
         self.budget_stop: dict | None = None
         self.final = set(final)
+        self.queue: list[CellSpec] = []  # cells not yet submitted, the next one last
+        executor.upcoming = self.upcoming
 
     def record(self, row: LedgerRow) -> None:
         if row.cell_id in self.final:
@@ -287,8 +289,15 @@ class Scheduler:
             self.budget.add(row.cost_usd)
         self.on_row(row)
 
+    def upcoming(self) -> CellSpec | None:
+        """The cell this scheduler submits next (an executor may start its sandbox ahead); None: none."""
+        try:
+            return None if self.budget_stop is not None else self.queue[-1]
+        except IndexError:
+            return None
+
     def run(self, pending: list[CellSpec], attempts: dict[str, int]) -> None:
-        queue = list(reversed(pending))
+        self.queue = queue = list(reversed(pending))
         while True:
             while len(self.in_flight) < self.executor.slots and queue and self.budget_stop is None:
                 if self.budget is not None and not self.budget.allows(len(self.in_flight)):

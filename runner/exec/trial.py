@@ -12,9 +12,12 @@ everything the agent or checker did is final.
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+import docker.errors
 
 from runner.agents.base import BUDGET_EXHAUSTED, ReferenceChannel, SessionSetup, Transcript
 from runner.agents.registry import agent_class, make_agent
@@ -27,6 +30,7 @@ from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
+from runner.env.overlap import Ahead, StartFailed
 from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
 from runner.grading import gate
 from runner.plan.grid import CellSpec
@@ -34,6 +38,7 @@ from runner.plan.spec import DEFAULT_DISK_MIB, ArmSpec, SessionLimits, TaskSpec,
 from runner.results.ledger import LedgerRow
 
 VERIFY_SECONDS = 60
+SETUP_SECONDS = 120  # the bound on waiting for a step started ahead (a cell's sidecars, its checker's container)
 
 
 class Cancelled(Exception):
@@ -60,6 +65,7 @@ class TrialContext:
     protocol: object = None  # protocols.base.Protocol; None: the coding protocol
     protocol_setup: object = None  # what the protocol prepared for the run (Protocol.prepare)
     embedder: ImageRef | None = None  # the shared embedder's image, when an arm of the run embeds through it
+    ahead: object = None  # SandboxesAhead: sandboxes started for the next cells (the local executor); None: none
 
     def check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -269,9 +275,125 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
     return results, after, digest, proof
 
 
+def new_sandbox(ctx: TrialContext, cell: CellSpec, image: str, bundle: Bundle, agent_seconds: int, disk_mib: int | None,
+                embedder: str | None, network: str = "none", waiting: int = 0) -> Sandbox:
+    """A phase's sandbox, not started. `waiting`: how long it may sit started before its phase begins."""
+    return Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
+                   lifetime=waiting + SETUP_SECONDS + agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits,
+                   network=network, disk=DiskBudget(disk_mib or ctx.disk_mib), embedder=embedder)
+
+
+class SandboxAhead:
+    """One cell's sandbox started, its bundle placed, on a thread of its own before the cell runs. `take` hands
+    it to the cell; `drop` removes it whenever it is called, a start still under way included."""
+
+    def __init__(self, ctx: TrialContext, cell: CellSpec, waiting: int):
+        self.ctx, self.cell, self.waiting = ctx, cell, waiting
+        self.bundle: Bundle | None = None
+        self.sandbox: Sandbox | None = None
+        self._lock = threading.Lock()
+        self._started = self._dropped = False
+        self.step = Ahead(f"cell {cell.cell_id}'s sandbox, started ahead", self._start)
+
+    def _start(self) -> None:
+        from runner.protocols.registry import protocol_of
+
+        task, arm = self.ctx.tasks[self.cell.task], self.ctx.arms[self.cell.arm]
+        self.bundle = protocol_of(self.ctx).bundle(self.ctx, self.cell)
+        image = sandbox_image(self.ctx, arm, self.cell.agent).tag
+        self.sandbox = new_sandbox(self.ctx, self.cell, image, self.bundle, task.agent_seconds, task.disk_mib,
+                                   embedder_image(self.ctx, provider(arm, self.ctx.arms)), waiting=self.waiting)
+        self.sandbox.start()
+        with self._lock:
+            self._started = True
+            dropped = self._dropped
+        if dropped:
+            self.sandbox.stop()
+
+    def take(self, bundle: Bundle, image: str, disk_mib: int, embedder: str | None) -> Sandbox | None:
+        """The sandbox, if it started, is still running, and holds exactly what the phase would start with."""
+        if not self.step.wait(SETUP_SECONDS) or self.step.error is not None:
+            self.drop()
+            return None
+        args = self.sandbox.create_args
+        fits = (self.bundle.digest == bundle.digest and self.bundle.tar == bundle.tar and args["image"] == image
+                and self.sandbox.disk.mib == disk_mib and self.sandbox.embedder_image == embedder)
+        running = False
+        if fits:  # and it has not outlived its lifetime waiting
+            try:
+                self.sandbox.container.reload()
+                running = self.sandbox.container.status == "running"
+            except docker.errors.NotFound:  # removed meanwhile (the run is stopping)
+                pass
+        if not running:
+            self.drop()
+            return None
+        return self.sandbox
+
+    def drop(self) -> None:
+        with self._lock:
+            self._dropped = True
+            started = self._started
+        if started:
+            self.sandbox.stop()
+
+
+class SandboxesAhead:
+    """The local executor's sandboxes started ahead of need: when a cell hands off its sandbox (its workspace
+    exported, its checker about to grade), the sandbox of the cell the scheduler will start next
+    (`upcoming`) starts on a thread of its own, its bundle placed in it, so that its start overlaps the
+    earlier cell's checker instead of following it. Only coding cells whose agent needs no model (a
+    model agent's sandbox joins a network its sidecars make); the bundle is verified inside the sandbox
+    when the cell runs, as for any sandbox. What no cell took is removed at `close`."""
+
+    def __init__(self, ctx: TrialContext, upcoming):
+        self.ctx, self.upcoming = ctx, upcoming  # upcoming() -> the cell the scheduler starts next, or None
+        self._lock = threading.Lock()
+        self._ahead: dict[str, SandboxAhead] = {}
+
+    def released(self, cell: CellSpec) -> None:
+        """`cell` no longer needs its sandbox: start the next cell's, waiting at most as long as `cell`'s checker."""
+        from runner.grading.checker import checker_bound
+        from runner.protocols.registry import protocol_of
+
+        following = self.upcoming()
+        if following is None or self.ctx.cancel.is_set() or not protocol_of(self.ctx).remote \
+                or agent_class(following.agent, self.ctx.command_agents).needs_model:
+            return
+        waiting = checker_bound(self.ctx.tasks[cell.task]) + SETUP_SECONDS
+        with self._lock:
+            if following.cell_id not in self._ahead:
+                self._ahead[following.cell_id] = SandboxAhead(self.ctx, following, waiting)
+
+    def _pop(self, cell_id: str) -> SandboxAhead | None:
+        with self._lock:
+            return self._ahead.pop(cell_id, None)
+
+    def bundle(self, cell: CellSpec) -> Bundle | None:
+        """The bundle built for the cell's sandbox ahead, so the cell does not build it again."""
+        with self._lock:
+            ahead = self._ahead.get(cell.cell_id)
+        if ahead is None or not ahead.step.wait(SETUP_SECONDS):
+            return None
+        return ahead.bundle
+
+    def take(self, cell: CellSpec, bundle: Bundle, image: str, disk_mib: int, embedder: str | None) -> Sandbox | None:
+        ahead = self._pop(cell.cell_id)
+        return ahead.take(bundle, image, disk_mib, embedder) if ahead is not None else None
+
+    def close(self) -> None:
+        with self._lock:
+            left, self._ahead = list(self._ahead.values()), {}
+        for ahead in left:
+            ahead.drop()
+            ahead.step.wait(SETUP_SECONDS)  # a start still under way removes its sandbox as it ends
+
+
 def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int = 1) -> Session:
-    """Sandbox, agent and gate. Once the workspace is exported the sandbox is removed in the
-    background, so its removal overlaps the checker's start instead of delaying it."""
+    """Sandbox, agent and gate. A model agent's sidecars start on a thread of their own while the sandbox
+    starts on the cell's network, and the agent starts only once both are up and guarded. Once the
+    workspace is exported the sandbox is removed in the background, so its removal overlaps the
+    checker's start instead of delaying it."""
     arm = phase.arm or ctx.arms[cell.arm]
     cls = agent_class(cell.agent, ctx.command_agents)
     image = sandbox_image(ctx, arm, cell.agent).tag
@@ -280,49 +402,71 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     run_setup = ctx.agent_setups.get(cell.agent)
     task = ctx.tasks.get(cell.task)
     session_limits = task.session_limits.over(ctx.session_limits) if task is not None else ctx.session_limits
-    endpoint = None
+    endpoint = sidecars = None
     if cls.needs_model:
-        endpoint = cls.start_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, task, arm, ctx.memory, attempt,
-                                      phase.model_script, session_limits.max_output_tokens)
+        endpoint = cls.open_endpoint(ctx.client, run_setup, ctx.images, ctx.run_id, cell, task, arm, ctx.memory, attempt,
+                                     phase.model_script, session_limits.max_output_tokens)
     sandbox = None
     gateway = None  # the gateway's record of the session, for an agent with a model
     handed_off = False
 
+    def stop_endpoint() -> None:
+        if sidecars is not None:  # the network goes last, once nothing is starting on it
+            sidecars.wait(SETUP_SECONDS)
+        endpoint.stop()
+
     def stop_all() -> None:
-        if sandbox is not None:
-            sandbox.stop()
-        if endpoint is not None:
-            endpoint.stop()
+        with ThreadPoolExecutor(max_workers=2) as pool:  # the sandbox and the cell's sidecars go side by side
+            removals = [pool.submit(sandbox.stop)] if sandbox is not None else []
+            if endpoint is not None:
+                removals.append(pool.submit(stop_endpoint))
+            for removal in removals:
+                removal.result()
 
     try:
         if endpoint is not None:
-            timings["sidecars_start"] = round(time.monotonic() - t0, 3)
+            sidecars = Ahead("the model sidecars' start", endpoint.start_sidecars)
         setup = SessionSetup(cell, task, arm, phase.name, phase.agent_seconds, phase.record_dir,
                              arm_instructions(arm), phase.channel, endpoint, run_setup, session_limits)
         agent = make_agent(setup, ctx.command_agents)
         agent.prepare(image)
-        sandbox = Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=phase.bundle.tar,
-                          lifetime=phase.agent_seconds + VERIFY_SECONDS + 60, limits=ctx.limits,
-                          network=endpoint.network_name if endpoint else "none",
-                          disk=DiskBudget(phase.disk_mib or ctx.disk_mib), embedder=embedder_image(ctx, provider(arm, ctx.arms)))
-        sandbox.start()
-        timings["container_start"] = round(sandbox.started_seconds, 3)
-        proofs = list(phase.extra_proofs)
-        if endpoint is not None:  # a network of its own: the host must be out of reach before anything runs
-            t_guard = time.monotonic()
-            proofs.append(netguard.guard(ctx.client, sandbox.container, ctx.images.base.tag,
-                                         run_id=ctx.run_id, cell_id=cell.cell_id))
-            timings["network_guard"] = round(time.monotonic() - t_guard, 3)
+        embedder = embedder_image(ctx, provider(arm, ctx.arms))
+        if ctx.ahead is not None and endpoint is None:
+            sandbox = ctx.ahead.take(cell, phase.bundle, image, phase.disk_mib or ctx.disk_mib, embedder)
+        if sandbox is not None:
+            timings["started_ahead"] = True  # its start is not in this cell's wall time
+        else:
+            sandbox = new_sandbox(ctx, cell, image, phase.bundle, phase.agent_seconds, phase.disk_mib, embedder,
+                                  network=endpoint.network_name if endpoint else "none")
+        host = []  # the proofs that the host is out of reach (cells with their own network)
+        try:
+            if sandbox.container is None:
+                sandbox.start()
+            timings["container_start"] = round(sandbox.started_seconds, 3)
+            if endpoint is not None:  # a network of its own: the host must be out of reach before anything runs
+                t_guard = time.monotonic()
+                host.append(netguard.guard(ctx.client, sandbox.container, ctx.images.base.tag,
+                                           run_id=ctx.run_id, cell_id=cell.cell_id))
+                timings["network_guard"] = round(time.monotonic() - t_guard, 3)
+            checks = [] if sandbox.embedder_image is None else [gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure)]
+            checks.append(bundle_verification(sandbox, phase.bundle))
+            required = arm.required_paths if phase.required_paths is None else phase.required_paths
+            if required:
+                check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *required],
+                                     timeout=VERIFY_SECONDS, workdir="/sandbox")
+                checks.append(gate.paths_proof(check.stdout.split(), required))
+        except Exception as e:
+            if sidecars is None or isinstance(e, Cancelled):
+                raise
+            raise StartFailed(f"the sandbox failed: {type(e).__name__}: {e}; "
+                              f"{sidecars.outcome(SETUP_SECONDS)}") from e
+        if sidecars is not None:
+            sidecars.result(SETUP_SECONDS)
+            timings["sidecars_start"] = sidecars.seconds
             if endpoint.guard_proof is not None:
-                proofs.append(endpoint.guard_proof)
-        if sandbox.embedder_image is not None:
-            proofs.append(gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure))
-        proofs.append(bundle_verification(sandbox, phase.bundle))
-        required = arm.required_paths if phase.required_paths is None else phase.required_paths
-        if required:
-            check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *required],
-                                 timeout=VERIFY_SECONDS, workdir="/sandbox")
-            proofs.append(gate.paths_proof(check.stdout.split(), required))
+                host.append(endpoint.guard_proof)
+            timings["setup"] = round(time.monotonic() - t0, 3)
+        proofs = [*phase.extra_proofs, *host, *checks]
         if phase.store_report is not None:
             proofs.append(gate.store_proof(phase.store_report))
         ctx.check_cancel()
@@ -330,12 +474,12 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             proofs += prefetch_in_sandbox(ctx, sandbox, provider(arm, ctx.arms), phase.record_dir)
         if all(p.passed for p in proofs) and phase.pre_session is not None:
             proofs += phase.pre_session(sandbox)
+        disk = None
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, phase.prompt)
             if endpoint is not None:
                 timings.update(agent.timings)
-            if full := sandbox.full_mounts():
-                transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
+            disk = Ahead("the disk budget check", sandbox.full_mounts)  # beside reading the records and the export
             if endpoint is not None:
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
                 output_cap(transcript, gateway)
@@ -344,16 +488,20 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         else:
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")
-        transcript.save(phase.record_dir / "transcript.jsonl")
         decision = gate.decide(proofs)
+        exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
+        if disk is not None and (full := disk.result(VERIFY_SECONDS)):
+            transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
+        transcript.save(phase.record_dir / "transcript.jsonl")
         write_json(phase.record_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                                      "bundle_digest": phase.bundle.digest, "proofs": decision.as_json()})
-        exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
         store, store_digest = store_snapshot(sandbox) if phase.snapshot_store else (None, None)
         collected = {path: sandbox.read_text(path) for path in phase.collect}
         remover = threading.Thread(target=stop_all, daemon=True)
         remover.start()
         handed_off = True
+        if ctx.ahead is not None:
+            ctx.ahead.released(cell)
         return Session(decision, transcript, exported, remover, timings, agent, store, store_digest, collected, gateway)
     finally:
         if not handed_off:

@@ -4,17 +4,20 @@ Network none, the artifact at /artifact and the oracle at /oracle, both root-own
 for the non-root checker user. The oracle never enters the agent's container. The task's checker
 runs first (exit 0 = pass; timeout or crash = fail, with the detail recorded), then its damage
 detector, which names the conditions whose wrong rule it recognises in the artifact.
+
+The container may be started ahead of need (a coding cell starts it beside its sandbox, so its start
+overlaps the session instead of following it): until its inputs arrive it only sleeps, and nothing but
+the harness's own `memgrid-grade` is ever run in it.
 """
 
 import json
+import threading
 import time
 from dataclasses import dataclass
 
-import requests
-
 from runner.env.archive import Entry, pack
 from runner.env.bundle import tree_entries
-from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, exec_in, hardened, remove_quietly
 from runner.plan.spec import TaskSpec
 
 GRACE_SECONDS = 30
@@ -46,37 +49,85 @@ def _last_json_line(log: str) -> dict | None:
     return None
 
 
+class CheckerContainer:
+    """A fresh checker container for one grade. `start` may run on another thread while the cell does
+    other work; `stop` removes the container whenever it is called, a start still under way included
+    (a container created after `stop` is removed at once). `lifetime` bounds how long it sleeps waiting
+    for its inputs, so a dead controller leaves it behind no longer than that."""
+
+    def __init__(self, client, image: str, spec: dict, *, run_id: str, cell_id: str, limits: Limits = Limits(),
+                 lifetime: int):
+        self.client = client
+        self.args = hardened(image, user="checker", network="none", limits=limits,
+                             labels={RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "checker"},
+                             command=["sleep", str(lifetime)], working_dir="/tmp",
+                             environment={"PYTHONDONTWRITEBYTECODE": "1", "MEMGRID_GRADE": json.dumps(spec)})
+        self.container = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def start(self) -> None:
+        container = self.client.containers.create(**self.args)
+        with self._lock:
+            stopped = self._stopped
+            if not stopped:
+                self.container = container
+        if stopped:
+            remove_quietly(container)
+            raise RuntimeError("the checker container was stopped before it started")
+        container.start()
+
+    def grade(self, inputs_tar: bytes, bound: float) -> tuple[dict | None, str, float]:
+        """memgrid-grade over `inputs_tar` (placed at /): its result (None when it gave none within `bound`
+        seconds), its output, and the seconds it took."""
+        started = time.monotonic()
+        if not self.container.put_archive("/", inputs_tar):
+            raise RuntimeError("placing the checker's inputs was refused")
+        result = exec_in(self.client, self.container.id, ["memgrid-grade"], timeout=max(1, int(bound)), workdir="/tmp")
+        log = result.stdout + (f"\n{result.stderr}" if result.stderr else "")
+        return _last_json_line(result.stdout), log, round(time.monotonic() - started, 3)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            container, self.container = self.container, None
+        if container is not None:
+            remove_quietly(container)
+
+
 def grade_in_container(client, image: str, inputs_tar: bytes, spec: dict, bound: float, *, run_id: str, cell_id: str,
                        limits: Limits = Limits()) -> tuple[dict | None, str, float]:
     """memgrid-grade in a fresh checker container over `inputs_tar` (placed at /): its result (None when it
     gave none within `bound` seconds), its output, and the seconds it took."""
-    args = hardened(image, user="checker", network="none", limits=limits,
-                    labels={RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "checker"},
-                    command=["memgrid-grade"], working_dir="/tmp",
-                    environment={"PYTHONDONTWRITEBYTECODE": "1", "MEMGRID_GRADE": json.dumps(spec)})
-    started = time.monotonic()
-    container = client.containers.create(**args)
+    checker = CheckerContainer(client, image, spec, run_id=run_id, cell_id=cell_id, limits=limits,
+                               lifetime=int(bound) + GRACE_SECONDS)
     try:
-        container.put_archive("/", inputs_tar)
-        container.start()
-        try:
-            container.wait(timeout=bound)
-        except (requests.exceptions.Timeout, requests.exceptions.ConnectionError):  # our bound ran out first
-            container.kill()
-        log = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        checker.start()
+        return checker.grade(inputs_tar, bound)
     finally:
-        remove_quietly(container)
-    return _last_json_line(log), log, round(time.monotonic() - started, 3)
+        checker.stop()
+
+
+def checker_spec(task: TaskSpec) -> dict:
+    return {"checker": {"command": list(task.checker.command), "timeout": task.checker.timeout_seconds},
+            "detector": {"command": list(task.detector.command), "timeout": task.detector.timeout_seconds}}
+
+
+def checker_bound(task: TaskSpec) -> int:
+    """How long a grade may take in all: the checker's and the detector's own timeouts, and a grace."""
+    return task.checker.timeout_seconds + task.detector.timeout_seconds + GRACE_SECONDS
 
 
 def run_checker(client, image: str, task: TaskSpec, artifact: list[Entry], *, run_id: str, cell_id: str,
-                limits: Limits = Limits()) -> tuple[CheckerVerdict, str]:
-    """Returns the verdict and the checker's own output (for checker.log)."""
-    spec = {"checker": {"command": list(task.checker.command), "timeout": task.checker.timeout_seconds},
-            "detector": {"command": list(task.detector.command), "timeout": task.detector.timeout_seconds}}
-    bound = task.checker.timeout_seconds + task.detector.timeout_seconds + GRACE_SECONDS
-    grade, log, seconds = grade_in_container(client, image, checker_inputs(task, artifact), spec, bound,
-                                             run_id=run_id, cell_id=cell_id, limits=limits)
+                limits: Limits = Limits(), container: CheckerContainer | None = None) -> tuple[CheckerVerdict, str]:
+    """Returns the verdict and the checker's own output (for checker.log). `container`: one started ahead
+    for this task (`checker_spec`); the caller removes it. Without it, a container is started here."""
+    bound = checker_bound(task)
+    if container is None:
+        grade, log, seconds = grade_in_container(client, image, checker_inputs(task, artifact), checker_spec(task),
+                                                 bound, run_id=run_id, cell_id=cell_id, limits=limits)
+    else:
+        grade, log, seconds = container.grade(checker_inputs(task, artifact), bound)
     if grade is None:
         detail = f"the grader gave no result within {bound}s: {log.strip()[-300:]!r}"
         return CheckerVerdict(False, None, True, detail, seconds, None, "not run"), log

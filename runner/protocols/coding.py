@@ -22,10 +22,11 @@ from runner.digest import tree_digest
 from runner.env.archive import Entry, pack
 from runner.env.bundle import Bundle, build_bundle, tree_entries
 from runner.env.sandbox import MIB
-from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_memory, cell_failure, new_row,
-                               now, run_phase, session_fields, store_of, write_json)
+from runner.exec.trial import (SETUP_SECONDS, VERIFY_SECONDS, PhaseSpec, TrialContext, agent_config, cell_memory,
+                               cell_failure, new_row, now, run_phase, session_fields, store_of, write_json)
 from runner.grading import gate
-from runner.grading.checker import outcome_of, run_checker
+from runner.env.overlap import Ahead
+from runner.grading.checker import CheckerContainer, checker_bound, checker_spec, outcome_of, run_checker
 from runner.plan.grid import CellSpec
 from runner.plan.spec import GridSpec, TaskSpec, provider
 from runner.protocols.base import Protocol
@@ -100,7 +101,15 @@ class CodingProtocol(Protocol):
             row.update(updates)
             return LedgerRow(**row, started_at=started_at, ended_at=now(), wall_seconds=round(time.monotonic() - t0, 3))
 
+        # The checker's container starts now, beside the sandbox, so its start overlaps the session; it
+        # sleeps until the artifact is exported, at most as long as the whole cell may take.
+        checker = CheckerContainer(ctx.client, ctx.images.checker.tag, checker_spec(task), run_id=ctx.run_id,
+                                   cell_id=cell.cell_id, limits=ctx.limits,
+                                   lifetime=SETUP_SECONDS + task.agent_seconds + VERIFY_SECONDS + 60 + checker_bound(task))
+        ahead = Ahead("the checker container's start", checker.start)
         try:
+            if bundle is None and ctx.ahead is not None:  # built with the sandbox started ahead for this cell
+                bundle = ctx.ahead.bundle(cell)
             bundle = bundle or self.bundle(ctx, cell)
             row["bundle_digest"] = bundle.digest
             store_report = None
@@ -130,8 +139,10 @@ class CodingProtocol(Protocol):
                                   error_class="artifact_too_large", error_detail=detail)
                 artifact = list(export.entries)
                 (cell_dir / "artifact.tar").write_bytes(pack(artifact))
+                ahead.result(SETUP_SECONDS)
                 verdict, log = run_checker(ctx.client, ctx.images.checker.tag, task, artifact,
-                                           run_id=ctx.run_id, cell_id=cell.cell_id, limits=ctx.limits)
+                                           run_id=ctx.run_id, cell_id=cell.cell_id, container=checker)
+                checker.stop()
             finally:
                 session.remover.join(timeout=60)
             (cell_dir / "checker.log").write_text(log)
@@ -143,3 +154,5 @@ class CodingProtocol(Protocol):
                           error_class="checker_timeout" if verdict.timed_out else row["error_class"])
         except Exception as e:
             return finish(**cell_failure(ctx, e))
+        finally:
+            checker.stop()

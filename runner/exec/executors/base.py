@@ -38,6 +38,10 @@ class Executor:
         cell's Cancelled (the run is stopping) as run_cell does."""
         raise NotImplementedError
 
+    def upcoming(self):
+        """The cell the scheduler will submit next, or None (the scheduler replaces this)."""
+        return None
+
     def cancel(self, handles) -> None:
         """Drop attempts not yet started (Ctrl-C)."""
 

@@ -1,10 +1,12 @@
-"""The local executor: a thread pool on this machine's engine, `concurrency` cells at a time."""
+"""The local executor: a thread pool on this machine's engine, `concurrency` cells at a time. When a cell
+hands off its sandbox, the next cell's sandbox starts (trial.SandboxesAhead), so that its start overlaps
+the earlier cell's checker."""
 
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from runner.env.sandbox import remove_run_containers
 from runner.exec.executors.base import Executor, ExecutorSettings
-from runner.exec.trial import run_cell
+from runner.exec.trial import SandboxesAhead, run_cell
 
 
 class LocalExecutor(Executor):
@@ -13,6 +15,7 @@ class LocalExecutor(Executor):
     def __init__(self, ctx, concurrency: int):
         self.ctx, self.slots = ctx, concurrency
         self.pool = ThreadPoolExecutor(max_workers=concurrency)
+        ctx.ahead = SandboxesAhead(ctx, lambda: self.upcoming())
 
     @classmethod
     def open(cls, ctx, settings: ExecutorSettings, cells: list) -> "LocalExecutor":
@@ -32,6 +35,8 @@ class LocalExecutor(Executor):
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
+        self.ctx.ahead.close()  # what no cell took (the run stopped, or its budget did)
+        self.ctx.ahead = None
 
 
 EXECUTOR = LocalExecutor
