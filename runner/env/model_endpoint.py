@@ -179,12 +179,17 @@ class ModelEndpoint:
         except docker.errors.NotFound:
             return ""
 
-    def stop(self) -> None:
+    def stop_containers(self) -> None:
+        """The sidecars, side by side; a sidecar still being created is removed as its creation ends."""
         with self._lock:
             self._stopped = True
             containers, self.containers = list(self.containers.values()), {}
-        with ThreadPoolExecutor(max_workers=2) as pool:  # side by side; the network only once they are gone
+        with ThreadPoolExecutor(max_workers=2) as pool:
             list(pool.map(remove_quietly, containers))
+
+    def stop(self) -> None:
+        """The sidecars, then the network: the caller has removed every other container it put on it."""
+        self.stop_containers()
         if self.network is not None:
             try:
                 self.network.remove()

@@ -410,18 +410,20 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
     gateway = None  # the gateway's record of the session, for an agent with a model
     handed_off = False
 
-    def stop_endpoint() -> None:
-        if sidecars is not None:  # the network goes last, once nothing is starting on it
+    def stop_sidecars() -> None:
+        if sidecars is not None:  # nothing may still be starting on the network
             sidecars.wait(SETUP_SECONDS)
-        endpoint.stop()
+        endpoint.stop_containers()
 
     def stop_all() -> None:
         with ThreadPoolExecutor(max_workers=2) as pool:  # the sandbox and the cell's sidecars go side by side
             removals = [pool.submit(sandbox.stop)] if sandbox is not None else []
             if endpoint is not None:
-                removals.append(pool.submit(stop_endpoint))
+                removals.append(pool.submit(stop_sidecars))
             for removal in removals:
                 removal.result()
+        if endpoint is not None:
+            endpoint.stop()  # the network, once none of its members is left
 
     try:
         if endpoint is not None:
