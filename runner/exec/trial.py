@@ -33,6 +33,7 @@ from runner.env.model_endpoint import ModelEndpoint
 from runner.env.overlap import Ahead, StartFailed
 from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
 from runner.grading import gate
+from runner.grading.checker import checker_bound
 from runner.plan.grid import CellSpec
 from runner.plan.spec import DEFAULT_DISK_MIB, ArmSpec, SessionLimits, TaskSpec, provider
 from runner.results.ledger import LedgerRow
@@ -353,7 +354,6 @@ class SandboxesAhead:
 
     def released(self, cell: CellSpec) -> None:
         """`cell` no longer needs its sandbox: start the next cell's, waiting at most as long as `cell`'s checker."""
-        from runner.grading.checker import checker_bound
         from runner.protocols.registry import protocol_of
 
         following = self.upcoming()
