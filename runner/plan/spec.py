@@ -509,17 +509,21 @@ def load_plants(task_dir: Path, conditions: tuple[str, ...]) -> PlantsSpec:
     return PlantsSpec(roles, planted)
 
 
+def _regex_groups(path: Path, field: str, pattern: str, needs: str) -> set[str]:
+    """The named groups of an arm's regex; one line naming the field when it does not compile."""
+    try:
+        return set(re.compile(pattern).groupindex)
+    except re.error as e:
+        raise SpecError(path, field, f"is not a regular expression ({e})", f"give a Python regex with {needs}") from None
+
+
 def _search_spec(path: Path, data: dict | None) -> SearchSpec:
     if data is None:
         return SearchSpec()
     spec = SearchSpec(**{k: tuple(v) if k == "hit_text" else v for k, v in data.items()})
     if spec.hit_pattern is not None:
-        try:
-            groups = re.compile(spec.hit_pattern).groupindex
-        except re.error as e:
-            raise SpecError(path, "mcp.search.hit_pattern", f"is not a regular expression ({e})",
-                            "give a Python regex with the named groups id and text") from None
-        if not {"id", "text"} <= set(groups):
+        groups = _regex_groups(path, "mcp.search.hit_pattern", spec.hit_pattern, "the named groups id and text")
+        if not {"id", "text"} <= groups:
             raise SpecError(path, "mcp.search.hit_pattern", "lacks the named group id or text",
                             "write (?P<id>...) and (?P<text>...) into the regex")
     if not any("{query}" in str(v) for v in spec.arguments.values()):
@@ -568,12 +572,7 @@ def _write_spec(path: Path, data: dict | None) -> WriteSpec | None:
                         "give one: id, the dotted path of the stored item's id in the tool's answer (e.g. entities.0.name), "
                         "or id_pattern, a regex with the named group id over its text answer")
     if spec.id_pattern is not None:
-        try:
-            groups = re.compile(spec.id_pattern).groupindex
-        except re.error as e:
-            raise SpecError(path, "mcp.write.id_pattern", f"is not a regular expression ({e})",
-                            "give a Python regex with the named group id") from None
-        if "id" not in groups:
+        if "id" not in _regex_groups(path, "mcp.write.id_pattern", spec.id_pattern, "the named group id"):
             raise SpecError(path, "mcp.write.id_pattern", "lacks the named group id", "write (?P<id>...) into the regex")
     return spec
 
