@@ -74,12 +74,16 @@ def assert_remembered_and_recalled(row, step1, step2, arm) -> str:
     return remembered[0]["id"]
 
 
+def remembered_cell(engine, images, tmp_path, run_id, name: str) -> tuple[str, dict]:
+    """One reader cell over the product, held to remembering and recalling: (the id it stored, step 1's store)."""
+    ctx = product_ctx(engine, images, tmp_path, run_id, name)
+    row, step1, step2, store = run_reader_cell(ctx, name)
+    return assert_remembered_and_recalled(row, step1, step2, ctx.arms[name]), store
+
+
 def test_server_memory_remembers_an_entity_through_create_entities_and_recalls_it(engine, images, tmp_path, run_id,
                                                                                  no_leftovers):
-    ctx = product_ctx(engine, images, tmp_path, run_id, "server_memory")
-    arm = ctx.arms["server_memory"]
-    row, step1, step2, store = run_reader_cell(ctx, "server_memory")
-    stored = assert_remembered_and_recalled(row, step1, step2, arm)
+    stored, store = remembered_cell(engine, images, tmp_path, run_id, "server_memory")
     assert stored == TEXT  # the entity's name, as the product answered it
     # The product's own serialisation (saveGraph: JSON.stringify of type, name, entityType, observations), one line.
     entity = {"type": "entity", "name": TEXT, "entityType": "memory", "observations": [TEXT]}
@@ -87,10 +91,7 @@ def test_server_memory_remembers_an_entity_through_create_entities_and_recalls_i
 
 
 def test_mcp_memory_service_remembers_through_memory_store_and_recalls_it(engine, images, tmp_path, run_id, no_leftovers):
-    ctx = product_ctx(engine, images, tmp_path, run_id, "mcp_memory_service")
-    arm = ctx.arms["mcp_memory_service"]
-    row, step1, step2, store = run_reader_cell(ctx, "mcp_memory_service")
-    stored = assert_remembered_and_recalled(row, step1, step2, arm)
+    stored, store = remembered_cell(engine, images, tmp_path, run_id, "mcp_memory_service")
     (tmp_path / "store.db").write_bytes(store["sqlite_vec.db"])
     for suffix in ("-wal", "-shm"):  # the product's write-ahead log, where its last write may still sit
         if f"sqlite_vec.db{suffix}" in store:
@@ -105,10 +106,7 @@ def test_mcp_memory_service_remembers_through_memory_store_and_recalls_it(engine
 
 
 def test_mempalace_remembers_a_drawer_through_add_drawer_and_recalls_it(engine, images, tmp_path, run_id, no_leftovers):
-    ctx = product_ctx(engine, images, tmp_path, run_id, "mempalace")
-    arm = ctx.arms["mempalace"]
-    row, step1, step2, store = run_reader_cell(ctx, "mempalace")
-    stored = assert_remembered_and_recalled(row, step1, step2, arm)
+    stored, store = remembered_cell(engine, images, tmp_path, run_id, "mempalace")
     (tmp_path / "chroma.db").write_bytes(store["chroma.sqlite3"])
     db = sqlite3.connect(tmp_path / "chroma.db")
     meta = dict(db.execute("SELECT m.key, m.string_value FROM embedding_metadata m JOIN embeddings e ON e.id = m.id "
