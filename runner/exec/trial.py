@@ -40,6 +40,7 @@ from runner.results.ledger import LedgerRow
 
 VERIFY_SECONDS = 60
 SETUP_SECONDS = 120  # the bound on waiting for a step started ahead (a cell's sidecars, its checker's container)
+REMOVAL_SECONDS = 60  # the bound on waiting for a cell's containers to be removed
 
 
 class Cancelled(Exception):
@@ -345,12 +346,20 @@ class SandboxesAhead:
     (`upcoming`) starts on a thread of its own, its bundle placed in it, so that its start overlaps the
     earlier cell's checker instead of following it. Only coding cells whose agent needs no model (a
     model agent's sandbox joins a network its sidecars make); the bundle is verified inside the sandbox
-    when the cell runs, as for any sandbox. What no cell took is removed at `close`."""
+    when the cell runs, as for any sandbox. What no cell took is removed at `close`.
+
+    The other way round, a cell's last removals (its checker's, its sandbox's) are left `behind` it to
+    finish beside the next cell; `close` waits for them, so the run still ends with none of its containers."""
 
     def __init__(self, ctx: TrialContext, upcoming):
         self.ctx, self.upcoming = ctx, upcoming  # upcoming() -> the cell the scheduler starts next, or None
         self._lock = threading.Lock()
         self._ahead: dict[str, SandboxAhead] = {}
+        self._behind: list[threading.Thread] = []
+
+    def behind(self, removals: list[threading.Thread]) -> None:
+        with self._lock:
+            self._behind = [t for t in self._behind if t.is_alive()] + removals
 
     def released(self, cell: CellSpec) -> None:
         """`cell` no longer needs its sandbox: start the next cell's, waiting at most as long as `cell`'s checker."""
@@ -384,9 +393,22 @@ class SandboxesAhead:
     def close(self) -> None:
         with self._lock:
             left, self._ahead = list(self._ahead.values()), {}
+            removals, self._behind = self._behind, []
         for ahead in left:
             ahead.drop()
             ahead.step.wait(SETUP_SECONDS)  # a start still under way removes its sandbox as it ends
+        for removal in removals:
+            removal.join(timeout=REMOVAL_SECONDS)
+
+
+def behind(ctx: TrialContext, removals: list[threading.Thread]) -> None:
+    """A cell's container removals, already under way: the local executor lets the next cell start while they
+    finish (SandboxesAhead.behind); anywhere else the cell waits for them."""
+    if ctx.ahead is not None:
+        ctx.ahead.behind(removals)
+        return
+    for removal in removals:
+        removal.join(timeout=REMOVAL_SECONDS)
 
 
 def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int = 1) -> Session:

@@ -10,6 +10,7 @@ export.json, artifact.tar, checker.log, verdict.json.
 """
 
 import json
+import threading
 import time
 from dataclasses import asdict
 
@@ -22,7 +23,7 @@ from runner.digest import tree_digest
 from runner.env.archive import Entry, pack
 from runner.env.bundle import Bundle, build_bundle, tree_entries
 from runner.env.sandbox import MIB
-from runner.exec.trial import (SETUP_SECONDS, VERIFY_SECONDS, PhaseSpec, TrialContext, agent_config, cell_memory,
+from runner.exec.trial import (SETUP_SECONDS, VERIFY_SECONDS, PhaseSpec, TrialContext, agent_config, behind, cell_memory,
                                cell_failure, new_row, now, run_phase, session_fields, store_of, write_json)
 from runner.grading import gate
 from runner.env.overlap import Ahead
@@ -107,6 +108,7 @@ class CodingProtocol(Protocol):
                                    cell_id=cell.cell_id, limits=ctx.limits,
                                    lifetime=SETUP_SECONDS + task.agent_seconds + VERIFY_SECONDS + 60 + checker_bound(task))
         ahead = Ahead("the checker container's start", checker.start)
+        removals = []  # the cell's removals under way, the sandbox's and the checker's
         try:
             if bundle is None and ctx.ahead is not None:  # built with the sandbox started ahead for this cell
                 bundle = ctx.ahead.bundle(cell)
@@ -142,9 +144,8 @@ class CodingProtocol(Protocol):
                 ahead.result(SETUP_SECONDS)
                 verdict, log = run_checker(ctx.client, ctx.images.checker.tag, task, artifact,
                                            run_id=ctx.run_id, cell_id=cell.cell_id, container=checker)
-                checker.stop()
             finally:
-                session.remover.join(timeout=60)
+                removals.append(session.remover)
             (cell_dir / "checker.log").write_text(log)
             write_json(cell_dir / "verdict.json", asdict(verdict))
             return finish(checker_passed=verdict.passed, checker_exit_code=verdict.exit_code,
@@ -155,4 +156,6 @@ class CodingProtocol(Protocol):
         except Exception as e:
             return finish(**cell_failure(ctx, e))
         finally:
-            checker.stop()
+            removals.append(threading.Thread(target=checker.stop, daemon=True))
+            removals[-1].start()
+            behind(ctx, removals)
