@@ -1,6 +1,7 @@
 """memgrid arm add / arm check, through the CLI as a vendor runs it (MEMGRID_ROOT = a private project copy)."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -55,6 +56,26 @@ def test_recall_passes(engine, images, project, run_id, no_leftovers):
     assert "recall: connected" in proc.stdout
     assert "mcp__recall__search, mcp__recall__get, mcp__recall__recent" in proc.stdout
     assert "the session it names: rank 1" in proc.stdout
+    # its mcp.write: a line remembered through remember, its id read back, then found again by search
+    assert "ok   write" in proc.stdout and "mcp__recall__remember: stored 'armcheck w" in proc.stdout
+    assert "ok   recall" in proc.stdout and "1 hits, the stored one at rank 1" in proc.stdout
+
+
+def test_a_write_whose_id_pattern_never_matches_is_named(engine, images, project, run_id, no_leftovers):
+    def never(data):
+        write = data["mcp"]["write"]
+        del write["id"]
+        write["id_pattern"] = r"stored as (?P<id>\S+)"
+
+    edit_arm(project, "recall", never)
+    proc = check(project, "recall", run_id)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [problem] = problems(proc)
+    assert problem.startswith("PROBLEM arms/recall/arm.yaml: mcp.write.id_pattern: matches nothing in what "
+                              "mcp__recall__remember answered to a store: "), problem
+    assert '"id": "mem-' in problem and ": fix: write a regex that matches that answer" in problem
+    assert "FAIL write" in proc.stdout
+    assert not re.search(r"^(ok|FAIL) +recall ", proc.stdout, re.M)  # nothing stored, so nothing searched for
 
 
 def test_broken_server_is_named(engine, images, project, run_id, no_leftovers):

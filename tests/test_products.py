@@ -290,6 +290,8 @@ def test_arm_check_passes(engine, images, name, run_id, no_leftovers):
     assert report.ok, out
     assert "6 of 6 sessions stored" in out
     assert "the session it names: rank 1" in out or name == "mempalace"  # its hit ids are file names, <session>.md
+    # each remembers a line through its mcp.write and finds it again through its search
+    assert re.search(r"^ok   write .* stored 'armcheck w", out, re.M) and re.search(r"^ok   recall ", out, re.M), out
 
 
 def test_a_server_that_fails_mid_session_fails_the_gate():

@@ -1,7 +1,7 @@
 """Two-session cells with the third-party products: step 1's reader remembers through the product's own write
 tool, called as arm.yaml's mcp.write says; the store it leaves is the product's own format and holds the text;
 step 2's reader, in a fresh container over that store alone, recalls the value through the product's own search
-(mcp.search). One cell per product (their images take minutes to build the first time, and two of them load an
+(mcp.search). One cell per product (their images take minutes to build the first time, and three of them load an
 embedding model in each session). Also: what the scripted model that drives claude-code sends each product in
 both steps, and the reader taking an answer that names nothing stored as a refusal.
 """
@@ -27,6 +27,7 @@ from runner.plan.spec import load_all_arms, load_all_tasks
 from runner.protocols.registry import PROTOCOLS
 from runner.protocols.two_session import cases as casegen
 from runner.protocols.two_session.protocol import model_script
+from test_products import pickled_strings_and_floats
 from test_reader_two_session import session
 
 PROTOCOL = PROTOCOLS["two-session"]
@@ -120,6 +121,20 @@ def test_mempalace_remembers_a_drawer_through_add_drawer_and_recalls_it(engine, 
     assert any(p.endswith("/header.bin") for p in store)  # its HNSW segment, written by chromadb
 
 
+def test_mcp_server_qdrant_remembers_through_qdrant_store_and_recalls_it(engine, images, tmp_path, run_id, no_leftovers):
+    stored, store = remembered_cell(engine, images, tmp_path, run_id, "mcp_server_qdrant")
+    assert stored == TEXT  # the product's answer names no id, only the text it stored (what qdrant-find shows of it)
+    (tmp_path / "storage.sqlite").write_bytes(store["collection/sessions/storage.sqlite"])
+    db = sqlite3.connect(tmp_path / "storage.sqlite")
+    points = db.execute("SELECT point FROM points").fetchall()
+    db.close()
+    # One point in the product's local collection: its pickled PointStruct, 384 floats, the text as its document.
+    assert len(points) == 1
+    strings, floats = pickled_strings_and_floats(points[0][0])
+    assert strings[:2] == ["qdrant_client.http.models.models", "PointStruct"] and floats == 384
+    assert strings[strings.index("document") + 1] == TEXT
+
+
 def test_a_write_in_recalls_shape_is_refused_by_the_product_and_recalls_nothing(engine, images, tmp_path, run_id,
                                                                                no_leftovers):
     """The control: server_memory written as recall is ({"text": ...}, what the harness sent before mcp.write) is
@@ -165,7 +180,8 @@ def test_the_reader_reads_each_products_stored_id_and_takes_an_answer_naming_non
     """What each product answers to a write, read as its mcp.write says: the stored item's id, or None (a refusal)
     for the answers some products give without an error flag; the reader fills "{text}" as the harness does."""
     reader, arms = load_program("memgrid_reader", "images/sandbox/memgrid-reader"), load_all_arms(REPO)
-    write = {name: arms[name].mcp.write.as_config() for name in ("server_memory", "mcp_memory_service", "mempalace", "recall")}
+    write = {name: arms[name].mcp.write.as_config()
+             for name in ("server_memory", "mcp_memory_service", "mempalace", "mcp_server_qdrant", "recall")}
     entity = {"name": TEXT, "entityType": "memory", "observations": [TEXT]}
     assert reader.stored_id(write["server_memory"], {"entities": [entity]}, "") == TEXT
     assert reader.stored_id(write["server_memory"], {"entities": []}, "[]") is None  # the name was taken: nothing created
@@ -177,6 +193,9 @@ def test_the_reader_reads_each_products_stored_id_and_takes_an_answer_naming_non
     assert reader.stored_id(write["mempalace"], None, json.dumps({"success": False, "error": "wing: invalid"})) is None
     assert reader.stored_id(write["mempalace"], None, "not JSON at all") is None
     assert reader.stored_id(write["recall"], {"id": "mem-0123456789ab"}, "") == "mem-0123456789ab"
+    # mcp-server-qdrant names no id, only the text it stored (and the collection); an error result is its refusal
+    assert reader.stored_id(write["mcp_server_qdrant"], None, f"Remembered: {TEXT} in collection sessions") == TEXT
+    assert reader.stored_id(write["mcp_server_qdrant"], None, "Error executing tool qdrant-store: ...") is None
     for name, config in write.items():
         assert reader.fill_text(config["arguments"], TEXT) == arms[name].mcp.write.call(TEXT)
 
@@ -190,11 +209,14 @@ ANSWERS = {
     "mcp_memory_service": f"Found 1 memories\n\n1. {TEXT}\n   Hash: {'a' * 64}\n   Created: 2026-12-02",
     "mcp_memory_service_shared": f"Found 1 memories\n\n1. {TEXT}\n   Hash: {'a' * 64}\n   Created: 2026-12-02",
     "mempalace": json.dumps({"results": [{"source_file": "?", "text": TEXT, "similarity": 0.4}]}),
+    "mcp_server_qdrant": json.dumps([f"Results for the query '{casegen.key(CASE)}'",
+                                     f"<entry><content>{TEXT}</content><metadata></metadata></entry>"], indent=2),
     "recall": json.dumps({"hits": [{"id": "mem-0123456789ab", "snippet": TEXT}]}),
 }
 
 
-@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mcp_memory_service_shared", "mempalace", "recall"])
+@pytest.mark.parametrize("name", ["server_memory", "mcp_memory_service", "mcp_memory_service_shared", "mempalace",
+                                  "mcp_server_qdrant", "recall"])
 def test_the_scripted_model_remembers_and_searches_each_product_as_its_arm_declares(name):
     """claude-code on the scripted model: step 1 calls the product's write tool with mcp.write's arguments (the
     text filled in), step 2 its search tool with mcp.search's argument names, for the key (a word of it at a time

@@ -6,8 +6,10 @@ line each: the spec (arm.yaml against its schema, then what the schema cannot se
 image (built when missing); for an mcp arm, the ingest of a tiny generated corpus through
 runner.arms.ingest.ingest, a sandbox of the arm's image holding that store in a bundle shaped like a
 cell's, and memgrid-reader in it, whose events say whether the server connected, listed its
-required tools and found the session the query names. Each problem is one line naming the file,
-the field and the fix. Every container carries the run label armcheck-<uuid> and is removed by it.
+required tools and found the session the query names; for an arm with mcp.write, memgrid-reader's
+two-session modes in the same sandbox then remember a unique line through the write tool and search
+for it again. Each problem is one line naming the file, the field and the fix. Every container
+carries the run label armcheck-<uuid> and is removed by it.
 """
 
 import json
@@ -357,17 +359,16 @@ class ArmCheck:
         task = TaskSpec(id="armcheck", title="arm check", prompt=QUERY, fact_summary="", fact_terms=(),
                         conditions=(CONDITION,), checker=CheckerSpec(("true",)), detector=CheckerSpec(("true",)),
                         agent_seconds=READER_SECONDS, wrong_rules={}, plants=None, root=scratch)
-        cell = CellSpec(task=task.id, arm=arm.name, seed=SEED, condition=CONDITION, agent="reader",
-                        cell_id=f"armcheck-{arm.name}", order_index=0)
         memory = [Entry(f"store/{e.path}", e.data, e.mode) for e in snapshot.entries]
-        return build_bundle(task, replace(arm, files=()), agent_config(cell, arm), memory)
+        return build_bundle(task, replace(arm, files=()), agent_config(_cell(arm), arm), memory)
 
     def session(self, client, arm: ArmSpec, image: ImageRef, snapshot: StoreSnapshot, target: str, run_id: str) -> None:
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="memgrid-armcheck-") as tmp:
             bundle = self.bundle(arm, snapshot, Path(tmp))
+        sessions = 3 if arm.mcp.write is not None else 1  # the search; then remember and recall
         sandbox = Sandbox(client, image.tag, run_id, f"armcheck-{arm.name}", bundle_tar=bundle.tar,
-                          lifetime=READER_SECONDS + 120, embedder=self.embedder)
+                          lifetime=sessions * READER_SECONDS + 120, embedder=self.embedder)
         try:
             sandbox.start()
             if sandbox.embedder_failure:
@@ -388,14 +389,14 @@ class ArmCheck:
             t0 = time.monotonic()
             sandbox.put("/sandbox", pack([Entry(".reader/options.json", b"{}\n")], uid=AGENT_UID, gid=AGENT_UID))
             result = sandbox.exec(["memgrid-reader"], timeout=READER_SECONDS, workdir="/sandbox")
+            self.read_results(arm, image, result, snapshot, target, t0)
+            if arm.mcp.write is not None and self.report.ok:  # a write is checked only over a read path that works
+                self.write_check(sandbox, arm)
         finally:
             sandbox.stop()
-        events = []
-        for raw in result.stdout.splitlines():
-            try:
-                events.append(json.loads(raw))
-            except json.JSONDecodeError:
-                continue
+
+    def read_results(self, arm: ArmSpec, image: ImageRef, result, snapshot: StoreSnapshot, target: str, t0: float) -> None:
+        events = _events(result.stdout)
         finished = next((e for e in events if e.get("type") == "result"), {})
         ok = result.exit_code == 0 and finished.get("is_error") is False
         self.step("reader", t0, ok, f"memgrid-reader exited {result.exit_code}, {len(events)} events"
@@ -454,6 +455,93 @@ class ArmCheck:
             if not good:
                 self.problem(f"{y}: hooks[{i}]", "did not run with exit 0 and output" if fired else "did not run",
                              "make the command exit 0 and print something in the arm's image")
+
+    def write_check(self, sandbox: Sandbox, arm: ArmSpec) -> None:
+        """memgrid-reader remembers a line no store holds through mcp.write (--remember: the write tool called and
+        its id read as the two-session reader does), then, in a session of its own over the store that left,
+        searches for the line's key as mcp.search says (--answer); a hit must carry the id or the line."""
+        mcp, y = arm.mcp, self.yaml
+        write, tool = mcp.write, f"{mcp.prefix}{mcp.write.tool}"
+        token = uuid.uuid4().hex[:12]
+        key, value = f"armcheck w{token} marker", f"v{token[::-1]}"
+        text = f"{key} = {value}"
+        config = agent_config(_cell(arm), arm, phase="armcheck")  # with "write", and the server as writers start it
+        sandbox.put("/sandbox", pack([Entry("agent/config.json", json.dumps(config).encode()),
+                                      Entry(".reader/remember.json", json.dumps({"text": text}).encode()),
+                                      Entry(".reader/recall.json", json.dumps({"key": key}).encode())],
+                                     uid=AGENT_UID, gid=AGENT_UID))
+        started = " ".join(config["mcp"]["command"])
+        where = "mcp.write_command" if mcp.write_command else "mcp.command"
+        t0 = time.monotonic()
+        result = sandbox.exec(["memgrid-reader", "--remember"], timeout=READER_SECONDS, workdir="/sandbox")
+        events = _events(result.stdout)
+        remembered = next((e for e in events if e.get("type") == "remembered"), None)
+        stored = (remembered or {}).get("id")
+        self.step("write", t0, stored is not None, f"{tool}: " + (f"stored {text!r}, id {stored!r}" if stored is not None
+                                                                  else (remembered or {}).get("error") or "not called"))
+        if stored is None:
+            self.problem(*self.write_problem(write, tool, remembered, events, result, started, where))
+            return
+        t0 = time.monotonic()
+        result = sandbox.exec(["memgrid-reader", "--answer"], timeout=READER_SECONDS, workdir="/sandbox")
+        events = _events(result.stdout)
+        search = f"{mcp.prefix}{mcp.search_tool}"
+        ranked = next((e.get("ranked", []) for e in events if e.get("type") == "search" and e.get("tool") == search), [])
+        recalled = next((e for e in events if e.get("type") == "recalled"), {})
+        answered = (result.stdout.strip().splitlines() or [""])[-1]
+        by_id = stored in ranked
+        by_text = bool(recalled.get("matched")) and answered == value
+        found = f"the stored one at rank {ranked.index(stored) + 1}" if by_id else "the stored line" if by_text else "not the stored one"
+        self.step("recall", t0, by_id or by_text, f"{search} for {key!r}: {len(ranked)} hits, {found}")
+        if not (by_id or by_text):
+            field = "mcp.search.hit_pattern" if mcp.search.hit_pattern else "mcp.search.hits"
+            self.problem(f"{y}: {field}", f"{search} for {key!r} returned {len(ranked)} hits, none carrying the id "
+                         f"{stored!r} that {write.tool} answered or the line {text!r} it stored",
+                         f"make {field} read an entry the write tool stored too, which has no header of the ingest's "
+                         "(e.g. that header as an optional group, as in arms/mcp_memory_service/arm.yaml)")
+
+    def write_problem(self, write, tool: str, remembered: dict | None, events: list[dict], result, started: str,
+                      where: str) -> tuple[str, str, str]:
+        """Why --remember stored nothing, as (where, what, fix)."""
+        y = self.yaml
+        init = next((e for e in events if e.get("type") == "init"), {})
+        status = next(iter(init.get("mcp_servers", [])), {"status": "absent"})
+        if status.get("status") != "connected":
+            return (f"{y}: {where}", f"the server started as '{started}' to write failed "
+                    f"({status.get('error') or _tail(result.stderr) or 'no init event'})",
+                    f"make '{started}' serve MCP over stdio with its write tool '{write.tool}'")
+        error = (remembered or {}).get("error", "")
+        if remembered is None:
+            return (f"{y}: mcp.write", f"memgrid-reader --remember wrote nothing ({_tail(result.stderr) or 'no remembered event'})",
+                    "check that the arm's image keeps the sandbox image's /usr/local/bin and /opt/memgrid/pydeps")
+        if error.startswith("the server lists no tool"):
+            return (f"{y}: mcp.write.tool", f"'{write.tool}' is not among the tools the server lists ({', '.join(init.get('tools', []))})",
+                    "name the server's own write tool")
+        if error.startswith("the answer names no"):
+            said = error.partition(": ")[2]
+            if write.id_pattern:
+                return (f"{y}: mcp.write.id_pattern", f"matches nothing in what {tool} answered to a store: {said[:200]!r}",
+                        "write a regex that matches that answer, its group id around what names the stored item")
+            return (f"{y}: mcp.write.id", f"names nothing in what {tool} answered to a store: {said[:200]!r}",
+                    "give the dotted path of the stored item's id in that answer (e.g. entities.0.name)")
+        return (f"{y}: mcp.write.arguments", f"{tool}({json.dumps(write.arguments)}) failed: {error[:200]}",
+                'pass the tool\'s own argument names, with "{text}" where the text to remember goes')
+
+
+def _cell(arm: ArmSpec) -> CellSpec:
+    return CellSpec(task="armcheck", arm=arm.name, seed=SEED, condition=CONDITION, agent="reader",
+                    cell_id=f"armcheck-{arm.name}", order_index=0)
+
+
+def _events(stdout: str) -> list[dict]:
+    """memgrid-reader's JSON events (an --answer session also prints its answer, not JSON, as its last line)."""
+    events = []
+    for raw in stdout.splitlines():
+        try:
+            events.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    return [e for e in events if isinstance(e, dict)]
 
 
 def image_source(root: Path, arm: ArmSpec) -> ArmSpec:
