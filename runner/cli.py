@@ -103,7 +103,8 @@ def grid(
                                                "(the two-session recall protocol: reader and stubs), planted (the "
                                                "planted-memory protocol: reader over recall and its canary), personal "
                                                "(the personal-memory protocol: 20 persons x 3 horizons over bare, "
-                                               "oracle_memory, full_context and recall; FAMA)."),
+                                               "oracle_memory, full_context and recall; FAMA), products (default with the four "
+                                               "third-party products added; hours of ingest per product here)."),
     protocol: Optional[str] = typer.Option(None, help="The protocol to run (memgrid protocol list); without --spec, "
                                                       "its own preset. Default: the spec's (coding)."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task ids (overrides the spec)."),

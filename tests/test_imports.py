@@ -1,7 +1,9 @@
 """Every module imports on its own, in a fresh interpreter: no circular import hides behind import order."""
 
+import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,9 +23,11 @@ def test_every_module_imports_alone():
     names = modules()
     assert len(names) > 50 and "runner.protocols.two_session.protocol" in names
     program = "import importlib, sys\nfor n in sys.argv[1:]:\n    importlib.import_module(n)\n"
-    failed = []
-    for name in names:  # one interpreter each: a module imported earlier cannot mask a cycle
+
+    def imported(name: str) -> str | None:  # one interpreter each: a module imported earlier cannot mask a cycle
         result = subprocess.run([sys.executable, "-c", program, name], cwd=REPO, capture_output=True, text=True, timeout=60)
-        if result.returncode:
-            failed.append(f"{name}: {result.stderr.strip().splitlines()[-1]}")
+        return f"{name}: {result.stderr.strip().splitlines()[-1]}" if result.returncode else None
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        failed = [f for f in pool.map(imported, names) if f]
     assert not failed, "\n".join(failed)

@@ -158,3 +158,22 @@ def test_the_progress_line_counts_what_each_protocol_scores():
     assert _counts_text(counts, protocol_named("coding").passed_label) == "admitted 4 · passed 3 · errors 1"
     assert _counts_text(counts, protocol_named("two-session").passed_label) == "admitted 4 · recalled 3 · errors 1"
     assert _counts_text(counts, protocol_named("personal").passed_label) == "admitted 4 · errors 1"  # judged per question
+
+
+def test_the_products_preset_is_the_default_grid_with_the_third_party_products_added():
+    from runner.env.images import ImageRef, ImageSet
+    from runner.exec.run import plan_run
+    from runner.plan.spec import load_grid, preset_path
+
+    default, products = load_grid(preset_path("default")), load_grid(preset_path("products"))
+    arms = load_all_arms(REPO)
+    added = [a for a in products.arms if a not in default.arms]
+    assert added and all((REPO / "arms" / a / "VENDOR.md").is_file() for a in added)  # products, each with its notes
+    assert (products.tasks, products.agents, products.seeds, products.conditions) == \
+           (default.tasks, default.agents, default.seeds, default.conditions) and set(default.arms) < set(products.arms)
+    protocol, command_agents = check_agents(products, WHERE, REPO, arms)
+    ref = ImageRef("x", "x:1", "sha256:0")
+    corpora = {(c, s): "0" * 64 for c in products.conditions for s in range(products.seeds)}
+    plan = plan_run(products, WHERE, load_all_tasks(REPO), arms, ImageSet(ref, ref, ref), Path("/tmp"),
+                    "plan-only", corpora, {}, command_agents)
+    assert {c.arm for c in plan.cells} == set(products.arms) and len(plan.cells) % len(products.arms) == 0
