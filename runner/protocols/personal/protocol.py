@@ -161,6 +161,10 @@ def isolation_proof(sandbox) -> gate.GateProof:
 class PersonalProtocol(Protocol):
     name = "personal"
     passed_label = None  # answers are judged per question (summary.json), not passed per cell
+    # Its cells judge inside the cell, and model judges keep their cache beside the runs (CACHE_FILE), which a
+    # worker's scratch folder is not; a grid of deterministic judges only could run remotely, but one
+    # protocol-wide answer keeps the refusal before any grid is read.
+    local_only = "its model judges keep their cache in the runs folder, which only the controller writes"
     description = ("Personal memory over weeks to quarters (Memora's FAMA): the arm builds a store of a person's "
                    "dated conversations, searches it per question, and an isolated answerer sees only the "
                    "records released; judges check what the answer should and should not mention.")
