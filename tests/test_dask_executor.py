@@ -355,14 +355,22 @@ def test_claude_code_cells_run_on_a_worker_as_on_the_local_executor(engine, imag
 
 
 # Small grids of the protocols of several phases: every phase of a cell runs on one node, the store passed between
-# them there; recall's empty store (two-session) travels in the job, planted's tasks in the project archive.
+# them there; recall's empty store (two-session) travels in the job, planted's tasks in the project archive,
+# personal's persons are generated on the node (recall's build phase ingests them there).
 PHASED_GRIDS = {
     "two-session": {"name": "ts-dask", "protocol": "two-session", "cases": 1, "arms": ["bare", "recall"],
                     "agents": ["reader"], "conditions": ["closing_balance", "month_debits", "counterparty_debits",
                                                          "largest_debit_voucher", "nth_largest_debit_voucher"]},
     "planted": {"name": "pl-dask", "protocol": "planted", "tasks": ["pl_bool_settings"], "arms": ["recall"],
                 "agents": ["reader"], "conditions": ["off", "on"]},
+    "personal": {"name": "pe-dask", "protocol": "personal", "cases": 1, "arms": ["bare", "recall"], "agents": ["reader"],
+                 "conditions": ["weekly"]},
 }
+
+
+def scored(rows: list[dict]) -> dict:
+    """The verdicts, with personal's FAMA: its outcome is "scored" whatever the answers were."""
+    return {r["cell_id"]: (*verdicts([r])[r["cell_id"]], json.loads(r["result"] or "{}").get("fama")) for r in rows}
 
 
 @pytest.mark.parametrize("protocol", PHASED_GRIDS)
@@ -385,25 +393,38 @@ def test_cells_of_several_phases_run_on_the_cluster_as_on_the_local_executor(pro
     local_rows = Ledger(run(local_id).run_dir).rows()
     remote = run(run_id, executor="dask", scheduler=cluster.address)
     rows = Ledger(remote.run_dir).rows()
-    assert len({r["outcome"] for r in local_rows}) == 2, local_rows  # the comparison has both kinds of verdict
+    assert len(set(scored(local_rows).values())) == 2, local_rows  # the comparison has two different verdicts
     assert Counter(r["cell_id"] for r in rows) == Counter(r["cell_id"] for r in local_rows)
     assert all(r["final"] for r in rows) and remote.unfinished == 0
-    assert verdicts(rows) == verdicts(local_rows)
+    assert scored(rows) == scored(local_rows)
     assert set(remote.summary.executor["nodes"]) == {"node-a", "node-b"}, (remote.summary.executor, logs)
     for row in rows:  # every phase's record came back from the node that ran the cell
         folder = remote.run_dir / "cells" / row["cell_id"]
-        phases = ("step1", "step2") if protocol == "two-session" else (".",)
+        phases = {"two-session": ("step1", "step2"), "planted": (".",), "personal": ("search", "answer")}[protocol]
         assert all((folder / phase / "bundle.manifest").is_file() for phase in phases), sorted(folder.rglob("*"))
     assert not client_b.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
 
 
-def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path):
+def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path, monkeypatch):
+    from runner.errors import SpecError
+    from runner.plan.spec import grid_from_dict
+    from runner.protocols.base import Protocol
+    from runner.protocols.registry import PROTOCOLS
+
     dask = executor_class("dask")
     with pytest.raises(UserError, match=r"grid.yaml: executor dask has no scheduler address: fix: pass --scheduler"):
         dask.check(ExecutorSettings("dask"), "coding", tmp_path / "grid.yaml")
-    with pytest.raises(UserError, match=r"the personal protocol's cells run only on this machine \(its model judges .*\): "
-                                        r"fix: use --executor local \(remote: coding, two-session, planted\)"):
-        dask.check(ExecutorSettings("dask", scheduler="tcp://127.0.0.1:9"), "personal", "--executor")
+    with monkeypatch.context() as patch:  # a protocol that declares nothing it reads
+        patch.setitem(PROTOCOLS, "local-only", type("LocalOnly", (Protocol,), {"name": "local-only"})())
+        with pytest.raises(UserError, match=r"the local-only protocol's cells run only on this machine \(its cells read "
+                                            r"this checkout's files\): fix: use --executor local \(remote: coding, "
+                                            r"two-session, planted, personal\)"):
+            dask.check(ExecutorSettings("dask", scheduler="tcp://127.0.0.1:9"), "local-only", "--executor")
+    personal = {"name": "pe", "protocol": "personal", "cases": 1, "arms": ["bare"], "agents": ["reader"], "seeds": 1,
+                "conditions": ["weekly"], "judges": ["scripted"], "executor": "dask", "scheduler": "tcp://127.0.0.1:9"}
+    with pytest.raises(SpecError, match=r"judges: names model judges, whose cache only this machine keeps, but the cells "
+                                        r"would run on executor dask — fix: use --executor local"):
+        PROTOCOLS["personal"].check(grid_from_dict(personal, Path("grid.yaml")), "grid.yaml", {}, {})
     with pytest.raises(Exception, match=r"'ray' is not an executor memgrid has.*use one of: local, dask"):
         executor_class("ray")
 

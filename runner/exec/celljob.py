@@ -54,6 +54,7 @@ class CellJob:
     session_limits: SessionLimits = SessionLimits()
     disk_mib: int = DEFAULT_DISK_MIB
     embedder: ImageRef | None = None  # the shared embedder's image, for arms with embedder: shared
+    protocol_setup: object = None  # what the protocol prepared for the run (Protocol.prepare)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: st
     return CellJob(ctx.run_id, cell, attempt, protocol.name, project_digest, bundle and bundle.digest, ctx.images,
                    dict(ctx.images_by_arm), {cell.agent: ctx.agent_setups[cell.agent]} if cell.agent in ctx.agent_setups else {},
                    dict(ctx.command_agents), protocol.job_stores(ctx, cell), ctx.limits, ctx.session_limits, ctx.disk_mib,
-                   ctx.embedder), bundle
+                   ctx.embedder, ctx.protocol_setup), bundle
 
 
 class BundleMemory:
@@ -204,7 +205,7 @@ def run_job(job: CellJob, project: bytes, bundle: Bundle | None, node: str, canc
                            dict(job.stores), dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
                            session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=dict(job.command_agents),
                            protocol=protocol_named(job.protocol), cancel=cancel or threading.Event(), embedder=job.embedder,
-                           root=root)
+                           root=root, protocol_setup=job.protocol_setup)
         row = run_cell(ctx, job.cell, job.attempt, bundle)
         folder = scratch / "cells" / job.cell.cell_id
         files = [Entry(p.relative_to(folder).as_posix(), p.read_bytes()) for p in tree_files(folder)] if folder.is_dir() else []
