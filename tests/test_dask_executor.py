@@ -405,6 +405,26 @@ def test_cells_of_several_phases_run_on_the_cluster_as_on_the_local_executor(pro
     assert not client_b.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
 
 
+def test_a_command_agents_files_travel_in_the_job_not_by_the_controllers_paths(tmp_path):
+    """The two-session stubs are command agents whose files live in the controller's checkout: a node elsewhere
+    gets their bytes in the job, written under its scratch folder."""
+    import pickle
+
+    from runner.agents.command import CommandAgent, CommandSpec
+    from runner.exec.celljob import carry_commands, land_commands
+
+    stub = tmp_path / "checkout" / "ceiling.py"
+    stub.parent.mkdir()
+    stub.write_bytes(b"print('42')\n")
+    spec = CommandSpec("ceiling", ("python3", "-I", "ceiling.py"), (stub,))
+    before = CommandAgent(None, spec).channel()
+    carried = pickle.loads(pickle.dumps(carry_commands({"ceiling": spec})))  # as the scheduler moves it
+    stub.unlink()  # the node has no such path
+    landed = land_commands(carried, tmp_path / "scratch")
+    assert landed["ceiling"].files[0].parent == tmp_path / "scratch" / "ceiling"
+    assert CommandAgent(None, landed["ceiling"]).channel() == before
+
+
 def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path, monkeypatch):
     from runner.errors import SpecError
     from runner.plan.spec import grid_from_dict

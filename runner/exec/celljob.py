@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -48,7 +48,7 @@ class CellJob:
     images: ImageSet
     images_by_arm: dict = field(default_factory=dict)
     agent_setups: dict = field(default_factory=dict)
-    command_agents: dict = field(default_factory=dict)
+    command_agents: dict = field(default_factory=dict)  # name -> (CommandSpec, its files' bytes): see carry_commands
     stores: dict = field(default_factory=dict)  # (arm, condition, seed) -> StoreSnapshot (without its files if in the bundle)
     limits: Limits = Limits()
     session_limits: SessionLimits = SessionLimits()
@@ -92,8 +92,26 @@ def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: st
     bundle = protocol.job_bundle(ctx, cell)
     return CellJob(ctx.run_id, cell, attempt, protocol.name, project_digest, bundle and bundle.digest, ctx.images,
                    dict(ctx.images_by_arm), {cell.agent: ctx.agent_setups[cell.agent]} if cell.agent in ctx.agent_setups else {},
-                   dict(ctx.command_agents), protocol.job_stores(ctx, cell), ctx.limits, ctx.session_limits, ctx.disk_mib,
+                   carry_commands(ctx.command_agents), protocol.job_stores(ctx, cell), ctx.limits, ctx.session_limits, ctx.disk_mib,
                    ctx.embedder, ctx.protocol_setup), bundle
+
+
+def carry_commands(agents: dict) -> dict:
+    """Each command agent's spec with its files' bytes: its paths name files of the controller's checkout
+    (the two-session stubs), which a node elsewhere does not have."""
+    return {name: (spec, tuple(path.read_bytes() for path in spec.files)) for name, spec in agents.items()}
+
+
+def land_commands(carried: dict, folder: Path) -> dict:
+    """The carried command agents, their files written under `folder` and their specs pointing there."""
+    agents = {}
+    for name, (spec, blobs) in carried.items():
+        home = folder / name
+        home.mkdir(parents=True, exist_ok=True)
+        for path, data in zip(spec.files, blobs):
+            (home / path.name).write_bytes(data)
+        agents[name] = replace(spec, files=tuple(home / path.name for path in spec.files))
+    return agents
 
 
 class BundleMemory:
@@ -203,7 +221,7 @@ def run_job(job: CellJob, project: bytes, bundle: Bundle | None, node: str, canc
     try:
         ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, bundle and BundleMemory(bundle),
                            dict(job.stores), dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
-                           session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=dict(job.command_agents),
+                           session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=land_commands(job.command_agents, scratch / "command-agents"),
                            protocol=protocol_named(job.protocol), cancel=cancel or threading.Event(), embedder=job.embedder,
                            root=root, protocol_setup=job.protocol_setup)
         row = run_cell(ctx, job.cell, job.attempt, bundle)
