@@ -135,6 +135,12 @@ class Cluster:
         with Client(self.address, timeout=30, set_as_default=False) as client:
             client.wait_for_workers(n, timeout=90)
 
+    def revive(self, name: str, docker_host: str) -> None:
+        """A worker an earlier test of the module killed, started again under its name."""
+        if self.procs[name].poll() is not None:
+            self.add_worker(name, docker_host)
+            self.wait_for(len(self.procs) - 1)  # every process but the scheduler
+
     def kill(self, name: str) -> None:
         self.procs[name].send_signal(signal.SIGKILL)
         self.procs[name].wait(timeout=30)
@@ -198,7 +204,8 @@ def local_verdicts(engine, images, tmp_path_factory):
 
 def test_cells_land_on_both_engines_once_each_as_on_local(engine, images, second_engine, cluster, local_verdicts,
                                                           tmp_path, run_id, no_leftovers):
-    _, client_b = second_engine
+    host_b, client_b = second_engine
+    cluster.revive("node-b", host_b)
     logs = []
     outcome = grid_run(tmp_path, run_id, logs, executor="dask", scheduler=cluster.address)
     rows = Ledger(outcome.run_dir).rows()
@@ -347,12 +354,97 @@ def test_claude_code_cells_run_on_a_worker_as_on_the_local_executor(engine, imag
     assert (remote.run_dir / "cells" / fs_grep / "gateway.jsonl").stat().st_size > 0
 
 
-def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path):
+# Small grids of the protocols of several phases: every phase of a cell runs on one node, the store passed between
+# them there; recall's empty store (two-session) travels in the job, planted's tasks in the project archive,
+# personal's persons are generated on the node (recall's build phase ingests them there).
+PHASED_GRIDS = {
+    "two-session": {"name": "ts-dask", "protocol": "two-session", "cases": 1, "arms": ["bare", "recall"],
+                    "agents": ["reader"], "conditions": ["closing_balance", "month_debits", "counterparty_debits",
+                                                         "largest_debit_voucher", "nth_largest_debit_voucher"]},
+    "planted": {"name": "pl-dask", "protocol": "planted", "tasks": ["pl_bool_settings"], "arms": ["recall"],
+                "agents": ["reader"], "conditions": ["off", "on"]},
+    "personal": {"name": "pe-dask", "protocol": "personal", "cases": 1, "arms": ["bare", "recall"], "agents": ["reader"],
+                 "conditions": ["weekly"]},
+}
+
+
+def scored(rows: list[dict]) -> dict:
+    """The verdicts, with personal's FAMA: its outcome is "scored" whatever the answers were."""
+    return {r["cell_id"]: (*verdicts([r])[r["cell_id"]], json.loads(r["result"] or "{}").get("fama")) for r in rows}
+
+
+@pytest.mark.parametrize("protocol", PHASED_GRIDS)
+def test_cells_of_several_phases_run_on_the_cluster_as_on_the_local_executor(protocol, engine, images, second_engine,
+                                                                             cluster, tmp_path, run_id, no_leftovers):
+    from conftest import ISSUED_RUN_IDS
+
+    host_b, client_b = second_engine
+    cluster.revive("node-b", host_b)
+    logs = []
+
+    def run(run: str, **where):
+        spec = tmp_path / f"{run}.yaml"
+        spec.write_text(json.dumps({**PHASED_GRIDS[protocol], "seeds": 1, **where}))
+        return run_grid(load_grid(spec), spec, root=REPO, run_id=run, runs_dir=tmp_path / "runs", concurrency=2,
+                        progress=False, log=logs.append)
+
+    local_id = f"{run_id}-local"
+    ISSUED_RUN_IDS.add(local_id)
+    local_rows = Ledger(run(local_id).run_dir).rows()
+    remote = run(run_id, executor="dask", scheduler=cluster.address)
+    rows = Ledger(remote.run_dir).rows()
+    assert len(set(scored(local_rows).values())) == 2, local_rows  # the comparison has two different verdicts
+    assert Counter(r["cell_id"] for r in rows) == Counter(r["cell_id"] for r in local_rows)
+    assert all(r["final"] for r in rows) and remote.unfinished == 0
+    assert scored(rows) == scored(local_rows)
+    assert set(remote.summary.executor["nodes"]) == {"node-a", "node-b"}, (remote.summary.executor, logs)
+    for row in rows:  # every phase's record came back from the node that ran the cell
+        folder = remote.run_dir / "cells" / row["cell_id"]
+        phases = {"two-session": ("step1", "step2"), "planted": (".",), "personal": ("search", "answer")}[protocol]
+        assert all((folder / phase / "bundle.manifest").is_file() for phase in phases), sorted(folder.rglob("*"))
+    assert not client_b.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+
+
+def test_a_command_agents_files_travel_in_the_job_not_by_the_controllers_paths(tmp_path):
+    """The two-session stubs are command agents whose files live in the controller's checkout: a node elsewhere
+    gets their bytes in the job, written under its scratch folder."""
+    import pickle
+
+    from runner.agents.command import CommandAgent, CommandSpec
+    from runner.exec.celljob import carry_commands, land_commands
+
+    stub = tmp_path / "checkout" / "ceiling.py"
+    stub.parent.mkdir()
+    stub.write_bytes(b"print('42')\n")
+    spec = CommandSpec("ceiling", ("python3", "-I", "ceiling.py"), (stub,))
+    before = CommandAgent(None, spec).channel()
+    carried = pickle.loads(pickle.dumps(carry_commands({"ceiling": spec})))  # as the scheduler moves it
+    stub.unlink()  # the node has no such path
+    landed = land_commands(carried, tmp_path / "scratch")
+    assert landed["ceiling"].files[0].parent == tmp_path / "scratch" / "ceiling"
+    assert CommandAgent(None, landed["ceiling"]).channel() == before
+
+
+def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path, monkeypatch):
+    from runner.errors import SpecError
+    from runner.plan.spec import grid_from_dict
+    from runner.protocols.base import Protocol
+    from runner.protocols.registry import PROTOCOLS
+
     dask = executor_class("dask")
     with pytest.raises(UserError, match=r"grid.yaml: executor dask has no scheduler address: fix: pass --scheduler"):
         dask.check(ExecutorSettings("dask"), "coding", tmp_path / "grid.yaml")
-    with pytest.raises(UserError, match=r"the two-session protocol .* fix: use --executor local"):
-        dask.check(ExecutorSettings("dask", scheduler="tcp://127.0.0.1:9"), "two-session", "--executor")
+    with monkeypatch.context() as patch:  # a protocol that declares nothing it reads
+        patch.setitem(PROTOCOLS, "local-only", type("LocalOnly", (Protocol,), {"name": "local-only"})())
+        with pytest.raises(UserError, match=r"the local-only protocol's cells run only on this machine \(its cells read "
+                                            r"this checkout's files\): fix: use --executor local \(remote: coding, "
+                                            r"two-session, planted, personal\)"):
+            dask.check(ExecutorSettings("dask", scheduler="tcp://127.0.0.1:9"), "local-only", "--executor")
+    personal = {"name": "pe", "protocol": "personal", "cases": 1, "arms": ["bare"], "agents": ["reader"], "seeds": 1,
+                "conditions": ["weekly"], "judges": ["scripted"], "executor": "dask", "scheduler": "tcp://127.0.0.1:9"}
+    with pytest.raises(SpecError, match=r"judges: names model judges, whose cache only this machine keeps, but the cells "
+                                        r"would run on executor dask — fix: use --executor local"):
+        PROTOCOLS["personal"].check(grid_from_dict(personal, Path("grid.yaml")), "grid.yaml", {}, {})
     with pytest.raises(Exception, match=r"'ray' is not an executor memgrid has.*use one of: local, dask"):
         executor_class("ray")
 

@@ -644,8 +644,10 @@ def existing_arm_image(client, arm_dir: Path, sandbox: ImageRef) -> ImageRef | N
 
 
 def save_image(client: docker.DockerClient, tag: str) -> bytes:
-    """`docker save` of one image under its tag (so a `load` elsewhere brings the tag along)."""
-    return b"".join(client.images.get(tag).save(chunk_size=8 * 2**20, named=True))
+    """`docker save` of one image under its tag (so a `load` elsewhere brings the tag along). `named=tag`, not
+    True: True names the image by its first tag, and an image built once under several content tags (recall's
+    recipe unchanged across versions of the harness) would arrive under another tag than the one asked for."""
+    return b"".join(client.images.get(tag).save(chunk_size=8 * 2**20, named=tag))
 
 
 def load_image(client: docker.DockerClient, archive: bytes, tag: str, image_id: str) -> str | None:

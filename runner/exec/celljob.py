@@ -1,11 +1,15 @@
 """A cell as a plain, picklable job: what a worker on another node needs to run it, addressed by content.
 
 The controller resolves everything that reads its own files or corpora into the job's payloads: the
-project's tasks/ and arms/ as one archive (its sha256 is its address), and the cell's bundle (the
-manifest's sha256 is its address; the bundle holds the cell's corpus and its fresh copy of the frozen
-store). A distributed executor moves the payloads by those digests through its scheduler, never through
-a shared file system. The worker runs the cell against its own engine in a scratch run folder and
-returns the ledger row and the cell folder as an archive; only the controller writes the run folder.
+checkout's folders the protocol declares it reads (Protocol.reads) as one archive (its sha256 is its
+address), the bundle the protocol builds on the controller (coding's: the manifest's sha256 is its
+address; it holds the cell's corpus and its fresh copy of the frozen store), and the stores the cell
+starts from (each checked against its digest). A protocol of several phases ships no bundle: each phase's
+bundle depends on what the phase before it left on the node, so the node builds it from those payloads
+and the sandbox verifies it, as on one machine. A distributed executor moves the payloads by their
+digests through its scheduler, never through a shared file system. The worker runs the cell, all its
+phases, against its own engine in a scratch run folder and returns the ledger row and the cell folder as
+an archive; only the controller writes the run folder.
 """
 
 import atexit
@@ -20,7 +24,6 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from runner.arms.kinds import kind_of
 from runner.digest import sha256_bytes, tree_files
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, tree_entries
@@ -30,10 +33,8 @@ from runner.env.sandbox import Limits
 from runner.errors import UserError
 from runner.exec.trial import TrialContext, harness_failure, new_row, now, run_cell
 from runner.plan.grid import CellSpec
-from runner.plan.spec import DEFAULT_DISK_MIB, SessionLimits, load_all_arms, load_all_tasks, provider
+from runner.plan.spec import DEFAULT_DISK_MIB, SessionLimits, load_all_arms, load_all_tasks
 from runner.results.ledger import LedgerRow
-
-PROJECT_PARTS = ("tasks", "arms")  # all a coding cell reads from the checkout once its bundle is built
 
 
 @dataclass(frozen=True)
@@ -42,17 +43,18 @@ class CellJob:
     cell: CellSpec
     attempt: int
     protocol: str
-    project_digest: str  # sha256 of the tasks/ + arms/ archive
-    bundle_digest: str
+    project_digest: str  # sha256 of the archive of the folders the protocol reads
+    bundle_digest: str | None  # None: the protocol builds its phases' bundles on the node
     images: ImageSet
     images_by_arm: dict = field(default_factory=dict)
     agent_setups: dict = field(default_factory=dict)
-    command_agents: dict = field(default_factory=dict)
-    stores: dict = field(default_factory=dict)  # (arm, condition, seed) -> StoreSnapshot without its files
+    command_agents: dict = field(default_factory=dict)  # name -> (CommandSpec, its files' bytes): see carry_commands
+    stores: dict = field(default_factory=dict)  # (arm, condition, seed) -> StoreSnapshot (without its files if in the bundle)
     limits: Limits = Limits()
     session_limits: SessionLimits = SessionLimits()
     disk_mib: int = DEFAULT_DISK_MIB
     embedder: ImageRef | None = None  # the shared embedder's image, for arms with embedder: shared
+    protocol_setup: object = None  # what the protocol prepared for the run (Protocol.prepare)
 
 
 @dataclass(frozen=True)
@@ -63,44 +65,53 @@ class JobResult:
     started: float  # time.time() on the worker when it took the job (submit -> start overhead)
 
 
-def project_archive(root: Path) -> tuple[bytes, str]:
-    """The checkout's tasks/ and arms/ as a reproducible tar, and its sha256 (its address)."""
-    entries = [e for part in PROJECT_PARTS for e in tree_entries(root / part, part)]
-    data = pack(entries)
+def project_archive(root: Path, parts: tuple[str, ...]) -> tuple[bytes, str]:
+    """The checkout's folders `parts` as a reproducible tar, and its sha256 (its address)."""
+    data = pack([e for part in parts for e in tree_entries(root / part, part)])
     return data, sha256_bytes(data)
 
 
-def checkout_of(ctx: TrialContext) -> Path:
-    """The checkout the run's tasks and arms were loaded from (tasks/<id>/)."""
-    return next(iter(ctx.tasks.values())).root.parent.parent
-
-
 def refuse_remote(protocol: str, where: str = "--executor") -> None:
-    """Only a protocol whose bundle is built whole on the controller (Protocol.remote) can run on a worker; the
-    others build theirs inside run_cell from files of the checkout (planted reads its own task tree)."""
+    """Only a protocol that declares what its cells read (Protocol.reads) can run on a worker elsewhere."""
     from runner.protocols.registry import PROTOCOLS, protocol_named
 
-    if not protocol_named(protocol, where).remote:
-        remote = ", ".join(name for name, p in PROTOCOLS.items() if p.remote)
-        raise UserError(f"{where}: the {protocol} protocol builds its cells from this checkout's files, so its cells "
-                        f"run only on this machine: fix: use --executor local (remote: {remote})")
+    chosen = protocol_named(protocol, where)
+    if chosen.reads is None:
+        remote = ", ".join(name for name, p in PROTOCOLS.items() if p.reads is not None)
+        raise UserError(f"{where}: the {protocol} protocol's cells run only on this machine ({chosen.local_only}): "
+                        f"fix: use --executor local (remote: {remote})")
 
 
-def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: str) -> tuple[CellJob, Bundle]:
-    """The job and the bundle it runs from, built on the controller (which holds the corpora and stores)."""
+def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: str) -> tuple[CellJob, Bundle | None]:
+    """The job and the bundle it runs from (None: the node builds its phases' bundles), made on the controller,
+    which holds the corpora and stores."""
     from runner.protocols.registry import protocol_of
 
     protocol = protocol_of(ctx)
     refuse_remote(protocol.name)
-    bundle = protocol.bundle(ctx, cell)
-    arm = ctx.arms[cell.arm]
-    stores = {}
-    if kind_of(arm).ingests:  # its files are in the bundle; the worker needs the digest and the report
-        key = (provider(arm, ctx.arms).name, cell.condition, cell.seed)
-        stores[key] = replace(ctx.stores[key], entries=())
-    return CellJob(ctx.run_id, cell, attempt, protocol.name, project_digest, bundle.digest, ctx.images,
+    bundle = protocol.job_bundle(ctx, cell)
+    return CellJob(ctx.run_id, cell, attempt, protocol.name, project_digest, bundle and bundle.digest, ctx.images,
                    dict(ctx.images_by_arm), {cell.agent: ctx.agent_setups[cell.agent]} if cell.agent in ctx.agent_setups else {},
-                   dict(ctx.command_agents), stores, ctx.limits, ctx.session_limits, ctx.disk_mib, ctx.embedder), bundle
+                   carry_commands(ctx.command_agents), protocol.job_stores(ctx, cell), ctx.limits, ctx.session_limits, ctx.disk_mib,
+                   ctx.embedder, ctx.protocol_setup), bundle
+
+
+def carry_commands(agents: dict) -> dict:
+    """Each command agent's spec with its files' bytes: its paths name files of the controller's checkout
+    (the two-session stubs), which a node elsewhere does not have."""
+    return {name: (spec, tuple(path.read_bytes() for path in spec.files)) for name, spec in agents.items()}
+
+
+def land_commands(carried: dict, folder: Path) -> dict:
+    """The carried command agents, their files written under `folder` and their specs pointing there."""
+    agents = {}
+    for name, (spec, blobs) in carried.items():
+        home = folder / name
+        home.mkdir(parents=True, exist_ok=True)
+        for path, data in zip(spec.files, blobs):
+            (home / path.name).write_bytes(data)
+        agents[name] = replace(spec, files=tuple(home / path.name for path in spec.files))
+    return agents
 
 
 class BundleMemory:
@@ -148,7 +159,7 @@ def unpack_cell_folder(run_dir: Path, cell_id: str, folder: bytes) -> None:
 # --- the worker side: one process serves many jobs, on threads ---
 
 _LOCK = threading.Lock()
-_PROJECTS: dict[str, tuple[dict, dict]] = {}  # project digest -> (tasks, arms) loaded from its unpacked copy
+_PROJECTS: dict[str, tuple[Path, dict, dict]] = {}  # project digest -> its unpacked copy, (tasks, arms) loaded from it
 _ENGINE: list = []  # the worker's engine client, made once
 _STOPS: dict[str, threading.Event] = {}  # controller session -> set when that controller stops its run
 
@@ -159,7 +170,7 @@ def stop_flag(session: str) -> threading.Event:
         return _STOPS.setdefault(session, threading.Event())
 
 
-def _project(digest: str, archive: bytes) -> tuple[dict, dict]:
+def _project(digest: str, archive: bytes) -> tuple[Path, dict, dict]:
     with _LOCK:
         if digest not in _PROJECTS:
             if sha256_bytes(archive) != digest:
@@ -171,7 +182,8 @@ def _project(digest: str, archive: bytes) -> tuple[dict, dict]:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(entry.data)
                 path.chmod(entry.mode)
-            _PROJECTS[digest] = (load_all_tasks(root), load_all_arms(root))
+            # A protocol that reads no coding task ships no tasks/ (planted ships only tasks/planted/).
+            _PROJECTS[digest] = (root, load_all_tasks(root) if (root / "tasks").is_dir() else {}, load_all_arms(root))
         return _PROJECTS[digest]
 
 
@@ -183,22 +195,35 @@ def _engine():
         return _ENGINE[0]
 
 
-def run_job(job: CellJob, project: bytes, bundle: Bundle, node: str, cancel: threading.Event | None = None) -> JobResult:
+def check_payloads(job: CellJob, bundle: Bundle | None) -> None:
+    """The bundle's manifest and every store the job carries with its files match their digests. A bundle's
+    files are checked against its manifest inside the sandbox, as on one machine."""
+    if (bundle is None) != (job.bundle_digest is None):
+        raise ValueError(f"cell {job.cell.cell_id}: the job names bundle {job.bundle_digest and job.bundle_digest[:12]} "
+                         f"but carries {'none' if bundle is None else bundle.digest[:12]}")
+    if bundle is not None and (sha256_bytes(bundle.manifest.encode()) != job.bundle_digest or bundle.digest != job.bundle_digest):
+        raise ValueError(f"cell {job.cell.cell_id}: the bundle's manifest does not match its digest {job.bundle_digest[:12]}")
+    for key, store in job.stores.items():
+        if store.entries and sha256_bytes(pack(list(store.entries))) != store.digest:
+            raise ValueError(f"cell {job.cell.cell_id}: the store {'/'.join(map(str, key))} does not match its digest "
+                             f"{store.digest[:12]}")
+
+
+def run_job(job: CellJob, project: bytes, bundle: Bundle | None, node: str, cancel: threading.Event | None = None) -> JobResult:
     """Run one job on this node's engine; the cell folder comes back as an archive, the scratch folder goes.
     `cancel`: set when the controller stops the run (the cell then raises Cancelled at its next step)."""
     from runner.protocols.registry import protocol_named
 
     started = time.time()
-    if sha256_bytes(bundle.manifest.encode()) != job.bundle_digest or bundle.digest != job.bundle_digest:
-        # The files themselves are checked against the manifest inside the sandbox, as on one machine.
-        raise ValueError(f"cell {job.cell.cell_id}: the bundle's manifest does not match its digest {job.bundle_digest[:12]}")
-    tasks, arms = _project(job.project_digest, project)
+    check_payloads(job, bundle)
+    root, tasks, arms = _project(job.project_digest, project)
     scratch = Path(tempfile.mkdtemp(prefix=f"memgrid-{job.run_id}-"))
     try:
-        ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, BundleMemory(bundle), dict(job.stores),
-                           dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
-                           session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=dict(job.command_agents),
-                           protocol=protocol_named(job.protocol), cancel=cancel or threading.Event(), embedder=job.embedder)
+        ctx = TrialContext(_engine(), job.run_id, scratch, job.images, tasks, arms, bundle and BundleMemory(bundle),
+                           dict(job.stores), dict(job.images_by_arm), dict(job.agent_setups), limits=job.limits,
+                           session_limits=job.session_limits, disk_mib=job.disk_mib, command_agents=land_commands(job.command_agents, scratch / "command-agents"),
+                           protocol=protocol_named(job.protocol), cancel=cancel or threading.Event(), embedder=job.embedder,
+                           root=root, protocol_setup=job.protocol_setup)
         row = run_cell(ctx, job.cell, job.attempt, bundle)
         folder = scratch / "cells" / job.cell.cell_id
         files = [Entry(p.relative_to(folder).as_posix(), p.read_bytes()) for p in tree_files(folder)] if folder.is_dir() else []

@@ -125,7 +125,8 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
         amend_lock(plan.run_dir, lambda lock: lock.update(stores=costs))
     ctx = TrialContext(client, plan.run_id, plan.run_dir, images, all_tasks, all_arms, memory, stores, arm_images,
                        agent_setups, disk_mib=grid_spec.disk_mib, command_agents=command_agents, protocol=protocol,
-                       session_limits=grid_spec.limits, protocol_setup=protocol_setup, embedder=embedder)
+                       session_limits=grid_spec.limits, protocol_setup=protocol_setup, embedder=embedder,
+                       root=root)
     return PreparedRun(plan, ledger, ctx)
 
 

@@ -68,6 +68,7 @@ class TrialContext:
     protocol_setup: object = None  # what the protocol prepared for the run (Protocol.prepare)
     embedder: ImageRef | None = None  # the shared embedder's image, when an arm of the run embeds through it
     ahead: object = None  # SandboxesAhead: sandboxes started for the next cells (the local executor); None: none
+    root: Path | None = None  # the checkout its project files come from (a worker's unpacked archive); None: project_root()
 
     def check_cancel(self) -> None:
         if self.cancel.is_set():
@@ -366,7 +367,7 @@ class SandboxesAhead:
         from runner.protocols.registry import protocol_of
 
         following = self.upcoming()
-        if following is None or self.ctx.cancel.is_set() or not protocol_of(self.ctx).remote \
+        if following is None or self.ctx.cancel.is_set() or not protocol_of(self.ctx).ahead \
                 or agent_class(following.agent, self.ctx.command_agents).needs_model:
             return
         waiting = checker_bound(self.ctx.tasks[cell.task]) + SETUP_SECONDS

@@ -20,7 +20,11 @@ from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
 class Protocol:
     name: ClassVar[str]
     description: ClassVar[str]
-    remote: ClassVar[bool] = False  # its bundle is built whole on the controller, so a worker elsewhere can run a cell
+    # The checkout's folders its cells read once their job is made (the project archive a worker on another
+    # node unpacks); None: its cells run only on the controller's machine, for the reason `local_only` gives.
+    reads: ClassVar[tuple[str, ...] | None] = None
+    local_only: ClassVar[str] = "its cells read this checkout's files"
+    ahead: ClassVar[bool] = False  # a cell is one sandbox from bundle(ctx, cell): the local executor may start it early
     # What a cell's checker_passed means in the progress line; None: the protocol scores cells otherwise, so
     # the line shows no such count rather than a 0 that reads as failure.
     passed_label: ClassVar[str | None] = "passed"
@@ -69,6 +73,16 @@ class Protocol:
 
     def run_cell(self, ctx, cell, attempt: int, bundle=None):
         raise NotImplementedError
+
+    def job_bundle(self, ctx, cell):
+        """The bundle a cell's job carries, built on the controller; None: its phases build their bundles on
+        the node, from the project archive and `job_stores`, each verified inside its sandbox as here."""
+        return None
+
+    def job_stores(self, ctx, cell) -> dict:
+        """The stores a cell's job carries, keyed as ctx.stores; a store whose files the job bundle already
+        holds travels without them (its digest and report only)."""
+        return {}
 
     def summary(self, rows: list[dict]) -> list[dict]:
         """One line per group for the end of a run: what the protocol measures, by arm and agent; a line's

@@ -12,7 +12,7 @@ export.json, artifact.tar, checker.log, verdict.json.
 import json
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from runner.agents.base import ReferenceChannel
 from runner.agents.reference import task_options
@@ -61,7 +61,8 @@ def reader_channel(task: TaskSpec) -> ReferenceChannel:
 
 class CodingProtocol(Protocol):
     name = "coding"
-    remote = True
+    reads = ("tasks", "arms")
+    ahead = True
     description = ("A coding task per cell under a corpus condition: one session over the arm's memory, "
                    "the workspace graded by the task's hidden checker, damage detected by name.")
 
@@ -90,6 +91,17 @@ class CodingProtocol(Protocol):
         store = store_of(ctx, cell).entries if kind_of(arm).ingests else ()
         extra = agent_class(cell.agent, ctx.command_agents).bundle_entries(arm, config)
         return build_bundle(task, arm, config, kind_of(arm).memory_entries(arm, cell_memory(ctx, cell, store)) + extra)
+
+    def job_bundle(self, ctx: TrialContext, cell: CellSpec) -> Bundle:
+        """Built here, where the corpora and the frozen stores are; the node runs its one phase from it."""
+        return self.bundle(ctx, cell)
+
+    def job_stores(self, ctx: TrialContext, cell: CellSpec) -> dict:
+        arm = ctx.arms[cell.arm]
+        if not kind_of(arm).ingests:
+            return {}
+        key = (provider(arm, ctx.arms).name, cell.condition, cell.seed)
+        return {key: replace(ctx.stores[key], entries=())}  # its files are in the bundle; the row needs its digest and report
 
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
         task, arm = ctx.tasks[cell.task], ctx.arms[cell.arm]

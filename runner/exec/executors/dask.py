@@ -4,9 +4,10 @@ A user starts `dask scheduler`, and on each node `dask worker tcp://HOST:8786 --
 that node's DOCKER_HOST; `memgrid grid --executor dask --scheduler tcp://HOST:8786` then runs the grid.
 Before any cell is scheduled every worker runs the node checks (engine, images by id); images a node
 lacks are loaded there from the controller's engine (docker save / load, ids checked); a node that still
-fails is refused by name and gets no cell. A cell's bundle travels inside its task (the scheduler holds
-it until the cell finishes, so a cell whose worker died runs again elsewhere from the same bytes); the
-project's tasks/ and arms/ are scattered once to every admitted worker under their digest.
+fails is refused by name and gets no cell. A cell's bundle and stores travel inside its task (the
+scheduler holds them until the cell finishes, so a cell whose worker died runs again elsewhere from the
+same bytes); the checkout's folders the protocol reads (tasks/ and arms/ for coding) are scattered once to
+every admitted worker under their digest.
 """
 
 import statistics
@@ -24,11 +25,11 @@ from runner.env.engine import connect
 from runner.env.images import ImageRef, load_image, save_image
 from runner.env.sandbox import remove_run_containers
 from runner.errors import UserError
-from runner.exec.celljob import (checkout_of, failed_row, make_job, project_archive, refuse_remote, run_job,
+from runner.exec.celljob import (failed_row, make_job, project_archive, refuse_remote, run_job,
                                  stop_flag, unpack_cell_folder)
 from runner.exec.executors.base import Executor, ExecutorSettings
 from runner.exec.trial import Cancelled, embedder_image, sandbox_image
-from runner.plan.spec import provider
+from runner.plan.spec import project_root, provider
 
 RESOURCE = "cells"  # the worker resource a cell holds: `--resources cells=N` caps a node's cells in flight
 CONNECT_SECONDS = 30
@@ -140,9 +141,11 @@ class DaskExecutor(Executor):
     name = "dask"
 
     def __init__(self, ctx, client: Client, admitted: dict[str, Node], log):
+        from runner.protocols.registry import protocol_of
+
         self.ctx, self.client, self.log = ctx, client, log
         self.nodes_by_address = admitted
-        project, self.project_digest = project_archive(checkout_of(ctx))
+        project, self.project_digest = project_archive(ctx.root or project_root(), protocol_of(ctx).reads)
         self.project = client.scatter({f"project-{self.project_digest}": project}, broadcast=True,
                                       workers=list(admitted))[f"project-{self.project_digest}"]
         self.session = uuid.uuid4().hex  # this controller's cells on the workers, for Ctrl-C

@@ -2,12 +2,13 @@
 go of what no longer holds? Scored with Memora's FAMA (metrics.py).
 
 A unit is a person (`p00`..), a condition a horizon (`weekly`, `monthly`, `quarterly`); the corpus and
-the answer key come from corpus.py. A cell runs three containers and judges on the controller:
+the answer key come from corpus.py. A cell runs three containers and judges outside them, in the process that
+runs the cell (the controller, or a dask worker with deterministic judges):
 1. build (harness step, the arm's image, no network): the arm's own ingest writes the person's records
    up to the cutoff into its store. Arms without an ingest build nothing.
 2. search (the harness's reader, the arm's image and memory): each question goes to the arm's search
    (mcp: its server's search tool, k results; corpus: every record, the full context; oracle: the
-   records stating the current facts; none: nothing). The controller keeps up to 350 unique ids per
+   records stating the current facts; none: nothing). The harness keeps up to 350 unique ids per
    question that are this person's records no later than the cutoff; any other id is a recorded
    violation, dropped.
 3. answer (the cell's agent, the plain sandbox image, no network, no arm): only the requests, each a
@@ -16,7 +17,7 @@ the answer key come from corpus.py. A cell runs three containers and judges on t
 4. judges: each criterion (presence: should mention X; forgetting: should not mention Y) goes to the
    judge panel (judges.py); FAMA per question; the cell's mean in the ledger's `result`.
 Only the build's store passes to the search, digested in between; only record ids (and the texts the
-controller looks up for them) pass to the answer.
+harness looks up for them) pass to the answer.
 """
 
 import json
@@ -161,6 +162,7 @@ def isolation_proof(sandbox) -> gate.GateProof:
 class PersonalProtocol(Protocol):
     name = "personal"
     passed_label = None  # answers are judged per question (summary.json), not passed per cell
+    reads = ("arms",)  # its persons are generated, not read
     description = ("Personal memory over weeks to quarters (Memora's FAMA): the arm builds a store of a person's "
                    "dated conversations, searches it per question, and an isolated answerer sees only the "
                    "records released; judges check what the answer should and should not mention.")
@@ -179,6 +181,13 @@ class PersonalProtocol(Protocol):
 
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         super().check(grid, grid_path, arms, agent_classes)
+        # A cell judges where it runs, and model judges keep their cache beside the runs (CACHE_FILE, shared by a
+        # run, its resume and its reproductions), which only the controller writes: every executor but local
+        # runs cells on other nodes, with a scratch folder for a run folder.
+        if grid.judges and grid.executor != "local":
+            raise SpecError(grid_path, "judges", f"names model judges, whose cache only this machine keeps, but the "
+                            f"cells would run on executor {grid.executor}", "use --executor local, or drop judges "
+                            "(the deterministic panel judges on any node)")
         for name in grid.arms:
             arm, kind = arms[name], kind_of(arms[name])
             if arm.files or arm.memory_file or kind.prefetches or (kind.ingests and arm.ingest is None):
@@ -327,7 +336,7 @@ class PersonalProtocol(Protocol):
             fields = session_fields(a)
             if not a.decision.admitted:
                 return finish(**fields)
-            # 4. Judges, on the controller.
+            # 4. Judges, outside every container.
             t = time.monotonic()
             result = self.judge(ctx, cell, attempt, unit, answers_of(a.transcript), kept, violations, cell_dir)
             step("judge", t)

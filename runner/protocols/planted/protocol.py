@@ -199,6 +199,7 @@ def check_inputs(task: PlantedTask, artifact: list[Entry]) -> bytes:
 
 class PlantedProtocol(Protocol):
     name = "planted"
+    reads = ("tasks/planted", "arms")
     description = ("Memories planted through the arm's own write API into a namespace per cell; the agent codes "
                    "with memory off, on, or one lane ablated; hidden tests grade; Memory Utility Index.")
 
@@ -270,14 +271,14 @@ class PlantedProtocol(Protocol):
         return bundle_of(entries)
 
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
-        task, arm = self.tasks()[cell.task], ctx.arms[cell.arm]
+        task, arm = self.tasks(ctx.root)[cell.task], ctx.arms[cell.arm]
         api, namespace = arm.planted, namespace_of(cell)
         cell_dir = ctx.run_dir / "cells" / cell.cell_id
         cell_dir.mkdir(parents=True, exist_ok=True)
         started_at, t0 = now(), time.monotonic()
         row = new_row(ctx, cell, attempt)
         proofs: list[dict] = []
-        split, split_sha = self.split()
+        split, split_sha = self.split(ctx.root)
         result: dict = {"namespace": namespace, "condition": cell.condition, "split": split[cell.task],
                         "split_sha256": split_sha, "step_seconds": {}}
         steps_t = result["step_seconds"]

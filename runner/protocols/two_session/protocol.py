@@ -106,6 +106,7 @@ def env_proof(env_lines: str, secrets: list[str]) -> gate.GateProof:
 class TwoSessionProtocol(Protocol):
     name = "two-session"
     passed_label = "recalled"
+    reads = ("arms",)  # its cases are generated, not read
     description = ("Two sessions in fresh containers: step 1 derives a value from a generated ledger and "
                    "remembers it, step 2 asks for it; only the arm's store passes between them.")
 
@@ -130,6 +131,11 @@ class TwoSessionProtocol(Protocol):
 
     def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None) -> dict:
         return ensure_empty_stores(client, arms, run_dir, images_by_arm, run_id=run_id, log=log, embedder=embedder)
+
+    def job_stores(self, ctx: TrialContext, cell: CellSpec) -> dict:
+        """The empty store step 1 starts from, files and all: the node builds step 1's bundle from it."""
+        key = (cell.arm, EMPTY, 0)
+        return {key: ctx.stores[key]} if key in ctx.stores else {}
 
     def start_store(self, ctx: TrialContext, arm: ArmSpec) -> tuple[Entry, ...]:
         """The store a cell's step 1 starts from: the arm's own ingest of an empty corpus (mcp arms), or nothing."""
