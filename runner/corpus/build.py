@@ -23,6 +23,7 @@ import yaml
 from runner.corpus import haystack
 from runner.digest import sha256_bytes, sha256_file, sha256_json
 from runner.errors import UserError
+from runner.hostlock import host_lock
 from runner.plan.spec import CONDITIONS, TaskSpec, read_yaml, validate
 
 MANIFEST = "MANIFEST.sha256"
@@ -331,16 +332,20 @@ def ensure_built(settings: CorpusSettings, tasks: list[TaskSpec], pairs, log=pri
     """Build what is missing or stale for these (condition, seed) pairs, verify each; returns their digests."""
     gen = generator_digest(settings, tasks)
     digests = {}
-    for condition, seed in sorted(set(pairs)):
-        path = settings.condition_dir(condition, seed)
-        meta = path / "meta.json"
-        if not meta.is_file() or json.loads(meta.read_text()).get("generator_digest") != gen:
-            log(f"building corpus {condition} seed {seed}")
-            build(settings, tasks, (condition,), (seed,), log=log)
-        problems = verify_dir(path)
-        if problems:
-            raise UserError(f"corpus {condition} seed {seed} does not verify ({problems[0]}): fix: run 'memgrid corpus build'")
-        digests[(condition, seed)] = sha256_file(path / MANIFEST)
+    # Two grids (or two test workers) finding the same corpus missing would both build it, and the second's
+    # swap-in removes the folder the first is already verifying or reading: one builds, the other waits and
+    # finds it current.
+    with host_lock(settings.build_dir, "corpus"):
+        for condition, seed in sorted(set(pairs)):
+            path = settings.condition_dir(condition, seed)
+            meta = path / "meta.json"
+            if not meta.is_file() or json.loads(meta.read_text()).get("generator_digest") != gen:
+                log(f"building corpus {condition} seed {seed}")
+                build(settings, tasks, (condition,), (seed,), log=log)
+            problems = verify_dir(path)
+            if problems:
+                raise UserError(f"corpus {condition} seed {seed} does not verify ({problems[0]}): fix: run 'memgrid corpus build'")
+            digests[(condition, seed)] = sha256_file(path / MANIFEST)
     return digests
 
 

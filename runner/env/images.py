@@ -17,9 +17,7 @@ Dockerfile copies it into the image. pydeps/ is part of the context, so it is ha
 like every other context file, and it is exactly what the engine is sent (see context_files).
 """
 
-import contextlib
 import email.parser
-import fcntl
 import json
 import os
 import platform
@@ -38,6 +36,7 @@ import docker.errors
 
 from runner.digest import sha256_bytes, sha256_file, sha256_json, tree_files
 from runner.errors import EngineError
+from runner.hostlock import host_lock
 
 IMAGES_DIR = Path(__file__).resolve().parents[2] / "images"
 
@@ -182,16 +181,9 @@ def pydeps_current(context: Path) -> bool:
     return resolved_from(context / REQUIREMENTS, context / PYDEPS_DIR / PYDEPS_STAMP, _pydeps_stamp)
 
 
-@contextlib.contextmanager
 def _host_lock(context: Path):
-    """One resolver per context at a time, across processes (the lock file lives outside the context)."""
-    path = Path(tempfile.gettempdir()) / f"memgrid-pydeps-{sha256_bytes(str(context.resolve()).encode())[:16]}.lock"
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    """One resolver per context at a time, across processes."""
+    return host_lock(context, "pydeps")
 
 
 def ensure_pydeps(context: Path, log=print) -> Path | None:
