@@ -169,12 +169,35 @@ def keywords(prompt: str) -> list[str]:
     return sorted(terms, key=lambda w: (-len(w), w))[:KEYWORDS]
 
 
+def search_queries(text: str, call: dict) -> list[str]:
+    """What an agent sends the arm's search tool for `text` (a prompt, a key), by arm.yaml's mcp.search
+    (`call`, SearchSpec.as_config()): one query per keyword for a substring search; else the text itself, or,
+    for a product that reads at most query_chars of a query (and would keep its own pick of them, e.g. the
+    tail, where every task prompt ends alike), its first query_chars cut back to a word boundary, as a model
+    writing a short query leads with the task. memgrid-reader's search_queries is this function (it cannot
+    import the runner); tests/test_query_chars.py holds them equal."""
+    if call.get("query") == "keywords":
+        return keywords(text)
+    limit = call.get("query_chars")
+    if limit is None or len(text) <= limit:
+        return [text]
+    whole_words = re.match(r"(?s)(.*\S)\s", text[:limit + 1])
+    return [whole_words.group(1) if whole_words else text[:limit]]
+
+
+def scripted_search(arm: ArmSpec, prompt: str, ranked_documents=tuple) -> dict:
+    """The scripted model's `search` for a session given `prompt`: where the arm's memory is, and for a search
+    tool the queries it sends (the model server sends only these)."""
+    search = kind_of(arm).location(arm).script(ranked_documents)
+    if search.get("call"):
+        search["queries"] = search_queries(prompt, search["call"])
+    return search
+
+
 def build_script(task: TaskSpec, arm: ArmSpec, memory, condition: str, seed: int) -> dict:
     """What the scripted model does in this cell: how it searches (by what the arm gives the session),
     the options it looks for and the solution of each. It reaches the model container only."""
-    search = kind_of(arm).location(arm).script(lambda: grep_ranked(memory, condition, seed, task.prompt))
-    if (search.get("call") or {}).get("query") == "keywords":
-        search["queries"] = keywords(task.prompt)
+    search = scripted_search(arm, task.prompt, lambda: grep_ranked(memory, condition, seed, task.prompt))
     fixture = {e.path for e in tree_entries(task.fixture, "w")}
     solutions = {}
     for option in ["naive", *task_options(task)]:

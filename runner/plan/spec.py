@@ -94,14 +94,19 @@ class SearchSpec:
     prompt, so an agent that knows the product asks it one keyword at a time. The defaults are recall's shape."""
     arguments: dict = field(default_factory=lambda: {"query": "{query}", "k": "{k}"})  # "{query}", "{k}" filled in
     query: str = "prompt"  # "prompt": one call with the task prompt; "keywords": one call per keyword of it
+    query_chars: int | None = None  # the product reads at most this many characters of a query (it keeps its
+    # own pick of them, e.g. the tail, where every task prompt ends alike): "prompt" sends the prompt's first N
     hits: str = "hits"  # the list of hits, under this key of the structured result (or of the text parsed as JSON)
     hit_id: str = "id"
     hit_text: tuple[str, ...] = ("snippet",)  # fields joined into a hit's text (a list field: its items)
     hit_pattern: str | None = None  # a text result: a regex with named groups id and text, one match per hit
 
     def as_config(self) -> dict:
+        """What an agent is handed; query_chars only when set, so an arm without it hands what it handed before
+        (the same config, the same cell digests)."""
         return {"arguments": self.arguments, "query": self.query, "hits": self.hits, "hit_id": self.hit_id,
-                "hit_text": list(self.hit_text), "hit_pattern": self.hit_pattern}
+                "hit_text": list(self.hit_text), "hit_pattern": self.hit_pattern,
+                **({"query_chars": self.query_chars} if self.query_chars is not None else {})}
 
 
 TEXT = "{text}"  # what mcp.write's arguments put the remembered text in place of

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 
 from runner.agents.base import ReferenceChannel
+from runner.agents.claude_code import scripted_search
 from runner.agents.registry import agent_class
 from runner.arms.kinds import STORE_DIR, WORKSPACE, kind_of
 from runner.env.archive import Entry, pack
@@ -82,7 +83,7 @@ def reader_channel(task: PlantedTask) -> ReferenceChannel:
 def model_script(task: PlantedTask, arm: ArmSpec) -> dict:
     """What the scripted model plays (the coding script's shape): search the arm, pick the option whose
     terms a retrieved memory names, write its files."""
-    search = kind_of(arm).location(arm).script()
+    search = scripted_search(arm, task.prompt)
     fixture = {e.path for e in tree_entries(task.fixture, "w")}
     solutions = {option: [{"path": f"{WORKSPACE}/{e.path.removeprefix('w/')}", "content": e.data.decode(),
                            "exists": e.path in fixture} for e in tree_entries(task.reference(option), "w")]

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from runner.agents.base import ReferenceChannel
-from runner.agents.claude_code import keywords
+from runner.agents.claude_code import search_queries
 from runner.agents.registry import agent_class
 from runner.arms.ingest import EMPTY, ensure_empty_stores
 from runner.arms.kinds import kind_of
@@ -88,7 +88,7 @@ def model_script(case: casegen.Case, arm: ArmSpec, phase: str) -> dict:
     elif "tool" in write:
         call = server.search.as_config()
         search = {"tool": server.prefix + server.search_tool, "call": call,
-                  "queries": keywords(key) if call["query"] == "keywords" else [key]}
+                  "queries": search_queries(key, call)}
     else:
         search = {"read": [write["file"]]}
     return {"mode": "answer", "key": key, "prompt": casegen.step2_prompt(case), "search": search}
