@@ -13,7 +13,6 @@ import json
 import shutil
 
 import pytest
-import yaml
 
 from conftest import REPO
 from runner.agents.claude_code import build_script, keywords, search_queries
