@@ -103,12 +103,18 @@ def built(engine, images, name):
     return arm, ensure_arm_image(engine, arm.root, images.sandbox, log=lambda m: None).tag
 
 
-def test_server_memory_store_is_its_own_jsonl_and_search_nodes_finds_the_fact(engine, images, corpus, run_id,
-                                                                             no_leftovers):
-    arm, image = built(engine, images, "server_memory")
+def ingested(engine, images, corpus, run_id, name: str):
+    """The product's image and its own ingest of the small present corpus: arm, image, snapshot, files by path,
+    and the corpus's session names."""
+    arm, image = built(engine, images, name)
     folder, names = corpus
     snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id)
-    files = {e.path: e.data for e in snapshot.entries}
+    return arm, image, snapshot, {e.path: e.data for e in snapshot.entries}, names
+
+
+def test_server_memory_store_is_its_own_jsonl_and_search_nodes_finds_the_fact(engine, images, corpus, run_id,
+                                                                             no_leftovers):
+    arm, image, snapshot, files, names = ingested(engine, images, corpus, run_id, "server_memory")
     assert set(files) == {"memory.jsonl", "store.json"}
     assert snapshot.report["documents"] == len(names)
     lines = files["memory.jsonl"].decode().splitlines()
@@ -131,10 +137,7 @@ def test_server_memory_store_is_its_own_jsonl_and_search_nodes_finds_the_fact(en
 
 def test_mcp_memory_service_store_is_its_own_sqlite_vec_db_and_semantic_search_finds_the_fact(
         engine, images, corpus, run_id, no_leftovers, tmp_path):
-    arm, image = built(engine, images, "mcp_memory_service")
-    folder, names = corpus
-    snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id)
-    files = {e.path: e.data for e in snapshot.entries}
+    arm, image, snapshot, files, names = ingested(engine, images, corpus, run_id, "mcp_memory_service")
     assert snapshot.report["documents"] == len(names)
     assert files["sqlite_vec.db"][:16] == b"SQLite format 3\x00"
     (tmp_path / "store.db").write_bytes(files["sqlite_vec.db"])
@@ -191,10 +194,7 @@ def test_mcp_memory_service_without_its_model_fails_loudly(engine, images, corpu
 
 def test_mempalace_store_is_its_own_chroma_palace_and_search_finds_the_fact(engine, images, corpus, run_id,
                                                                            no_leftovers, tmp_path):
-    arm, image = built(engine, images, "mempalace")
-    folder, names = corpus
-    snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id)
-    files = {e.path: e.data for e in snapshot.entries}
+    arm, image, snapshot, files, names = ingested(engine, images, corpus, run_id, "mempalace")
     assert snapshot.report["documents"] == len(names)
     assert files["chroma.sqlite3"][:16] == b"SQLite format 3\x00"
     # chromadb's HNSW segment files, written by the product's mine, one folder per collection segment
@@ -238,10 +238,7 @@ def pickled_strings_and_floats(blob: bytes) -> tuple[list[str], int]:
 
 def test_mcp_server_qdrant_store_is_its_own_local_collection_and_search_finds_the_fact(
         engine, images, corpus, run_id, no_leftovers, tmp_path):
-    arm, image = built(engine, images, "mcp_server_qdrant")
-    folder, names = corpus
-    snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id)
-    files = {e.path: e.data for e in snapshot.entries}
+    arm, image, snapshot, files, names = ingested(engine, images, corpus, run_id, "mcp_server_qdrant")
     assert snapshot.report["documents"] == len(names)
     # qdrant-client's local mode: meta.json with the collection the product created, sized and named by its
     # fastembed model (the vector name is the product's own "fast-<model>"), and a storage.sqlite per collection.
