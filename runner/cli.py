@@ -142,7 +142,7 @@ def grid(
     """Run a grid: every cell in its own container, proofs, checker verdicts and a parquet ledger.
 
     Re-running with an existing --run-id resumes it: finished cells are skipped, unfinished ones
-    rerun, and changed inputs are refused. Ctrl-C stops scheduling and keeps the ledger consistent.
+    rerun, and changed inputs are refused. Ctrl-C (or SIGTERM) stops scheduling and keeps the ledger consistent.
     """
     from dataclasses import replace
 

@@ -75,11 +75,14 @@ def test_kill9_then_resume_loses_and_duplicates_nothing(engine, images, project,
         f"resume did not remove the {len(orphans)} containers the killed controller left"
 
 
-def test_ctrl_c_stops_cleans_up_and_resumes(engine, images, project, tmp_path, run_id, grid_args, no_leftovers):
+# SIGTERM is what `kill`, a CI timeout and a batch system send; without its handler the grid dies with -15,
+# its containers left running and no resume line.
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_cleans_up_and_resumes(engine, images, project, tmp_path, run_id, grid_args, no_leftovers, stop):
     run_dir = tmp_path / "runs" / run_id
     proc = start(project, grid_args)
     wait_for_rows(run_dir / "ledger.jsonl", 2, proc)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     out, errs = proc.communicate(timeout=120)
     assert proc.returncode == 130, errs
     assert "resume with: memgrid grid --run-id" in errs

@@ -9,8 +9,11 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -330,6 +333,26 @@ class Scheduler:
         self.executor.remove_containers()
 
 
+@contextmanager
+def _sigterm_as_interrupt():
+    """`kill`, a CI timeout or a batch system stops the run the way Ctrl-C does: no new cells, this run's
+    containers removed, the ledger consistent. A grid started as a background job of a script cannot be
+    stopped with SIGINT at all (the shell leaves it ignored). The previous handler is back once it has
+    fired, so a second SIGTERM during the clean-up kills outright. Python takes signals only on the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True,
             budget_usd: float | None = None, executor: ExecutorSettings | None = None) -> RunSummary:
     """`executor`: where the cells run (default: the local thread pool, `concurrency` at a time)."""
@@ -379,7 +402,8 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
 
             scheduler = Scheduler(ctx, ledger, runner, on_row, budget, done)
             try:
-                scheduler.run(pending, attempts)
+                with _sigterm_as_interrupt():
+                    scheduler.run(pending, attempts)
             except KeyboardInterrupt:
                 interrupted = True
                 progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
