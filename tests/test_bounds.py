@@ -98,6 +98,7 @@ def test_export_drops_links_and_special_files_and_keeps_the_rest():
         (member("workspace/.venv/bin/python", tarfile.SYMTYPE, "/usr/bin/python3"), None),
         (member("workspace/leak", tarfile.SYMTYPE, "/etc/passwd"), None),
         (member("workspace/again.py", tarfile.LNKTYPE, "workspace/app.py"), None),
+        (member("workspace/shadow", tarfile.LNKTYPE, "/etc/shadow"), None),
         (member("workspace/pipe", tarfile.FIFOTYPE), None),
         (member("workspace/dev", tarfile.CHRTYPE), None),
         (member("../escape.py"), b"x"),
@@ -105,12 +106,13 @@ def test_export_drops_links_and_special_files_and_keeps_the_rest():
     ])
     stream, _ = chunked(data)
     export = read_export(stream, strip="workspace", cap_bytes=1 << 20)
-    assert [(e.path, e.data, e.mode) for e in export.entries] == [("app.py", b"print(1)\n", 0o755)]
+    assert [(e.path, e.data, e.mode) for e in export.entries] == [("app.py", b"print(1)\n", 0o755),
+                                                                  ("again.py", b"print(1)\n", 0o755)]
     assert {(d.path, d.kind) for d in export.dropped} == {
-        (".venv/bin/python", "symlink"), ("leak", "symlink"), ("again.py", "hardlink"), ("pipe", "fifo"),
+        (".venv/bin/python", "symlink"), ("leak", "symlink"), ("shadow", "hardlink"), ("pipe", "fifo"),
         ("dev", "device"), ("../escape.py", "escaping"), ("elsewhere/file.py", "escaping")}
     assert next(d for d in export.dropped if d.path == "leak").detail == "-> /etc/passwd"
-    assert not export.too_large and export.file_bytes == 9
+    assert not export.too_large and export.file_bytes == 18
 
 
 def test_export_stops_reading_at_the_cap():

@@ -66,9 +66,10 @@ def safe_entries(tar_bytes: bytes, strip: str | None = None) -> list[Entry]:
 
 @dataclass(frozen=True)
 class Dropped:
-    """An export entry left out: a link, a special file, or a path that would leave the root."""
+    """An export entry left out: a symlink, a hard link to nothing kept, a special file, compiled Python,
+    or a path that would leave the root."""
     path: str
-    kind: str  # symlink | hardlink | fifo | device | other | escaping
+    kind: str  # symlink | hardlink | fifo | device | other | escaping | bytecode
     detail: str = ""
 
 
@@ -121,12 +122,23 @@ def _kind(member: tarfile.TarInfo) -> str:
     return "other"
 
 
+BYTECODE_DETAIL = "compiled Python is never graded: the source beside it is"
+
+
+def is_bytecode(rel: PurePosixPath) -> bool:
+    """Python would load this instead of (or without) the source a reviewer reads: a .pyc whose header says
+    'unchecked hash' runs whatever the .py beside it says, and a sourceless x.pyc imports as x."""
+    return "__pycache__" in rel.parts or rel.suffix in (".pyc", ".pyo")
+
+
 def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int) -> Export:
     """Read an exported folder's tar stream (get_archive names entries after the folder, `strip`)
     without ever holding more than `cap_bytes` of file content: a file that would pass the cap stops
-    the reading before its content is read. Links and special files are dropped and listed, never
-    followed; so are paths that would leave the root (absolute, '..', outside `strip`)."""
+    the reading before its content is read. Symlinks and special files are dropped and listed, never
+    followed; so are paths that would leave the root (absolute, '..', outside `strip`), and compiled
+    Python (`bytecode`). A hard link to a file already kept is kept as a copy of it under its own path."""
     files, dropped, total = [], [], 0
+    kept: dict[str, Entry] = {}  # member name -> the file kept under it, for the hard links that name it
     with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks), 1 << 20), mode="r|") as tar:
         for member in tar:
             path = PurePosixPath(member.name)
@@ -136,11 +148,22 @@ def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int) -> Export:
             rel = PurePosixPath(*path.parts[1:]).as_posix() if len(path.parts) > 1 else "."
             if member.isdir():
                 continue
-            if not member.isfile():
+            if is_bytecode(PurePosixPath(rel)):
+                dropped.append(Dropped(rel, "bytecode", BYTECODE_DETAIL))
+                continue
+            # The engine's tar writes the second name of an inode as a hard link to the first: git, pip and
+            # cp -l make these in an honest workspace, and dropping one would lose a file the agent wrote.
+            # Only a link to a file this export has already kept has content we can vouch for.
+            target = kept.get(PurePosixPath(member.linkname).as_posix()) if member.islnk() else None
+            if not member.isfile() and target is None:
                 dropped.append(Dropped(rel, _kind(member), f"-> {member.linkname}" if member.linkname else ""))
                 continue
-            if total + member.size > cap_bytes:
+            size = len(target.data) if target is not None else member.size
+            if total + size > cap_bytes:
                 return Export(tuple(files), tuple(dropped), total, cap_bytes, True, rel)
-            total += member.size
-            files.append(Entry(rel, tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644))
+            total += size
+            entry = (Entry(rel, target.data, target.mode) if target is not None else
+                     Entry(rel, tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644))
+            files.append(entry)
+            kept[path.as_posix()] = entry
     return Export(tuple(files), tuple(dropped), total, cap_bytes, False)
