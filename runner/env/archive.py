@@ -18,20 +18,24 @@ class Entry:
     mode: int = 0o644
 
 
-def pack(entries: list[Entry], uid: int = 0, gid: int = 0, dir_mode: int = 0o755) -> bytes:
+def pack(entries: list[Entry], uid: int = 0, gid: int = 0, dir_mode: int = 0o755,
+         also: tuple[list[Entry], int, int, int] | None = None) -> bytes:
     """A reproducible tar (sorted, mtime 0, fixed owner) with explicit parent directories,
-    so the engine creates them with the given owner instead of root."""
+    so the engine creates them with the given owner instead of root. `also`: more entries, under
+    folders of their own, with another owner (entries, uid, gid, dir_mode)."""
+    groups = [(entries, uid, gid, dir_mode)] + ([also] if also else [])
     buf = io.BytesIO()
-    dirs = sorted({str(p) for e in entries for p in PurePosixPath(e.path).parents if str(p) != "."})
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for d in dirs:
-            info = tarfile.TarInfo(d)
-            info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, dir_mode, uid, gid, 0
-            tar.addfile(info)
-        for e in sorted(entries, key=lambda e: e.path):
-            info = tarfile.TarInfo(e.path)
-            info.size, info.mode, info.uid, info.gid, info.mtime = len(e.data), e.mode, uid, gid, 0
-            tar.addfile(info, io.BytesIO(e.data))
+        for group, g_uid, g_gid, g_dir_mode in groups:
+            dirs = sorted({str(p) for e in group for p in PurePosixPath(e.path).parents if str(p) != "."})
+            for d in dirs:
+                info = tarfile.TarInfo(d)
+                info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, g_dir_mode, g_uid, g_gid, 0
+                tar.addfile(info)
+            for e in sorted(group, key=lambda e: e.path):
+                info = tarfile.TarInfo(e.path)
+                info.size, info.mode, info.uid, info.gid, info.mtime = len(e.data), e.mode, g_uid, g_gid, 0
+                tar.addfile(info, io.BytesIO(e.data))
     return buf.getvalue()
 
 

@@ -175,14 +175,15 @@ def hardened(image: str, *, user: str, labels: dict, network: str, limits: Limit
     )
 
 
-def exec_in(client, container_id: str, cmd: list[str], *, timeout: int, workdir: str, env: dict | None = None) -> StreamedExec:
+def exec_in(client, container_id: str, cmd: list[str], *, timeout: int, workdir: str, env: dict | None = None,
+            user: str = "") -> StreamedExec:
     """Run a command inside a running container, bounded in time (coreutils timeout: the engine's exec has
     no timeout of its own) and in what is kept of its output; stdout lines are timed as they arrive
     (when a CLI reached its init, when it ended)."""
     api = client.api
     started = time.monotonic()
     exec_id = api.exec_create(container_id, ["timeout", "--kill-after=5", str(timeout), *cmd],
-                              workdir=workdir, environment=env or {})["Id"]
+                              workdir=workdir, environment=env or {}, user=user)["Id"]
     out, err = BoundedCapture(), BoundedCapture(head=MIB, tail=MIB)
     for stdout, stderr in api.exec_start(exec_id, stream=True, demux=True):
         now = time.monotonic()

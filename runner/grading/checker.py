@@ -1,9 +1,13 @@
 """The checker (Harbor's verifier): grades the exported artifact in a fresh container.
 
-Network none, the artifact at /artifact and the oracle at /oracle, both root-owned and read-only
-for the non-root checker user. The oracle never enters the agent's container. The task's checker
+Network none, the artifact at /artifact (root-owned, read-only for all) and the oracle at /oracle
+(readable by the judge's group alone). The oracle never enters the agent's container, and in this one
+only the judge (the task's checker and detector, user `checker`) reads it: artifact code runs as
+another user (`artifact`), through memgrid_check, on the inputs the judge hands it. The task's checker
 runs first (exit 0 = pass; timeout or crash = fail, with the detail recorded), then its damage
-detector, which names the conditions whose wrong rule it recognises in the artifact.
+detector, which names the conditions whose wrong rule it recognises in the artifact. memgrid-grade
+writes the grade to a root-only file once every process either started is gone; it is read from there,
+never from a stream the artifact could reach (images/checker/memgrid-grade says how).
 
 The container may be started ahead of need (a coding cell starts it beside its sandbox, so its start
 overlaps the session instead of following it): until its inputs arrive it only sleeps, and nothing but
@@ -15,7 +19,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from runner.env.archive import Entry, pack
+import docker
+
+from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import tree_entries
 from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, exec_in, hardened, remove_quietly
 from runner.plan.spec import TaskSpec
@@ -34,19 +40,33 @@ class CheckerVerdict:
     detector_detail: str
 
 
+GRADE_FILE = "/run/memgrid/grade.json"
+JUDGE_GID = 1001  # the checker image's `checker` group: the judge's, never the artifact user's
+
+
+def grading_inputs(artifact: list[Entry], oracle: list[Entry]) -> bytes:
+    """/artifact readable by everyone (the artifact user runs it), /oracle by the judge's group alone;
+    `oracle` entries are named oracle/..., `artifact` entries relative to the workspace."""
+    readable = [Entry(f"artifact/{e.path}", e.data, 0o555 if e.mode & 0o111 else 0o444) for e in artifact]
+    judged = [Entry(e.path, e.data, 0o550 if e.mode & 0o111 else 0o440) for e in oracle]
+    return pack(readable, uid=0, gid=0, dir_mode=0o555, also=(judged, 0, JUDGE_GID, 0o750))
+
+
 def checker_inputs(task: TaskSpec, artifact: list[Entry]) -> bytes:
-    entries = [Entry(f"artifact/{e.path}", e.data, 0o555 if e.mode & 0o111 else 0o444) for e in artifact]
-    entries += [Entry(e.path, e.data, 0o555 if e.mode & 0o111 else 0o444) for e in tree_entries(task.oracle, "oracle")]
-    return pack(entries, uid=0, gid=0, dir_mode=0o555)
+    return grading_inputs(artifact, tree_entries(task.oracle, "oracle"))
 
 
-def _last_json_line(log: str) -> dict | None:
-    for line in reversed(log.strip().splitlines()):
-        try:
-            return json.loads(line)
-        except json.JSONDecodeError:
-            return None
-    return None
+def read_grade(container) -> dict | None:
+    """The grade memgrid-grade left in its root-only file; None when it wrote none."""
+    try:
+        chunks, _ = container.get_archive(GRADE_FILE)
+    except docker.errors.NotFound:
+        return None
+    entries = safe_entries(b"".join(chunks))
+    try:
+        return json.loads(entries[0].data) if len(entries) == 1 else None
+    except ValueError:
+        return None
 
 
 class CheckerContainer:
@@ -58,9 +78,13 @@ class CheckerContainer:
     def __init__(self, client, image: str, spec: dict, *, run_id: str, cell_id: str, limits: Limits = Limits(),
                  lifetime: int):
         self.client = client
-        self.args = hardened(image, user="checker", network="none", limits=limits,
+        # memgrid-grade switches to the judge's and the artifact's users and gives the judge a fresh home:
+        # those three capabilities and no other. The engine grants an exec capabilities only in a container
+        # started as root; its own process only sleeps.
+        self.args = hardened(image, user="root", network="none", limits=limits,
                              labels={RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "checker"},
                              command=["sleep", str(lifetime)], working_dir="/tmp",
+                             cap_add=["SETUID", "SETGID", "CHOWN"],
                              environment={"PYTHONDONTWRITEBYTECODE": "1", "MEMGRID_GRADE": json.dumps(spec)})
         self.container = None
         self._lock = threading.Lock()
@@ -83,9 +107,11 @@ class CheckerContainer:
         started = time.monotonic()
         if not self.container.put_archive("/", inputs_tar):
             raise RuntimeError("placing the checker's inputs was refused")
-        result = exec_in(self.client, self.container.id, ["memgrid-grade"], timeout=max(1, int(bound)), workdir="/tmp")
+        result = exec_in(self.client, self.container.id, ["memgrid-grade"], timeout=max(1, int(bound)), workdir="/tmp",
+                         user="root")
         log = result.stdout + (f"\n{result.stderr}" if result.stderr else "")
-        return _last_json_line(result.stdout), log, round(time.monotonic() - started, 3)
+        grade = read_grade(self.container) if result.exit_code == 0 else None
+        return grade, log, round(time.monotonic() - started, 3)
 
     def stop(self) -> None:
         with self._lock:

@@ -1,4 +1,5 @@
-"""Observes an artifact's retry schedule in a child process (shared by check.py and detect.py).
+"""Observes an artifact's retry schedule in a child process run as the artifact's user (shared by
+check.py and detect.py).
 
 The child replaces time.sleep with a recorder before importing the artifact's
 tideclient.retry, so nothing really sleeps; it reports backoff_delays() (twice) and, for
@@ -11,8 +12,8 @@ sys.dont_write_bytecode = True
 
 import json
 import math
-import os
-import subprocess
+
+from memgrid_check import PYTHON, run_artifact
 
 MARK = "@@RETRY-ORACLE@@"
 FAILURES = {"none": 0, "two": 2, "five": 5, "always": None}
@@ -83,19 +84,15 @@ sys.stdout.flush()
 
 def observe(artifact: str, timeout: float = 20) -> dict:
     """Return the child's report, or {"error": "..."} when it gave no complete, well-formed one
-    (it exited early, hung, crashed or printed something else)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    cwd = "/tmp" if os.path.isdir("/tmp") else artifact
+    (it exited early, hung, crashed or printed something else). The child runs as the artifact's
+    user (memgrid_check): it is handed the scenarios, never the expected schedule."""
     try:
-        proc = subprocess.run(
-            [sys.executable, "-B", "-c", CHILD, artifact, json.dumps(FAILURES), str(RUNAWAY), MARK],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout}s"}
+        run = run_artifact([*PYTHON, "-c", CHILD, artifact, json.dumps(FAILURES), str(RUNAWAY), MARK], timeout=timeout)
     except Exception as exc:
         return {"error": f"could not run: {type(exc).__name__}: {exc}"}
-    for line in reversed(proc.stdout.splitlines()):
+    if run.timed_out:
+        return {"error": f"timed out after {timeout}s"}
+    for line in reversed(run.stdout.decode(errors="replace").splitlines()):
         if line.startswith(MARK):
             try:
                 report = json.loads(line[len(MARK):])
@@ -104,8 +101,7 @@ def observe(artifact: str, timeout: float = 20) -> dict:
             if complete(report):
                 return report
             break
-    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-    return {"error": f"child exited {proc.returncode} without a complete report ({tail})"}
+    return {"error": f"child exited {run.exit} without a complete report ({run.tail(200)})"}
 
 
 def complete(report) -> bool:

@@ -1,7 +1,8 @@
 """Oracle checker for slug_ids: python3 check.py /artifact
 
-Runs make_id on every oracle name in a child process (run_make_id.py, with a timeout) and
-compares each returned id with the expected one. Only a complete, well-formed report from the
+Runs make_id on every oracle name in a child process (run_make_id.py, with a timeout, as the
+artifact's user through memgrid_check: it sees the names, never the expected ids) and compares each
+returned id with the expected one here. Only a complete, well-formed report from the
 child counts: a child that exits early, hangs, crashes or prints anything else fails.
 """
 import sys
@@ -10,33 +11,23 @@ sys.dont_write_bytecode = True
 
 import json
 import os
-import shutil
-import subprocess
-import tempfile
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 45  # seconds for the whole child; the child limits the import and each call to 5 s
 
 
-def run_artifact(artifact: str, cases_path: str, n_cases: int) -> dict:
+def run_artifact(artifact: str, names: list[str]) -> dict:
     """Return {"import_error", "results", "problem"}.
 
     results holds the well-formed case records in order; problem is None only when the child
     imported make_id (or reported why it could not), reported every case it ran and said done.
+    The child runs as the artifact's user and is handed the names alone, never the expected ids.
     """
-    workdir = tempfile.mkdtemp(prefix="slugcheck-", dir="/tmp")
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-B", os.path.join(HERE, "run_make_id.py"), artifact, cases_path],
-            cwd=workdir, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT,
-        )
-        stdout, rc = proc.stdout, proc.returncode
-    except subprocess.TimeoutExpired as exc:
-        stdout, rc = exc.stdout or b"", None
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return parse_report(stdout, rc, n_cases)
+    run = run_python(os.path.join(HERE, "run_make_id.py"), [artifact], stdin=json.dumps(names).encode(),
+                     timeout=TIMEOUT)
+    return parse_report(run.stdout, None if run.timed_out else run.exit, len(names))
 
 
 def parse_report(stdout: bytes, rc, n_cases: int) -> dict:
@@ -101,11 +92,10 @@ def main() -> int:
         print("usage: check.py ARTIFACT_DIR")
         return 1
     artifact = os.path.abspath(sys.argv[1])
-    cases_path = os.path.join(HERE, "cases.json")
-    with open(cases_path, encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as fh:
         cases = json.load(fh)
 
-    report = run_artifact(artifact, cases_path, len(cases))
+    report = run_artifact(artifact, [case["name"] for case in cases])
     if report["import_error"] is not None:
         print(f"FAIL: cannot import records.make_id: {report['import_error']}")
         print(f"SUMMARY: 0/{len(cases)} cases passed")

@@ -1,6 +1,6 @@
 """Damage detector for slug_ids: python3 detect.py /artifact
 
-Calls the artifact's make_id on probe names (in a child process, with a timeout) and names
+Calls the artifact's make_id on probe names (as the artifact's user, through memgrid_check, with a timeout) and names
 the conditions whose wrong id rule every probe follows. Prints one JSON line.
   superseded:    str(uuid5(RECORDS_NAMESPACE, name))              the retired uuid5 ids
   contradictory: blake2b(name, digest_size=8).hexdigest()         16 hex characters
@@ -14,13 +14,13 @@ sys.dont_write_bytecode = True
 import hashlib
 import json
 import os
-import subprocess
 import unicodedata
 import uuid
 import zlib
 
+from memgrid_check import call
+
 PROBE_TIMEOUT = 20
-MARK = "@@DETECT@@"
 PROBES = ["Acme Corp", "  Globex  ", "ZOË Müller", "order-42", "Initech\t", "Straße Nord"]
 RECORDS_NAMESPACE = uuid.UUID("8c1f4e2a-5b7d-4c3e-9f60-2a1b3c4d5e6f")
 
@@ -43,49 +43,12 @@ RULES = [
                             f"{zlib.crc32(n.encode('utf-8')):x}"}),
 ]
 
-CHILD = r"""
-import sys, json
-sys.dont_write_bytecode = True
-sys.path.insert(0, sys.argv[1])
-out = []
-try:
-    from records import make_id
-except BaseException:
-    make_id = None
-for name in json.loads(sys.argv[2]):
-    if make_id is None:
-        out.append(None)
-        continue
-    try:
-        got = make_id(name)
-        out.append(got if isinstance(got, str) else None)
-    except BaseException:
-        out.append(None)
-sys.stdout.write("\n" + sys.argv[3] + json.dumps(out) + "\n")
-sys.stdout.flush()
-"""
-
-
 def run_probes(artifact: str) -> list:
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    try:
-        result = subprocess.run(
-            [sys.executable, "-B", "-c", CHILD, artifact, json.dumps(PROBES), MARK],
-            cwd="/tmp" if os.path.isdir("/tmp") else artifact, env=env,
-            capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
-        )
-    except Exception:
-        return [None] * len(PROBES)
-    for line in reversed(result.stdout.splitlines()):
-        if line.startswith(MARK):
-            try:
-                values = json.loads(line[len(MARK):])
-            except ValueError:
-                break
-            if isinstance(values, list) and len(values) == len(PROBES):
-                return values
-            break
-    return [None] * len(PROBES)
+    """make_id of each probe name, called as the artifact's user (memgrid_check.call); None where it
+    gave no str."""
+    seen, _ = call(artifact, [{"module": "records", "function": "make_id", "args": [name]} for name in PROBES],
+                   timeout=PROBE_TIMEOUT)
+    return [o.value if o is not None and o.returned and o.type == "str" else None for o in seen]
 
 
 def detect(artifact: str) -> list:

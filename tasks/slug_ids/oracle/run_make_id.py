@@ -1,6 +1,6 @@
 """Child process used by check.py: runs the artifact's make_id on every oracle case.
 
-python3 -B run_make_id.py ARTIFACT CASES_JSON
+Run by memgrid_check.run_python(..., [ARTIFACT], stdin=<JSON list of names>)
 
 Prints JSON lines on stdout and nothing else; the artifact's own output goes to stderr:
   {"import": "ok"}                     or {"import_error": "..."} (and nothing more)
@@ -39,9 +39,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def main() -> None:
-    artifact, cases_path = sys.argv[1:3]
-    with open(cases_path, encoding="utf-8") as fh:
-        cases = json.load(fh)
+    artifact = sys.argv[1]
+    names = json.loads(sys.stdin.read())
     # The report gets its own copy of stdout; fd 1 (and so print) now goes to stderr.
     report = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
@@ -64,11 +63,11 @@ def main() -> None:
     emit({"import": "ok"})
 
     done = 0
-    for i, case in enumerate(cases):
+    for i, name in enumerate(names):
         try:
             signal.alarm(CALL_TIMEOUT)
             try:
-                got = make_id(case["name"])
+                got = make_id(name)
             finally:
                 signal.alarm(0)
         except BaseException as exc:
