@@ -1,37 +1,49 @@
-"""Oracle checker for config_precedence: python3 check.py /artifact"""
+"""Oracle checker for config_precedence: python3 check.py /artifact
+
+Calls resolve_settings on every case in a child process (probe.py, with a timeout, as the artifact's
+user through memgrid_check: it is handed the four arguments, never the expected settings) and compares
+each result with the expected settings here.
+"""
 import sys
 
 sys.dont_write_bytecode = True
 
 import json
 import os
-import subprocess
-import tempfile
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE_TIMEOUT = 20
+ARGUMENTS = ("defaults", "file", "env", "cli")
 
 
 def probe(artifact, cases):
-    """Return (results, error) from running probe.py against the artifact."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-B", os.path.join(HERE, "probe.py"), artifact],
-            input=json.dumps(cases), cwd=tempfile.gettempdir(), env=env,
-            capture_output=True, text=True, timeout=PROBE_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
+    """Return (results, error) from running probe.py against the artifact on the cases' arguments."""
+    run = run_python(os.path.join(HERE, "probe.py"), [artifact],
+                     stdin=json.dumps([{k: case[k] for k in ARGUMENTS} for case in cases]).encode(),
+                     timeout=PROBE_TIMEOUT)
+    if run.timed_out:
         return None, f"resolve_settings timed out after {PROBE_TIMEOUT}s"
-    lines = proc.stdout.strip().splitlines()
+    lines = run.stdout.decode("utf-8", errors="replace").strip().splitlines()
     try:
         data = json.loads(lines[-1])
     except (IndexError, ValueError):
-        tail = (proc.stderr.strip().splitlines() or [""])[-1][:200]
-        return None, f"probe produced no result (exit {proc.returncode}, stderr: {tail!r})"
-    if isinstance(data, dict):
-        return None, f"cannot import tidepool.settings.resolve_settings: {data.get('import_error')}"
+        return None, f"probe produced no result (exit {run.exit}, stderr: {run.tail(200)!r})"
+    if isinstance(data, dict) and set(data) == {"import_error"}:
+        return None, f"cannot import tidepool.settings.resolve_settings: {data['import_error']}"
+    if not (isinstance(data, list) and len(data) == len(cases) and all(map(well_formed, data))):
+        return None, f"probe produced a malformed result: {lines[-1][:80]!r}"
     return data, None
+
+
+def well_formed(result) -> bool:
+    """{"error": str} or {"ok": <settings>, "mutated": bool}: what probe.py prints per case."""
+    if not isinstance(result, dict):
+        return False
+    if set(result) == {"error"}:
+        return isinstance(result["error"], str)
+    return set(result) == {"ok", "mutated"} and isinstance(result["mutated"], bool)
 
 
 def main() -> int:

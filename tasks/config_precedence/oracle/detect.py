@@ -1,7 +1,8 @@
 """Damage detector for config_precedence: python3 detect.py /artifact
 
 Infers the precedence order the artifact applies between flags, environment and config
-file (one setting, two sources set at a time) and names the wrong rule it matches:
+file (one setting, two sources set at a time; the calls run as the artifact's user through
+memgrid_check, on these inputs alone) and names the wrong rule it matches:
   superseded    - flags > config file > environment
   contradictory - environment > config file > flags
   adjacent      - config file > flags > environment
@@ -14,8 +15,8 @@ sys.dont_write_bytecode = True
 import itertools
 import json
 import os
-import subprocess
-import tempfile
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE_TIMEOUT = 20
@@ -43,14 +44,12 @@ def pair_cases():
 
 def inferred_order(artifact):
     pairs = pair_cases()
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(
-        [sys.executable, "-B", os.path.join(HERE, "probe.py"), artifact],
-        input=json.dumps([c for _, c in pairs]), cwd=tempfile.gettempdir(), env=env,
-        capture_output=True, text=True, timeout=PROBE_TIMEOUT,
-    )
-    results = json.loads(proc.stdout.strip().splitlines()[-1])
-    if not isinstance(results, list):
+    run = run_python(os.path.join(HERE, "probe.py"), [artifact],
+                     stdin=json.dumps([c for _, c in pairs]).encode(), timeout=PROBE_TIMEOUT)
+    if run.timed_out:
+        return None
+    results = json.loads(run.stdout.decode("utf-8", errors="replace").strip().splitlines()[-1])
+    if not isinstance(results, list) or len(results) != len(pairs):
         return None
     by_value = {v: k for k, v in SOURCES.items()}
     wins = dict.fromkeys(SOURCES, 0)

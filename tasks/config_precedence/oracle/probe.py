@@ -1,8 +1,9 @@
-"""Child process for check.py / detect.py: calls the artifact's resolve_settings.
+"""Harness for check.py / detect.py: calls the artifact's resolve_settings on each input.
 
-python3 probe.py ARTIFACT < cases.json  -> prints one JSON line: a list with, per case,
-{"ok": result, "mutated": bool} or {"error": "..."}; or {"import_error": "..."}.
-Runs in its own process so that a hanging or crashing artifact cannot take the oracle down.
+Run by memgrid_check.run_python(..., [ARTIFACT], stdin=<JSON list of {"defaults", "file", "env", "cli"}>)
+as the artifact's user: it is handed the four arguments per case, never the expected settings.
+Prints one JSON line on its own copy of stdout (the artifact's prints go to stderr): a list with,
+per case, {"ok": result, "mutated": bool} or {"error": "..."}; or {"import_error": "..."}.
 """
 import sys
 
@@ -21,14 +22,21 @@ def jsonable(value):
         return repr(value)
 
 
-def main():
+def describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except BaseException:
+        return f"{type(exc).__name__}: <unprintable>"
+
+
+def main(report):
     artifact = sys.argv[1]
-    cases = json.loads(sys.stdin.read())
+    cases = json.loads(sys.stdin.buffer.read())
     sys.path.insert(0, artifact)
     try:
         from tidepool.settings import resolve_settings
     except BaseException as exc:
-        print(json.dumps({"import_error": f"{type(exc).__name__}: {exc}"}))
+        report.write(json.dumps({"import_error": describe(exc)}) + "\n")
         return
     out = []
     for case in cases:
@@ -40,11 +48,17 @@ def main():
                 result = dict(result)
             out.append({"ok": jsonable(result), "mutated": args != before})
         except BaseException as exc:
-            out.append({"error": f"{type(exc).__name__}: {exc}"})
-    print(json.dumps(out))
+            out.append({"error": describe(exc)})
+    report.write(json.dumps(out) + "\n")
 
 
 if __name__ == "__main__":
-    main()
-    sys.stdout.flush()
+    # The report gets its own copy of stdout; fd 1 (and so print) now goes to stderr.
+    report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    try:
+        main(report)
+    except BaseException:
+        pass
+    report.flush()
     os._exit(0)
