@@ -1,7 +1,7 @@
 """Damage detector for csv_export_format: python3 detect.py /artifact
 
-Exports one probe table with the artifact's export_rows and recognises the wrong rules
-by the bytes of the file:
+Exports one probe table with the artifact's export_rows (as the artifact's user, through
+memgrid_check) and recognises the wrong rules by the bytes of the file:
   superseded    - the retired format: tab-delimited, no byte-order mark
   contradictory - the rival memo: pipe-delimited
   adjacent      - the warehouse-dump convention: comma-delimited, every field quoted, LF
@@ -11,11 +11,11 @@ import sys
 
 sys.dont_write_bytecode = True
 
+import base64
 import json
 import os
-import shutil
-import subprocess
-import tempfile
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 30
@@ -23,29 +23,28 @@ BOM = b"\xef\xbb\xbf"
 
 
 def probe_bytes(artifact: str) -> bytes | None:
-    outdir = tempfile.mkdtemp(prefix="csvdetect-", dir="/tmp")
+    """The bytes export_rows wrote for the probe rows, run as the artifact's user (run_export.py
+    through memgrid_check); None when it gave no complete, well-formed report of a written file."""
+    with open(os.path.join(HERE, "probes.json"), encoding="utf-8") as fh:
+        rows = json.load(fh)[0]["rows"]
+    run = run_python(os.path.join(HERE, "run_export.py"), [artifact], stdin=json.dumps([rows]).encode(),
+                     timeout=TIMEOUT)
+    if run.timed_out:
+        return None
     try:
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        try:
-            subprocess.run(
-                [sys.executable, "-B", os.path.join(HERE, "run_export.py"), artifact,
-                 os.path.join(HERE, "probes.json"), outdir],
-                cwd=outdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, timeout=TIMEOUT,
-            )
-        except subprocess.TimeoutExpired:
-            return None
-        try:
-            with open(os.path.join(outdir, "results.json"), encoding="utf-8") as fh:
-                results = json.load(fh).get("results") or []
-            if not results or not results[0].get("ok"):
-                return None
-            with open(os.path.join(outdir, "case_0.csv"), "rb") as fh:
-                return fh.read()
-        except (OSError, ValueError, AttributeError):
-            return None
-    finally:
-        shutil.rmtree(outdir, ignore_errors=True)
+        records = [json.loads(line) for line in run.stdout.decode("utf-8").splitlines()]
+    except ValueError:
+        return None
+    if len(records) != 3 or records[0] != {"import": "ok"} or records[2] != {"done": 1}:
+        return None
+    result = records[1]
+    if not (isinstance(result, dict) and result.get("case") == 0 and result.get("ok") is True
+            and isinstance(result.get("file"), str)):
+        return None
+    try:
+        return base64.b64decode(result["file"], validate=True)
+    except ValueError:
+        return None
 
 
 def classify(data: bytes) -> list[str]:
