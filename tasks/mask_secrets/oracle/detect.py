@@ -1,7 +1,8 @@
 """Damage detector for mask_secrets: python3 detect.py /artifact
 
-Redacts a probe record with the artifact's redact and recognises the wrong masking rules by
-the value left in the "password" field (every rule masks that key):
+Redacts a probe record with the artifact's redact (as the artifact's user, through memgrid_check)
+and recognises the wrong masking rules by the value left in the "password" field (every rule
+masks that key):
   superseded    - the retired marker "[REDACTED]"
   contradictory - the rival memo: first four characters followed by "..."
   adjacent      - the card-number convention: first six and last four kept, "#" in between
@@ -13,34 +14,30 @@ sys.dont_write_bytecode = True
 
 import json
 import os
-import shutil
-import subprocess
-import tempfile
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 30
 
 
-def probe_result(artifact: str, probes_path: str) -> dict | None:
-    workdir = tempfile.mkdtemp(prefix="redactdetect-", dir="/tmp")
-    out = os.path.join(workdir, "results.json")
-    try:
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        try:
-            subprocess.run(
-                [sys.executable, "-B", os.path.join(HERE, "run_redact.py"), artifact, probes_path, out],
-                cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, timeout=TIMEOUT,
-            )
-        except subprocess.TimeoutExpired:
-            return None
-        with open(out, encoding="utf-8") as fh:
-            results = json.load(fh).get("results") or []
-        return results[0].get("result") if results else None
-    except (OSError, ValueError, AttributeError):
+def probe_result(artifact: str, record: dict) -> dict | None:
+    """What redact returned for the probe record, run as the artifact's user (run_redact.py through
+    memgrid_check); None when it gave no complete, well-formed report of a returned dict."""
+    run = run_python(os.path.join(HERE, "run_redact.py"), [artifact], stdin=json.dumps([record]).encode(),
+                     timeout=TIMEOUT)
+    if run.timed_out:
         return None
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    try:
+        records = [json.loads(line) for line in run.stdout.decode("utf-8").splitlines()]
+    except ValueError:
+        return None
+    if len(records) != 3 or records[0] != {"import": "ok"} or records[2] != {"done": 1}:
+        return None
+    result = records[1]
+    if not (isinstance(result, dict) and result.get("case") == 0 and isinstance(result.get("result"), dict)):
+        return None
+    return result["result"]
 
 
 def classify(original: str, masked) -> list[str]:
@@ -59,10 +56,9 @@ def classify(original: str, masked) -> list[str]:
 def main() -> list[str]:
     if len(sys.argv) != 2:
         return []
-    probes_path = os.path.join(HERE, "probes.json")
-    with open(probes_path, encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "probes.json"), encoding="utf-8") as fh:
         probe = json.load(fh)[0]["record"]
-    result = probe_result(os.path.abspath(sys.argv[1]), probes_path)
+    result = probe_result(os.path.abspath(sys.argv[1]), probe)
     if not isinstance(result, dict):
         return []
     return classify(probe["password"], result.get("password"))

@@ -1,8 +1,14 @@
-"""Child process used by check.py and detect.py: runs the artifact's redact.
+"""Harness for check.py and detect.py: runs the artifact's redact on each record.
 
-python3 -B run_redact.py ARTIFACT CASES_JSON OUT_JSON
-For every case writes {"result": ..., "mutated": bool} or {"error": "..."}; OUT_JSON is
-rewritten after each case.
+Run by memgrid_check.run_python(..., [ARTIFACT], stdin=<JSON list of records>) as the artifact's
+user: it is handed the records alone, never the expected redacted records.
+
+Prints JSON lines on its own copy of stdout and nothing else; the artifact's own output goes to stderr:
+  {"import": "ok"}                     or {"import_error": "..."} (and nothing more)
+  per case, in order, one of
+    {"case": i, "result": {...}, "mutated": bool}   the returned dict after a JSON round trip
+    {"case": i, "error": "..."}
+  {"done": n}                          n = number of case lines printed
 """
 import sys
 
@@ -13,41 +19,49 @@ import json
 import os
 
 
-def _write(out: str, payload: dict) -> None:
-    with open(out + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, ensure_ascii=False)
-    os.replace(out + ".tmp", out)
+def describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"[:300]
+    except BaseException:
+        return f"{type(exc).__name__}: <unprintable>"
 
 
-def main() -> None:
-    artifact, cases_path, out = sys.argv[1:4]
-    with open(cases_path, encoding="utf-8") as fh:
-        cases = json.load(fh)
+def main(emit) -> None:
+    artifact = sys.argv[1]
+    records = json.loads(sys.stdin.buffer.read())
     sys.path.insert(0, artifact)
     try:
         from logsafe import redact
     except BaseException as exc:  # ImportError, SyntaxError, SystemExit, ...
-        _write(out, {"import_error": f"{type(exc).__name__}: {exc}"[:300]})
+        emit({"import_error": describe(exc)})
         return
-    results: list[dict] = []
-    for case in cases:
-        record = copy.deepcopy(case["record"])
+    emit({"import": "ok"})
+    for i, original in enumerate(records):
+        record = copy.deepcopy(original)
         try:
             result = redact(record)
             if not isinstance(result, dict):
                 raise TypeError(f"redact returned {type(result).__name__}, not dict")
             # a JSON round trip makes the result comparable with the expected record
             result = json.loads(json.dumps(result, default=repr, ensure_ascii=False))
-            results.append({"result": result, "mutated": record != case["record"]})
+            line = {"case": i, "result": result, "mutated": record != original}
         except BaseException as exc:
-            results.append({"error": f"{type(exc).__name__}: {exc}"[:300]})
-        _write(out, {"results": results})
+            line = {"case": i, "error": describe(exc)}
+        emit(line)
+    emit({"done": len(records)})
 
 
 if __name__ == "__main__":
+    # The report gets its own copy of stdout; fd 1 (and so print) now goes to stderr.
+    report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+
+    def emit(record: dict) -> None:
+        report.write(json.dumps(record) + "\n")
+        report.flush()
+
     try:
-        main()
+        main(emit)
     except BaseException:
         pass
-    sys.stdout.flush()
     os._exit(0)
