@@ -9,7 +9,8 @@ runs four containers:
    namespace is counted to prove they landed;
 2. session: a fresh sandbox with the fixture and the planted store; the arm's server starts with the
    condition's switches and logs what it serves; the memory is never pasted into the prompt;
-3. check: the workspace with hidden/ copied over it, graded in the checker container the sandbox never saw;
+3. check: the workspace as the agent left it (/artifact), judged by the task's hidden/check.py (hidden/ at
+   /oracle, the judge's alone) in the checker container the sandbox never saw;
 4. forget (harness step): every planted id forgotten by its exact id, then the namespace counted again.
 Injection is confirmed when the arm's own log names a planted id inside the session's time window and,
 for an agent that is not memgrid's own, a record outside the sandbox agrees (confirm); a cell is credited
@@ -32,7 +33,7 @@ from runner.errors import SpecError
 from runner.exec.trial import (PhaseSpec, StepResult, TrialContext, agent_config, cell_failure, harness_step, new_row,
                                now, run_phase, session_fields, write_json)
 from runner.grading import gate
-from runner.grading.checker import GRACE_SECONDS, grade_in_container
+from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
 from runner.plan.grid import CellSpec
 from runner.plan.spec import ArmSpec, GridSpec, PlantApi, TaskSpec, project_root
 from runner.protocols.base import Protocol
@@ -191,18 +192,22 @@ def tokens_total(fields: dict) -> int | None:
 
 
 def check_inputs(task: PlantedTask, artifact: list[Entry]) -> bytes:
-    """The workspace as the agent left it with hidden/ copied over it: read-only for the checker user."""
-    files = {e.path: e for e in artifact}
-    files |= {e.path.removeprefix("h/"): Entry(e.path.removeprefix("h/"), e.data, e.mode) for e in tree_entries(task.hidden, "h")}
-    entries = [Entry(f"artifact/{e.path}", e.data, 0o555 if e.mode & 0o111 else 0o444) for e in files.values()]
-    return pack(entries, uid=0, gid=0, dir_mode=0o555)
+    """The workspace exactly as the agent left it at /artifact (read-only; the artifact user runs it) and
+    hidden/ at /oracle, readable by the judge alone. hidden/ is never laid over the workspace: no file the
+    agent leaves can shadow or steer the judge, and the artifact code check.py runs (only through
+    memgrid_check, as another user) cannot read the expected values."""
+    return grading_inputs(artifact, tree_entries(task.hidden, "oracle"))
+
+
+def check_command(task: PlantedTask) -> list[str]:
+    return [p.replace("{artifact}", "/artifact").replace("{oracle}", "/oracle") for p in task.check]
 
 
 class PlantedProtocol(Protocol):
     name = "planted"
     reads = ("tasks/planted", "arms")
     description = ("Memories planted through the arm's own write API into a namespace per cell; the agent codes "
-                   "with memory off, on, or one lane ablated; hidden tests grade; Memory Utility Index.")
+                   "with memory off, on, or one lane ablated; the task's hidden judge grades; Memory Utility Index.")
 
     def __init__(self):
         self._tasks: dict = {}  # checkout root -> its planted tasks, read once
@@ -345,9 +350,8 @@ class PlantedProtocol(Protocol):
                 ctx.check_cancel()
                 artifact = list(session.exported.entries) if session.exported is not None else []
                 (cell_dir / "artifact.tar").write_bytes(pack(artifact))
-                # 3. The check: hidden/ over the workspace, in the checker's container.
-                spec = {"checker": {"command": [p.replace("{artifact}", "/artifact") for p in task.check],
-                                    "timeout": task.check_seconds}, "detector": None}
+                # 3. The check: hidden/check.py (at /oracle) judges the workspace, in the checker's container.
+                spec = {"checker": {"command": check_command(task), "timeout": task.check_seconds}, "detector": None}
                 bound = task.check_seconds + GRACE_SECONDS
                 t = time.monotonic()
                 grade, log, seconds = grade_in_container(ctx.client, ctx.images.checker.tag, check_inputs(task, artifact),

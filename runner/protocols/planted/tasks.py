@@ -1,10 +1,11 @@
 """Planted tasks (tasks/planted/<id>/planted.yaml): a fixture, an instruction, the memories to plant, the
-hidden tests applied only after the agent's turn, a solution and the naive implementation.
+judge's oracle (hidden/, never seen by the agent), a solution and the naive implementation.
 
 They live in a folder of their own because a coding task (tasks/<id>/task.yaml) is a different shape:
 its memory is a corpus of transcripts under conditions, graded by an oracle; a planted task's memory is
-a handful of typed memories written through the arm's own write API, graded by hidden tests. The
-visible/holdout split (split.yaml) enters every unit's digest, so a run records which split it ran.
+a handful of typed memories written through the arm's own write API, graded by the task's judge
+(hidden/check.py). The visible/holdout split (split.yaml) enters every unit's digest, so a run records
+which split it ran.
 """
 
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ class PlantedTask:
     memories: tuple[Memory, ...]
     terms: tuple[str, ...]  # phrases of the memory the solution follows: what the reader looks for
     leak_terms: tuple[str, ...]
-    check: tuple[str, ...]  # {artifact}: the workspace with hidden/ copied over it
+    # python3 {oracle}/check.py {artifact}: {artifact} is the workspace exactly as the agent left it, {oracle}
+    # is hidden/ (the judge's alone, never laid over the workspace); check.py runs artifact code only through
+    # the checker image's memgrid_check, as another user that cannot read {oracle}
+    check: tuple[str, ...]
     check_seconds: int
     agent_seconds: int
     root: Path
@@ -59,6 +63,9 @@ def load_planted_task(task_dir: Path) -> PlantedTask:
     for sub in ("fixture", "hidden", "solution", "naive"):
         if not (task_dir / sub).is_dir():
             raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
+    if "{oracle}/check.py" not in data["check"]["command"]:
+        raise SpecError(path, "check.command", "never names {oracle}/check.py",
+                        'make it ["python3", "{oracle}/check.py", "{artifact}"]: hidden/check.py is the judge')
     if not any("{artifact}" in part for part in data["check"]["command"]):
         raise SpecError(path, "check.command", "never names {artifact}", "point the check at {artifact}, the graded workspace")
     return PlantedTask(data["id"], data["title"], data["prompt"],
