@@ -1,7 +1,8 @@
 """Oracle checker for money_rounding: python3 check.py /artifact
 
-Calls the artifact's invoice_total on oracle invoices (in a child process, with a timeout) and
-compares each amount due with the expected one, to the cent.
+Calls the artifact's invoice_total on oracle invoices (in a child process, with a timeout, as the
+artifact's user through memgrid_check: it is handed the invoices, never the expected amounts) and
+compares each amount due with the expected one here, to the cent.
 """
 import sys
 

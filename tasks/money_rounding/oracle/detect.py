@@ -1,7 +1,7 @@
 """Damage detector for money_rounding: python3 detect.py /artifact
 
 Calls the artifact's invoice_total on the oracle invoices (in a child process, with a
-timeout) and names the conditions whose wrong rounding rule reproduces every amount.
+timeout, as the artifact's user through memgrid_check: it is handed the invoice lines alone) and names the conditions whose wrong rounding rule reproduces every amount.
 Prints one JSON line.
   superseded:    each line rounded up (away from zero) to the cent, then summed
                  (the same mode applied once to the total also counts)

@@ -1,25 +1,30 @@
-"""Runs the artifact's invoice_total on invoices in a child process (shared by check/detect).
+"""Runs the artifact's invoice_total on invoices in a child process run as the artifact's user
+(memgrid_check; shared by check.py and detect.py).
 
 The child builds invoicing.Line objects from [description, quantity, unit_price] triples,
 calls invoice_total on each invoice and reports, per invoice, either the result as a string
-or the exception. One JSON line after a marker.
+or the exception. One JSON line after a marker, on its own copy of stdout (the artifact's prints
+go to stderr). The child is handed the invoices alone, never the expected amounts: those stay in
+the judge (check.py) and are compared there.
 """
 import sys
 
 sys.dont_write_bytecode = True
 
 import json
-import os
-import subprocess
 from decimal import Decimal, InvalidOperation
+
+from memgrid_check import PYTHON, run_artifact
 
 MARK = "@@MONEY-ORACLE@@"
 
 CHILD = r"""
-import sys, json
+import sys, json, os
 sys.dont_write_bytecode = True
 from decimal import Decimal
-artifact, invoices, mark = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+artifact, invoices, mark = sys.argv[1], json.loads(sys.stdin.read()), sys.argv[2]
+out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)
 report = {"import_error": None, "results": []}
 sys.path.insert(0, artifact)
 try:
@@ -36,25 +41,23 @@ else:
                 report["results"].append({"value": str(got), "type": type(got).__name__})
         except BaseException as exc:
             report["results"].append({"error": f"raised {type(exc).__name__}: {exc}"[:200]})
-sys.stdout.write("\n" + mark + json.dumps(report) + "\n")
-sys.stdout.flush()
+out.write("\n" + mark + json.dumps(report) + "\n")
+out.flush()
+os._exit(0)
 """
 
 
 def run_invoices(artifact: str, invoices: list, timeout: float = 20) -> dict:
-    """Return {"import_error", "results"} or {"error": "..."} when the child gave no report."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    cwd = "/tmp" if os.path.isdir("/tmp") else artifact
+    """Return {"import_error", "results"} or {"error": "..."} when the child gave no report.
+    The child runs as the artifact's user and gets the invoices on stdin (inputs only)."""
     try:
-        proc = subprocess.run(
-            [sys.executable, "-B", "-c", CHILD, artifact, json.dumps(invoices), MARK],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout}s"}
+        run = run_artifact([*PYTHON, "-c", CHILD, artifact, MARK], stdin=json.dumps(invoices).encode(),
+                           timeout=timeout)
     except Exception as exc:
         return {"error": f"could not run: {type(exc).__name__}: {exc}"}
-    for line in reversed(proc.stdout.splitlines()):
+    if run.timed_out:
+        return {"error": f"timed out after {timeout}s"}
+    for line in reversed(run.stdout.decode(errors="replace").splitlines()):
         if line.startswith(MARK):
             try:
                 report = json.loads(line[len(MARK):])
@@ -63,8 +66,7 @@ def run_invoices(artifact: str, invoices: list, timeout: float = 20) -> dict:
             if complete(report, len(invoices)):
                 return report
             break
-    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-    return {"error": f"child exited {proc.returncode} without a complete report ({tail})"}
+    return {"error": f"child exited {run.exit} without a complete report ({run.tail(200)})"}
 
 
 def complete(report, n_invoices: int) -> bool:
