@@ -1,7 +1,8 @@
 """Damage detector for stable_sort_key: python3 detect.py /artifact
 
-Sorts the probe ticket sets with the artifact's sort_tickets and fires a condition when the
-order matches that condition's wrong rule on every probe (see rules.py):
+Sorts the probe ticket sets with the artifact's sort_tickets (in a child process, with a timeout,
+as the artifact's user through memgrid_check: run_sort.py via observe.py) and fires a condition
+when the order matches that condition's wrong rule on every probe (see rules.py):
   superseded    - newest first (created_at descending, id descending)
   contradictory - priority descending, then updated_at descending, then id
   adjacent      - the knowledge-base index order: title case-insensitively, then id
@@ -13,36 +14,21 @@ sys.dont_write_bytecode = True
 
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 30
 
 
-def artifact_orders(artifact: str, probes_path: str) -> list | None:
-    workdir = tempfile.mkdtemp(prefix="sortdetect-", dir="/tmp")
-    out = os.path.join(workdir, "results.json")
-    try:
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        try:
-            subprocess.run(
-                [sys.executable, "-B", os.path.join(HERE, "run_sort.py"), artifact, probes_path, out],
-                cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, timeout=TIMEOUT,
-            )
-        except subprocess.TimeoutExpired:
-            return None
-        with open(out, encoding="utf-8") as fh:
-            results = json.load(fh).get("results")
-        if not results or any("ids" not in r for r in results):
-            return None
-        return [r["ids"] for r in results]
-    except (OSError, ValueError, AttributeError):
+def artifact_orders(artifact: str, ticket_sets: list) -> list | None:
+    """The order of ids sort_tickets gives each ticket set (run as the artifact's user through
+    memgrid_check, see observe.py); None unless every set came back sorted."""
+    from observe import sort_orders
+
+    payload = sort_orders(artifact, ticket_sets, TIMEOUT)
+    results = payload.get("results")
+    if not results or payload.get("problem") or any("ids" not in r for r in results):
         return None
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    return [r["ids"] for r in results]
 
 
 def main() -> list[str]:
@@ -51,10 +37,9 @@ def main() -> list[str]:
     sys.path.insert(0, HERE)
     from rules import WRONG_RULES
 
-    probes_path = os.path.join(HERE, "probes.json")
-    with open(probes_path, encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "probes.json"), encoding="utf-8") as fh:
         probes = json.load(fh)
-    got = artifact_orders(os.path.abspath(sys.argv[1]), probes_path)
+    got = artifact_orders(os.path.abspath(sys.argv[1]), [p["tickets"] for p in probes])
     if got is None or len(got) != len(probes):
         return []
     return [condition for condition, rule in WRONG_RULES.items()

@@ -1,7 +1,13 @@
 """Child process used by check.py and detect.py: runs the artifact's sort_tickets.
 
-python3 -B run_sort.py ARTIFACT CASES_JSON OUT_JSON
-For every case writes {"ids": [...]} or {"error": "..."}; OUT_JSON is rewritten after each case.
+Run by memgrid_check.run_python(..., [ARTIFACT], stdin=<JSON list of ticket lists>), as the
+artifact's user: it is handed the tickets alone, never the expected orders.
+
+Prints JSON lines on stdout and nothing else; the artifact's own output goes to stderr:
+  {"import_error": "..."}              (and nothing more), or, per ticket list, in order, one of
+    {"ids": [...]}                     the ids of the returned tickets, in the returned order
+    {"error": "..."}                   sort_tickets raised
+  {"done": n}                          n = number of result lines printed
 """
 import sys
 
@@ -12,38 +18,41 @@ import json
 import os
 
 
-def _write(out: str, payload: dict) -> None:
-    with open(out + ".tmp", "w", encoding="utf-8") as fh:
-        json.dump(payload, fh)
-    os.replace(out + ".tmp", out)
-
-
 def _ids(result) -> list:
     ids = []
     for t in result:
         ident = t.get("id") if isinstance(t, dict) else repr(t)[:60]
-        ids.append(ident if isinstance(ident, (int, str)) else repr(ident)[:60])
+        ids.append(ident if type(ident) in (int, str) else repr(ident)[:60])
     return ids
 
 
 def main() -> None:
-    artifact, cases_path, out = sys.argv[1:4]
-    with open(cases_path, encoding="utf-8") as fh:
-        cases = json.load(fh)
+    artifact = sys.argv[1]
+    ticket_sets = json.loads(sys.stdin.read())
+    # The report gets its own copy of stdout; fd 1 (and so print) now goes to stderr.
+    report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+
+    def emit(record: dict) -> None:
+        report.write(json.dumps(record) + "\n")
+        report.flush()
+
     sys.path.insert(0, artifact)
     try:
         from tickets import sort_tickets
     except BaseException as exc:  # ImportError, SyntaxError, SystemExit, ...
-        _write(out, {"import_error": f"{type(exc).__name__}: {exc}"[:300]})
+        emit({"import_error": f"{type(exc).__name__}: {exc}"[:300]})
         return
-    results: list[dict] = []
-    for case in cases:
+    done = 0
+    for tickets in ticket_sets:
         try:
-            result = sort_tickets(copy.deepcopy(case["tickets"]))
-            results.append({"ids": _ids(list(result))})
+            result = sort_tickets(copy.deepcopy(tickets))
+            record = {"ids": _ids(list(result))}
         except BaseException as exc:
-            results.append({"error": f"{type(exc).__name__}: {exc}"[:300]})
-        _write(out, {"results": results})
+            record = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        emit(record)
+        done += 1
+    emit({"done": done})
 
 
 if __name__ == "__main__":
@@ -51,5 +60,4 @@ if __name__ == "__main__":
         main()
     except BaseException:
         pass
-    sys.stdout.flush()
-    os._exit(0)
+    os._exit(0)  # no atexit hooks or lingering threads of the artifact after the report
