@@ -1,9 +1,10 @@
 """Oracle checker for utc_event_log: python3 check.py /artifact
 
 Runs format_event on every oracle timestamp and message in a child process
-(run_format_event.py, with a timeout) and compares each returned line (a trailing newline is
-ignored) with the expected one. Only a complete, well-formed report from the child counts: a
-child that exits early, hangs, crashes or prints anything else fails.
+(run_format_event.py, with a timeout, as the artifact's user through memgrid_check: it is handed
+the timestamps and messages, never the expected lines) and compares each returned line (a
+trailing newline is ignored) with the expected one here. Only a complete, well-formed report
+from the child counts: a child that exits early, hangs, crashes or prints anything else fails.
 """
 import sys
 
@@ -11,34 +12,24 @@ sys.dont_write_bytecode = True
 
 import json
 import os
-import shutil
-import subprocess
-import tempfile
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 45  # seconds for the whole child; the child limits the import and each call to 5 s
 
 
-def run_artifact(artifact: str, cases_path: str, n_cases: int) -> dict:
+def run_artifact(artifact: str, inputs: list[list[str]]) -> dict:
     """Return {"import_error", "results", "problem"}.
 
     results holds the well-formed case records in order; problem is None only when the child
     imported format_event (or reported why it could not), reported every case it ran and said
-    done.
+    done. The child runs as the artifact's user and is handed the [timestamp, message] pairs
+    alone, never the expected lines.
     """
-    workdir = tempfile.mkdtemp(prefix="utccheck-", dir="/tmp")
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-B", os.path.join(HERE, "run_format_event.py"), artifact, cases_path],
-            cwd=workdir, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT,
-        )
-        stdout, rc = proc.stdout, proc.returncode
-    except subprocess.TimeoutExpired as exc:
-        stdout, rc = exc.stdout or b"", None
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return parse_report(stdout, rc, n_cases)
+    run = run_python(os.path.join(HERE, "run_format_event.py"), [artifact], stdin=json.dumps(inputs).encode(),
+                     timeout=TIMEOUT)
+    return parse_report(run.stdout, None if run.timed_out else run.exit, len(inputs))
 
 
 def parse_report(stdout: bytes, rc, n_cases: int) -> dict:
@@ -103,11 +94,10 @@ def main() -> int:
         print("usage: check.py ARTIFACT_DIR")
         return 1
     artifact = os.path.abspath(sys.argv[1])
-    cases_path = os.path.join(HERE, "cases.json")
-    with open(cases_path, encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as fh:
         cases = json.load(fh)
 
-    report = run_artifact(artifact, cases_path, len(cases))
+    report = run_artifact(artifact, [[case["ts"], case["message"]] for case in cases])
     if report["import_error"] is not None:
         print(f"FAIL: cannot import eventlog.format_event: {report['import_error']}")
         print(f"SUMMARY: 0/{len(cases)} cases passed")

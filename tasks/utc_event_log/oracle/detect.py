@@ -1,7 +1,8 @@
 """Damage detector for utc_event_log: python3 detect.py /artifact
 
-Calls the artifact's format_event on probe timestamps (in a child process, with a timeout) and
-names the conditions whose wrong stamp rule every probe follows. Prints one JSON line.
+Calls the artifact's format_event on probe timestamps (in a child process, with a timeout, as the
+artifact's user through memgrid_check: it is handed the probe timestamps alone) and names the
+conditions whose wrong stamp rule every probe follows. Prints one JSON line.
   superseded:    UTC, whole seconds, trailing Z           2024-03-01T12:00:00Z
   contradictory: integer Unix epoch milliseconds           1709294400000
   adjacent:      compact basic-format UTC, whole seconds   20240301T120000Z
@@ -12,8 +13,9 @@ sys.dont_write_bytecode = True
 
 import json
 import os
-import subprocess
 from datetime import datetime, timedelta, timezone
+
+from memgrid_check import PYTHON, run_artifact
 
 PROBE_TIMEOUT = 20
 MARK = "@@DETECT@@"
@@ -27,8 +29,10 @@ PROBES = [
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 CHILD = r"""
-import sys, json
+import sys, json, os
 sys.dont_write_bytecode = True
+report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)
 sys.path.insert(0, sys.argv[1])
 from datetime import datetime
 out = []
@@ -36,7 +40,7 @@ try:
     from eventlog import format_event
 except BaseException:
     format_event = None
-for raw in json.loads(sys.argv[2]):
+for raw in json.loads(sys.stdin.read()):
     if format_event is None:
         out.append(None)
         continue
@@ -45,22 +49,23 @@ for raw in json.loads(sys.argv[2]):
         out.append(got if isinstance(got, str) else None)
     except BaseException:
         out.append(None)
-sys.stdout.write("\n" + sys.argv[3] + json.dumps(out) + "\n")
-sys.stdout.flush()
+report.write("\n" + sys.argv[2] + json.dumps(out) + "\n")
+report.flush()
+os._exit(0)
 """
 
 
 def run_probes(artifact: str) -> list:
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    """format_event's line for each probe timestamp, run as the artifact's user (memgrid_check);
+    None where it gave no str, all None when the child gave no well-formed report."""
     try:
-        result = subprocess.run(
-            [sys.executable, "-B", "-c", CHILD, artifact, json.dumps(PROBES), MARK],
-            cwd="/tmp" if os.path.isdir("/tmp") else artifact, env=env,
-            capture_output=True, text=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
-        )
+        run = run_artifact([*PYTHON, "-c", CHILD, artifact, MARK], stdin=json.dumps(PROBES).encode(),
+                           timeout=PROBE_TIMEOUT)
     except Exception:
         return [None] * len(PROBES)
-    for line in reversed(result.stdout.splitlines()):
+    if run.timed_out:
+        return [None] * len(PROBES)
+    for line in reversed(run.stdout.decode(errors="replace").splitlines()):
         if line.startswith(MARK):
             try:
                 values = json.loads(line[len(MARK):])

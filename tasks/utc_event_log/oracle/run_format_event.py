@@ -1,6 +1,7 @@
 """Child process used by check.py: runs the artifact's format_event on every oracle case.
 
-python3 -B run_format_event.py ARTIFACT CASES_JSON
+Run by memgrid_check.run_python(..., [ARTIFACT], stdin=<JSON list of [timestamp, message] pairs>),
+as the artifact's user: it is handed the inputs alone, never the expected lines.
 
 Prints JSON lines on stdout and nothing else; the artifact's own output goes to stderr:
   {"import": "ok"}                     or {"import_error": "..."} (and nothing more)
@@ -40,9 +41,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def main() -> None:
-    artifact, cases_path = sys.argv[1:3]
-    with open(cases_path, encoding="utf-8") as fh:
-        cases = json.load(fh)
+    artifact = sys.argv[1]
+    cases = json.loads(sys.stdin.read())
     # The report gets its own copy of stdout; fd 1 (and so print) now goes to stderr.
     report = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
@@ -65,12 +65,12 @@ def main() -> None:
     emit({"import": "ok"})
 
     done = 0
-    for i, case in enumerate(cases):
-        ts = datetime.fromisoformat(case["ts"])
+    for i, (raw_ts, message) in enumerate(cases):
+        ts = datetime.fromisoformat(raw_ts)
         try:
             signal.alarm(CALL_TIMEOUT)
             try:
-                got = format_event(ts, case["message"])
+                got = format_event(ts, message)
             finally:
                 signal.alarm(0)
         except BaseException as exc:
