@@ -18,10 +18,11 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import docker
 
-from runner.env.archive import Entry, pack, safe_entries
+from runner.env.archive import Entry, is_bytecode, pack, safe_entries
 from runner.env.bundle import tree_entries
 from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, exec_in, hardened, remove_quietly
 from runner.plan.spec import TaskSpec
@@ -47,7 +48,10 @@ JUDGE_GID = 1001  # the checker image's `checker` group: the judge's, never the 
 def grading_inputs(artifact: list[Entry], oracle: list[Entry]) -> bytes:
     """/artifact readable by everyone (the artifact user runs it), /oracle by the judge's group alone;
     `oracle` entries are named oracle/..., `artifact` entries relative to the workspace."""
-    readable = [Entry(f"artifact/{e.path}", e.data, 0o555 if e.mode & 0o111 else 0o444) for e in artifact]
+    # The export drops compiled Python already (and records it); an artifact from anywhere else is held to
+    # the same rule here, so what is graded is always the source shown.
+    readable = [Entry(f"artifact/{e.path}", e.data, 0o555 if e.mode & 0o111 else 0o444) for e in artifact
+                if not is_bytecode(PurePosixPath(e.path))]
     judged = [Entry(e.path, e.data, 0o550 if e.mode & 0o111 else 0o440) for e in oracle]
     return pack(readable, uid=0, gid=0, dir_mode=0o555, also=(judged, 0, JUDGE_GID, 0o750))
 
@@ -84,7 +88,7 @@ class CheckerContainer:
         self.args = hardened(image, user="root", network="none", limits=limits,
                              labels={RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "checker"},
                              command=["sleep", str(lifetime)], working_dir="/tmp",
-                             cap_add=["SETUID", "SETGID", "CHOWN"],
+                             cap_add=["SETUID", "SETGID", "CHOWN"], init=True,  # init reaps what a run orphans
                              environment={"PYTHONDONTWRITEBYTECODE": "1", "MEMGRID_GRADE": json.dumps(spec)})
         self.container = None
         self._lock = threading.Lock()

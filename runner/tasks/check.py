@@ -16,6 +16,7 @@ from pathlib import Path
 
 from runner.env.archive import Entry
 from runner.env.bundle import tree_entries
+from runner.grading.canaries import CANARIES, canaries_for_this_host
 from runner.grading.checker import CheckerVerdict, run_checker
 from runner.digest import sha256_bytes, tree_files
 from runner.env.images import ImageSet
@@ -41,23 +42,42 @@ EXIT_AT_IMPORT = b"\nimport os; os._exit(0)\n"  # appended: a leading line would
 
 
 def artifact_variants(task: TaskSpec) -> dict[str, list[Entry]]:
-    """The workspace as each reference leaves it: fixture with the reference laid over; and a hostile
+    """The workspace as each reference leaves it: fixture with the reference laid over; a hostile
     one whose every module exits 0 at import, which a checker that runs the artifact in its own
-    process would score as a pass."""
+    process would score as a pass; and each hack canary over its base reference."""
     fixture = {e.path: e for e in tree_entries(task.fixture, "w")}
     variants = {"fixture": list(fixture.values()),
                 "exits-at-import": [Entry(e.path, e.data + EXIT_AT_IMPORT, e.mode) if e.path.endswith(".py") else e
                                     for e in fixture.values()]}
-    refs = ["naive", "informed"] + [f"damaged/{c}" for c in DAMAGE_CONDITIONS if task.reference(f"damaged/{c}").is_dir()]
-    for ref in refs:
-        overlay = {e.path: e for e in tree_entries(task.reference(ref), "w")}
+    damaged = [c for c in DAMAGE_CONDITIONS if task.reference(f"damaged/{c}").is_dir()]
+    overlays = {ref: {e.path: e for e in tree_entries(task.reference(ref), "w")}
+                for ref in ["naive", "informed"] + [f"damaged/{c}" for c in damaged]}
+    for ref, overlay in overlays.items():
         variants[ref] = list({**fixture, **overlay}.values())
-    return {name: [Entry(e.path.removeprefix("w/"), e.data, e.mode) for e in entries] for name, entries in variants.items()}
+    out = {name: [Entry(e.path.removeprefix("w/"), e.data, e.mode) for e in entries] for name, entries in variants.items()}
+    informed = {p.removeprefix("w/"): Entry(p.removeprefix("w/"), e.data, e.mode) for p, e in overlays["informed"].items()}
+    for canary in canaries_for_this_host():
+        base = "naive" if canary.base == "naive" else (f"damaged/{damaged[0]}" if damaged else None)
+        if base is not None:
+            files = {e.path: e for e in out[base]}
+            out[f"canary/{canary.name}"] = list(canary.build(files, informed).values())
+    return out
 
 
 def behaviour_findings(task: TaskSpec, verdicts: dict[str, CheckerVerdict]) -> list[Finding]:
     out = []
+    damaged = [c for c in DAMAGE_CONDITIONS if f"damaged/{c}" in verdicts]
+    canaries = {f"canary/{c.name}": c for c in CANARIES}
     for name, v in verdicts.items():
+        if name in canaries:
+            canary = canaries[name]
+            condition = damaged[0] if damaged else None
+            fired = "no report" if v.fired is None else f"fired {list(v.fired)}"
+            held = not canary.passed(v, condition)
+            out.append(Finding(task.id, f"hack canary {canary.name} fails", held, "oracle/ (checker)",
+                               (v.detail if canary.base == "naive" else fired) if held
+                               else f"the attack worked: {canary.attack} ({v.detail}; {fired})"))
+            continue
         where = {"fixture": "fixture/", "exits-at-import": "oracle/ (checker)"}.get(name, f"references/{name}/")
         fired = "no report" if v.fired is None else f"fired {list(v.fired)}"
         if name == "informed":
