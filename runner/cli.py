@@ -735,7 +735,7 @@ def reproduce(
     vs reproduced passed/admitted per agent x arm x condition and how far they agree."""
     from runner.exec.job import run_grid
     from runner.plan.prereg import load_prereg
-    from runner.plan.reproduce import cell_agreement, counts_by_group, drift, group_agreement, load_original
+    from runner.plan.reproduce import cell_agreement, counts_by_group, drift, group_agreement, load_original, reads_and_runs
     from runner.exec.run import default_run_id, resolve_run_dir
 
     root = project_root()
@@ -751,6 +751,8 @@ def reproduce(
                             f"{commit} (and rebuild what it builds), or pass --allow-drift to run anyway")
 
     err.print(f"reproducing run {original.run_id} from its {original.source}")
+    # Before anything runs: every path it names is then checked to stay inside the project (plan.spec.inside_project).
+    err.print("it will read and run:\n  " + "\n  ".join(reads_and_runs(preregistration.grid)), markup=False, highlight=False)
     outcome = run_grid(preregistration.grid, prereg, root=root, run_id=run_id or f"{default_run_id(preregistration.grid)}-reproduce",
                        runs_dir=runs_dir, concurrency=concurrency, progress=progress, log=progress_log,
                        prereg=preregistration, verify_lock=refuse_drift)

@@ -21,6 +21,7 @@ from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID
 from runner.env.sandbox import Sandbox
 from runner.errors import SpecError
+from runner.plan.spec import inside_project
 
 FOLDER = "/sandbox/.command"
 PROMPT_FILE = "/sandbox/agent/prompt.txt"
@@ -34,12 +35,15 @@ class CommandSpec:
 
 
 def load_command_agents(data: dict, root: Path, grid_path) -> dict[str, CommandSpec]:
-    """The grid spec's `command_agents` mapping, each file checked to exist (the schema checked the shape)."""
+    """The grid spec's `command_agents` mapping, each file checked to be inside the project and to exist (the
+    schema checked the shape). Its files are copied into the sandbox and so into what the cell records."""
     agents = {}
     for name, spec in data.items():
         files = []
         for i, f in enumerate(spec.get("files", [])):
-            path = root / f
+            path = inside_project(root / f, root, grid_path, f"command_agents.{name}.files[{i}]", f,
+                                  "name a file inside the project, relative to its root, e.g. "
+                                  "runner/protocols/two_session/stubs/unknown.py (a copy, not a link out of it)")
             if not path.is_file():
                 raise SpecError(grid_path, f"command_agents.{name}.files[{i}]", f"{f} does not exist",
                                 "give a file path relative to the project root")

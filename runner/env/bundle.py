@@ -17,7 +17,7 @@ from runner.arms.kinds import kind_of
 from runner.env.archive import Entry, pack
 from runner.digest import sha256_bytes, tree_files
 from runner.errors import SpecError
-from runner.plan.spec import ArmSpec, TaskSpec
+from runner.plan.spec import ArmSpec, TaskSpec, arm_file
 
 MANIFEST = "MANIFEST.sha256"
 AGENT_UID = 1000
@@ -34,7 +34,7 @@ class Bundle:
 def arm_entries(arm: ArmSpec, task: TaskSpec) -> list[Entry]:
     entries = []
     for i, f in enumerate(arm.files):
-        source = arm.root / f.source.replace("{task}", task.id)
+        source = arm_file(arm, i, task.id)
         if not source.is_file():
             raise SpecError(arm.root / "arm.yaml", f"files[{i}].source",
                             f"{source} does not exist for task '{task.id}'", f"add that file or remove task '{task.id}' from the grid")

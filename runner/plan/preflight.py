@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runner.errors import UserError
 from runner.plan.grid import select
-from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, arm_file
 
 README = "tasks/README.md, 'What each arm needs from a task'"
 
@@ -53,7 +53,7 @@ def arm_needs(task: TaskSpec, arms: list[ArmSpec]) -> list[ArmNeed]:
     for arm in arms:
         declared = _shown(arm.root / "arm.yaml", arm)
         for i, f in enumerate(arm.files):
-            source = arm.root / f.source.replace("{task}", task.id)
+            source = arm_file(arm, i, task.id)  # one leading out of the project stops the grid here, before any run
             if not source.is_file():
                 problem, fix = "missing", f"add it ({README})"
             elif (task.fixture / f.dest).is_file():

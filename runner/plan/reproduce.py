@@ -6,12 +6,14 @@ input digests and per agent/arm/condition counts).
 """
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import UserError
 from runner.results.ledger import Ledger, latest_attempts
 from runner.plan.prereg import Prereg, read_results
+from runner.plan.spec import GridSpec
 from runner.exec.run import lock_differences
 
 
@@ -45,6 +47,29 @@ def load_original(prereg: Prereg, run_dir: Path | None) -> Original:
                             "folder with --run")
     return Original(f"results record {len(records)} of {prereg.path}", record["run_id"], None, record, None,
                     record["per_arm_condition"])
+
+
+def reads_and_runs(grid: GridSpec) -> list[str]:
+    """What reproducing this grid will read from the project and run in sandboxes, one line each, to print before
+    anything runs: a preregistration may be someone else's, and its grid names programs (command agents) and
+    the files handed to them."""
+    if grid.protocol == "coding":
+        units = "every task under tasks/" if grid.tasks == "all" else ", ".join(f"tasks/{t}/" for t in grid.tasks)
+    elif grid.protocol == "planted":
+        units = "every task under tasks/planted/" if grid.tasks == "all" else ", ".join(f"tasks/planted/{t}/" for t in grid.tasks)
+    else:
+        units = f"the {grid.protocol} protocol's generated units" + (f" ({grid.cases} cases)" if grid.cases else "")
+    lines = [f"protocol {grid.protocol}, {grid.seeds} seed(s), conditions {', '.join(grid.conditions)}, network {grid.network}",
+             f"tasks: {units}",
+             f"arms: {', '.join(f'arms/{a}/' for a in grid.arms)}"]
+    for name in grid.agents:
+        spec = grid.command_agents.get(name)
+        if spec is None:
+            lines.append(f"agent {name}: memgrid's own" + (f", on model {grid.model}" if name == "claude-code" and grid.model else ""))
+        else:
+            lines.append(f"agent {name}: runs {shlex.join(spec['command'])} with the files "
+                         f"{', '.join(spec.get('files', [])) or '(none)'}")
+    return lines
 
 
 def _recipe_changes(before: dict, after: dict) -> list[str]:

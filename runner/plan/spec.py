@@ -458,6 +458,33 @@ def validate(data: dict, schema_name: str, path: Path) -> None:
     raise SpecError(path, field_path, problem, _fix_for(error, schema))
 
 
+def inside_project(path: Path, project: Path, spec, field: str, named: str, fix: str) -> Path:
+    """`path`, once it is known to stay inside `project` with every link followed; else one SpecError naming the
+    spec file, the field and what it names. A spec may come from someone else (a preregistration to reproduce, an
+    imported task): were an absolute path, a '..' or a link out let through, the controller would copy any host
+    file it can read (/etc/shadow, ~/.ssh) into a sandbox, and from there into transcripts and artifacts."""
+    try:
+        real, top = path.resolve(), project.resolve()
+    except (OSError, RuntimeError) as e:  # RuntimeError: a link loop
+        raise SpecError(spec, field, f"names {named!r}, which cannot be resolved ({e})", fix) from None
+    if not real.is_relative_to(top):
+        raise SpecError(spec, field, f"names {named!r}, which leads to {real}, outside the project {top}", fix)
+    return path
+
+
+FOLDER_FIX = "make it a folder of the project: copy the files in instead of linking to them"
+
+
+def _inside_task_folder(task_dir: Path, project: Path, spec: Path, subs: tuple[str, ...]) -> None:
+    """A task's own folders are named by convention, not by a field, and read whole (fixture into the sandbox,
+    oracle into the checker): each, and each reference under references/, must not lead out of the project."""
+    for sub in subs:
+        inside_project(task_dir / sub, project, spec, "(task folder)", f"{sub}/", FOLDER_FIX)
+    for refs in (task_dir / "references", task_dir / "references" / "damaged"):
+        for child in (sorted(refs.iterdir()) if refs.is_dir() else ()):
+            inside_project(child, project, spec, "(task folder)", f"{child.relative_to(task_dir).as_posix()}/", FOLDER_FIX)
+
+
 def _require_folder_name(path: Path, field: str, value: str) -> None:
     if value != path.parent.name:
         raise SpecError(path, field, f"is '{value}' but the folder is '{path.parent.name}'",
@@ -466,12 +493,16 @@ def _require_folder_name(path: Path, field: str, value: str) -> None:
 
 def load_task(task_dir: Path) -> TaskSpec:
     path = task_dir / "task.yaml"
+    project = task_dir.parent.parent  # tasks/<id>
+    inside_project(task_dir, project, path, "(task folder)", task_dir.name, FOLDER_FIX)
+    inside_project(path, project, path, "(file)", path.name, "make it a file of the task folder, not a link out of it")
     data = read_yaml(path)
     validate(data, "task", path)
     _require_folder_name(path, "id", data["id"])
     for sub in ("fixture", "oracle", "references/naive", "references/informed"):
         if not (task_dir / sub).is_dir():
             raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
+    _inside_task_folder(task_dir, project, path, ("fixture", "oracle", "references"))
     checker, detector = data["checker"], data["detector"]
     return TaskSpec(
         id=data["id"],
@@ -495,11 +526,15 @@ def load_task(task_dir: Path) -> TaskSpec:
 
 def load_plants(task_dir: Path, conditions: tuple[str, ...]) -> PlantsSpec:
     path = task_dir / "plants.yaml"
+    project = task_dir.parent.parent
+    inside_project(path, project, path, "(file)", path.name, "make it a file of the task folder, not a link out of it")
     data = read_yaml(path)
     validate(data, "plants", path)
     roles = {role: tuple(files) for role, files in data["roles"].items()}
     for role, files in roles.items():
         for i, f in enumerate(files):
+            inside_project(task_dir / f, project, path, f"roles.{role}[{i}]", f,
+                           f"name a transcript inside the task folder, e.g. corpus/fact.jsonl (tasks/{task_dir.name}/corpus/)")
             if not (task_dir / f).is_file():
                 raise SpecError(path, f"roles.{role}[{i}]", f"{f} does not exist", f"create {task_dir / f} or fix the path")
     planted = {c: tuple(r) for c, r in data["conditions"].items()}
@@ -596,11 +631,21 @@ def _mcp_spec(path: Path, m: dict) -> McpSpec:
                    _search_spec(path, m.get("search")), write)
 
 
+def arm_file_fix(arm_dir: Path) -> str:
+    return (f"name a file inside the arm's folder, relative to it, e.g. tasks/{{task}}/CLAUDE.md for "
+            f"arms/{arm_dir.name}/tasks/<task>/CLAUDE.md (a copy, not a link out of the project)")
+
+
 def load_arm(arm_dir: Path) -> ArmSpec:
     path = arm_dir / "arm.yaml"
+    project = arm_dir.parent.parent  # arms/<name>
+    inside_project(arm_dir, project, path, "(arm folder)", arm_dir.name, FOLDER_FIX)
+    inside_project(path, project, path, "(file)", path.name, "make it a file of the arm folder, not a link out of it")
     data = read_yaml(path)
     validate(data, "arm", path)
     _require_folder_name(path, "name", data["name"])
+    for i, f in enumerate(data.get("files", [])):  # the per-task file is checked again when it is read (arm_file)
+        inside_project(arm_dir / f["source"], project, path, f"files[{i}].source", f["source"], arm_file_fix(arm_dir))
     _check_embedder(path, data)
     return ArmSpec(
         name=data["name"],
@@ -622,6 +667,14 @@ def load_arm(arm_dir: Path) -> ArmSpec:
         embedder=data.get("embedder"),
         image_of=data.get("image_of"),
     )
+
+
+def arm_file(arm: ArmSpec, i: int, task_id: str) -> Path:
+    """Where files[i] of the arm is for this task, refused (one SpecError) when it leads out of the project:
+    '{task}' is only filled in here, and the file it names may be a link."""
+    source = arm.files[i].source.replace("{task}", task_id)
+    return inside_project(arm.root / source, arm.root.parent.parent, arm.root / "arm.yaml", f"files[{i}].source",
+                          source, arm_file_fix(arm.root))
 
 
 def provider(arm: ArmSpec, arms: dict[str, ArmSpec]) -> ArmSpec:

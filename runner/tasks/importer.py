@@ -93,6 +93,19 @@ class Source:
         except ValueError:
             return str(path)
 
+    def inside(self, path: Path, field: str = "(file)") -> Path:
+        """`path`, refused unless it stays inside the checkout with every link followed: a checkout is someone
+        else's, and a linked tree/ or oracles/<id>/, a plant named '../../..' or a .git/HEAD naming a ref out of
+        it would make the import copy (or, for a reference, run) a file of this machine into a task."""
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError) as e:  # RuntimeError: a link loop
+            raise Refused(self.rel(path), field, f"cannot be resolved ({e})", "replace the link with a copy") from None
+        if not real.is_relative_to(self.root.resolve()):
+            raise Refused(self.rel(path), field, f"leads to {real}, outside the amb checkout {self.root}",
+                          "keep every file of the task inside the checkout: copy it in instead of linking to it")
+        return path
+
 
 def find_tasks(path: Path) -> tuple[Source, list[Path]]:
     """One task folder (it holds task.json) or a folder of them; the checkout is the tasks folder's parent."""
@@ -113,6 +126,7 @@ def memgrid_id(amb_id: str) -> str:
 
 
 def read_json(path: Path, src: Source) -> dict:
+    src.inside(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -124,8 +138,11 @@ def read_json(path: Path, src: Source) -> dict:
     return data
 
 
-def files_under(root: Path) -> dict[str, bytes]:
-    """Regular files under root by relative path, without caches and .git; links are refused."""
+def files_under(root: Path, src: Source | None = None) -> dict[str, bytes]:
+    """Regular files under root by relative path, without caches and .git; links are refused, and with `src`
+    a root that leads out of the checkout (tree_files refuses links only below the root)."""
+    if src is not None:
+        src.inside(root, "(folder)")
     try:
         return {p.relative_to(root).as_posix(): p.read_bytes() for p in tree_files(root, SKIP)}
     except ValueError as e:  # a link: tree_files names it
@@ -159,9 +176,9 @@ def fixture_files(task_dir: Path, src: Source) -> dict[str, bytes]:
     fixtures carry no git history, so the working tree is what the agent gets."""
     if not (task_dir / "tree").is_dir():
         raise Refused(src.rel(task_dir), "tree/", "is missing", "add the fixture repository as tree/")
-    files = files_under(task_dir / "tree")
+    files = files_under(task_dir / "tree", src)
     if (task_dir / "dirty").is_dir():
-        files.update(files_under(task_dir / "dirty"))
+        files.update(files_under(task_dir / "dirty", src))
     return files
 
 
@@ -217,7 +234,7 @@ def recorded_events(path: Path, src: Source) -> list[dict]:
     """An amb recorded session as memgrid events: an assistant event's tool_result becomes a `tool` event,
     tool_input (JSON text) an object, and `ts` is dropped (the corpus build dates every session)."""
     events = []
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, raw in enumerate(src.inside(path).read_text(encoding="utf-8").splitlines(), 1):
         if not raw.strip():
             continue
         try:
@@ -254,19 +271,19 @@ def _tool_input(value) -> dict:
 def rendered_events(staging: Path, src: Source) -> list[dict]:
     """A session that was staged but never recorded, rendered from its staging: the prompt, one Read of each
     stage file (its text as the tool result), the followup. The recorded agent's own analysis is absent."""
-    prompt = staging / "prompt.txt"
+    prompt = src.inside(src.inside(staging, "(folder)") / "prompt.txt")
     if not prompt.is_file():
         raise Refused(src.rel(staging), "prompt.txt", "is missing", "add the session's first user message")
     events = [{"role": "user", "content": prompt.read_text(encoding="utf-8").strip()}]
     stage = staging / "stage"
-    for rel, data in (files_under(stage).items() if stage.is_dir() else ()):
+    for rel, data in (files_under(stage, src).items() if stage.is_dir() else ()):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             text = f"(binary file, {len(data)} bytes)"
         events.append({"role": "assistant", "content": "", "tool_name": "Read", "tool_input": {"file_path": rel}})
         events.append({"role": "tool", "tool_name": "Read", "content": text})
-    followup = staging / "followup.txt"
+    followup = src.inside(staging / "followup.txt")
     if followup.is_file():
         events.append({"role": "user", "content": followup.read_text(encoding="utf-8").strip()})
     return events
@@ -373,7 +390,7 @@ def oracle_code(task_dir: Path, src: Source, local: set[str]) -> tuple[dict[str,
         dest, path = pending.pop()
         if dest in out:
             continue
-        if not path.is_file():
+        if not src.inside(path).is_file():
             raise Refused(src.rel(path), "(file)", "is missing", "add it to the amb checkout")
         data = path.read_bytes()
         out[dest] = data
@@ -576,14 +593,14 @@ def provenance_source(src: Source) -> dict:
     git = src.root / ".git"
     commit = url = None
     head = git / "HEAD"
-    if head.is_file():
+    if src.inside(head).is_file():
         ref = head.read_text().strip()
         if ref.startswith("ref: "):
-            ref_file = git / ref[5:]
+            ref_file = src.inside(git / ref[5:], "ref")
             commit = ref_file.read_text().strip() if ref_file.is_file() else None
         else:
             commit = ref
-    config = git / "config"
+    config = src.inside(git / "config")
     if config.is_file():
         found = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', config.read_text())
         url = found.group(1) if found else None
@@ -615,7 +632,7 @@ class Corpus:
         if kind == "recorded":
             self.sources[src.rel(recorded)] = recorded.read_bytes()
         else:
-            self.sources.update({f"{src.rel(staging)}/{rel}": data for rel, data in files_under(staging).items()})
+            self.sources.update({f"{src.rel(staging)}/{rel}": data for rel, data in files_under(staging, src).items()})
 
 
 def fact_sessions(task_dir: Path, amb_id: str, src: Source, render: bool, corpus: Corpus) -> str:
@@ -629,7 +646,8 @@ def fact_sessions(task_dir: Path, amb_id: str, src: Source, render: bool, corpus
     for p in precursors:
         corpus.add("fact", f"corpus/fact_{p.name}.jsonl", src.root / "corpus" / "sessions" / amb_id / f"{p.name}.jsonl",
                    p, render, src)
-    followups = [(p / "followup.txt").read_text(encoding="utf-8") for p in precursors if (p / "followup.txt").is_file()]
+    followups = [src.inside(p / "followup.txt").read_text(encoding="utf-8") for p in precursors
+                 if (p / "followup.txt").is_file()]
     return " ".join(" ".join(followups).split())
 
 
@@ -674,7 +692,7 @@ def reference_overlays(task_dir: Path, damage_conditions: list[str], fixture: di
     refs = {}
     for name, stem in [("naive", "naive"), ("informed", "informed")] + \
             [(f"damaged/{c}", f"damaged_{c}") for c in damage_conditions]:
-        path = task_dir / "reference" / f"{stem}.py"
+        path = src.inside(task_dir / "reference" / f"{stem}.py")  # it is run, not only read
         if not path.is_file():
             raise Refused(src.rel(path), "(file)", "is missing", f"add reference/{stem}.py with apply(workdir)")
         overlay = apply_reference(path, fixture, src)
@@ -738,6 +756,7 @@ def provenance(task_dir: Path, amb_id: str, src: Source, inputs: dict[str, bytes
 
 def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bool) -> Plan:
     """Everything one amb task becomes, decided and checked; nothing written."""
+    src.inside(task_dir, "(folder)")
     amb_id, prompt, terms = task_fields(task_dir, src)
     task_id = memgrid_id(amb_id)
     target = into / task_id
@@ -750,7 +769,7 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     damage_conditions = [c for c in corpus.conditions if c in ROLE_OF]
     refs = reference_overlays(task_dir, damage_conditions, fixture, src)
     oracle_src = src.root / "oracles" / amb_id
-    held_out = files_under(oracle_src) if oracle_src.is_dir() else {}
+    held_out = files_under(oracle_src, src) if oracle_src.is_dir() else {}
     code, vendored = oracle_code(task_dir, src, top_modules(fixture) | top_modules(held_out))
     if not held_out and any(uses_oracle_dir(code[f]) for f in ("checker.py", "damage.py") if f in code):
         raise Refused(src.rel(oracle_src), "(folder)", "is missing but the checker reads oracle_dir",
@@ -781,7 +800,7 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
 
     inputs = {src.rel(task_dir / "task.json"): (task_dir / "task.json").read_bytes(), **corpus.sources}
     inputs.update({f"{src.rel(task_dir)}/tree+dirty/{rel}": data for rel, data in fixture.items()})
-    inputs.update({f"{src.rel(task_dir)}/reference/{p.name}": p.read_bytes()
+    inputs.update({f"{src.rel(task_dir)}/reference/{p.name}": src.inside(p).read_bytes()
                    for p in sorted((task_dir / "reference").glob("*.py"))})
     inputs.update({f"oracle/{rel}": data for rel, data in {**code, **held_out}.items()})
     record = provenance(task_dir, amb_id, src, inputs, corpus, damage_conditions, vendored)

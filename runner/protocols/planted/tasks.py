@@ -13,7 +13,7 @@ from pathlib import Path
 
 from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import SpecError
-from runner.plan.spec import read_yaml, validate
+from runner.plan.spec import FOLDER_FIX, inside_project, read_yaml, validate
 
 FOLDER = Path("tasks") / "planted"
 SPLIT = "split.yaml"
@@ -56,6 +56,9 @@ class PlantedTask:
 
 def load_planted_task(task_dir: Path) -> PlantedTask:
     path = task_dir / "planted.yaml"
+    project = task_dir.parent.parent.parent  # tasks/planted/<id>
+    inside_project(task_dir, project, path, "(task folder)", task_dir.name, FOLDER_FIX)
+    inside_project(path, project, path, "(file)", path.name, "make it a file of the task folder, not a link out of it")
     data = read_yaml(path)
     validate(data, "planted", path)
     if data["id"] != task_dir.name:
@@ -63,6 +66,8 @@ def load_planted_task(task_dir: Path) -> PlantedTask:
     for sub in ("fixture", "hidden", "solution", "naive"):
         if not (task_dir / sub).is_dir():
             raise SpecError(path, "(task folder)", f"has no {sub}/ folder", f"create {task_dir / sub}")
+        # read whole into the sandbox (fixture) or the check (hidden, solution, naive)
+        inside_project(task_dir / sub, project, path, "(task folder)", f"{sub}/", FOLDER_FIX)
     if "{oracle}/check.py" not in data["check"]["command"]:
         raise SpecError(path, "check.command", "never names {oracle}/check.py",
                         'make it ["python3", "{oracle}/check.py", "{artifact}"]: hidden/check.py is the judge')
