@@ -10,6 +10,7 @@ from runner.env import model_endpoint
 from runner.env import netguard
 
 from runner.env import selftest
+from runner.grading.canaries import canaries_for_this_host
 from runner.grading.gate import GateProof
 from runner.env.images import ensure_derived
 
@@ -22,13 +23,15 @@ def test_selftest_passes_every_check(engine, images, tmp_path):
                           env={**os.environ, "MEMGRID_ROOT": str(REPO), "COLUMNS": "300"})
     lines = [l for l in proc.stdout.splitlines() if l.startswith(("PASS", "FAIL"))]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert len(lines) == 16 and all(l.startswith("PASS") for l in lines), "\n".join(lines)
-    for name in ("floor fails", "ceiling passes", "server never attaches", "tools deferred", "memory tool denied",
+    canaries = [c.name for c in canaries_for_this_host()]
+    total = 16 + len(canaries)
+    assert len(lines) == total and all(l.startswith("PASS") for l in lines), "\n".join(lines)
+    for name in (*canaries, "floor fails", "ceiling passes", "server never attaches", "tools deferred", "memory tool denied",
                  "another arm's tools present", "host unreachable", "no route out", "gateway forwards only",
                  "disk budget", "artifact cap", "links dropped", "output flood bounded",
                  "recall injection confirmed", "recall_fallback injection flagged"):
         assert any(name in l for l in lines), name
-    assert "16 passed, 0 failed" in proc.stdout
+    assert f"{total} passed, 0 failed" in proc.stdout
 
 
 def test_escape_probes_fail_without_the_network_guard(engine, images, run_id, tmp_path, no_leftovers):

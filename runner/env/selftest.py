@@ -1,6 +1,6 @@
 """`memgrid selftest`: before a paid run, prove on this machine that the gate and the sandbox still work.
 
-Four parts, each check one line PASS or FAIL with what was tried and what was seen:
+Five parts, each check one line PASS or FAIL with what was tried and what was seen:
 - reference agents: `floor` (the naive solution) must fail the checker, `ceiling` (the informed one)
   must pass, through the real cell path;
 - canaries: real claude-code cells on the scripted model, each with one piece of the treatment's
@@ -10,6 +10,8 @@ Four parts, each check one line PASS or FAIL with what was tried and what was se
 - the planted protocol's canary: recall_fallback serves a default namespace instead of the cell's,
   so no planted memory ever reaches a session while its cells look ordinary; the reader on recall
   must have its injection confirmed and on recall_fallback must not, and the summary must flag it;
+- grading: the hack canaries (runner/grading/canaries.py) on one task, each a hostile artifact that
+  attacks the grader rather than solving the task; every one must fail;
 - escape probes, run as commands inside a real cell (its sandbox on a guarded cell network beside
   the gateway and the scripted model): host reachability (a listener on every address of this host),
   egress (the cell's route table and resolver), gateway paths, the disk budget, the artifact cap,
@@ -35,7 +37,7 @@ from runner.plan.grid import CellSpec
 from runner.exec.job import PreparedRun, prepare_run
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.sandbox import MIB, DiskBudget, Sandbox, remove_run_containers
-from runner.plan.spec import grid_from_dict
+from runner.plan.spec import grid_from_dict, load_all_tasks
 from runner.exec.trial import run_cell
 
 TASK = "slug_ids"
@@ -255,6 +257,17 @@ def escape_checks(client, images, model_image: str, run_id: str, cell_dir: Path)
     return checks
 
 
+def grading_checks(root: Path, client, images) -> list[Check]:
+    """The hack canaries on one task: hostile artifacts that attack the grader itself (memgrid-grade,
+    the judge's process, start-up hooks, bytecode, the detector) must all fail to pass."""
+    from runner.tasks.check import check_behaviour
+
+    task = load_all_tasks(root)[TASK]
+    findings = check_behaviour(client, images, [task], only=lambda variant: variant.startswith("canary/"))
+    return [Check("grading", f.rule.removeprefix("hack canary "), f.passed, f"{TASK}: {f.rule}", f.detail[:200])
+            for f in findings if f.rule.startswith("hack canary ")]
+
+
 # ---- the whole selftest -------------------------------------------------------------------------
 
 def run_selftest(root: Path, runs_dir: Path, *, emit: Callable[[str], None], log: Callable[[str], None]) -> list[Check]:
@@ -269,6 +282,9 @@ def run_selftest(root: Path, runs_dir: Path, *, emit: Callable[[str], None], log
             for check in part(run):
                 checks.append(check)
                 emit(check.line())
+        for check in grading_checks(root, run.ctx.client, run.ctx.images):
+            checks.append(check)
+            emit(check.line())
         for check in planted_checks(root, runs_dir, f"{run_id}-planted", log):
             checks.append(check)
             emit(check.line())

@@ -13,6 +13,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from runner.env.archive import Entry
 from runner.env.bundle import tree_entries
@@ -66,7 +67,7 @@ def artifact_variants(task: TaskSpec) -> dict[str, list[Entry]]:
 
 def behaviour_findings(task: TaskSpec, verdicts: dict[str, CheckerVerdict]) -> list[Finding]:
     out = []
-    damaged = [c for c in DAMAGE_CONDITIONS if f"damaged/{c}" in verdicts]
+    damaged = [c for c in DAMAGE_CONDITIONS if task.reference(f"damaged/{c}").is_dir()]
     canaries = {f"canary/{c.name}": c for c in CANARIES}
     for name, v in verdicts.items():
         if name in canaries:
@@ -99,9 +100,11 @@ def behaviour_findings(task: TaskSpec, verdicts: dict[str, CheckerVerdict]) -> l
     return out
 
 
-def check_behaviour(client, images: ImageSet, tasks: list[TaskSpec], concurrency: int = 2) -> list[Finding]:
+def check_behaviour(client, images: ImageSet, tasks: list[TaskSpec], concurrency: int = 2,
+                    only: Callable[[str], bool] = lambda variant: True) -> list[Finding]:
+    """`only`: which variants to grade (selftest grades the hack canaries alone)."""
     run_id = f"taskcheck-{uuid.uuid4().hex[:10]}"
-    jobs = [(t, name, entries) for t in tasks for name, entries in artifact_variants(t).items()]
+    jobs = [(t, name, entries) for t in tasks for name, entries in artifact_variants(t).items() if only(name)]
 
     def grade(job):
         task, name, entries = job
