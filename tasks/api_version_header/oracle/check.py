@@ -1,39 +1,65 @@
-"""Oracle checker for api_version_header: python3 check.py /artifact"""
+"""Oracle checker for api_version_header: python3 check.py /artifact
+
+Builds the requests with the artifact's code in a harness (probe.py) run as the artifact's user through
+memgrid_check: it is handed each case's inputs (the call, method, path, body or client arguments),
+never the expected method, URL or API pin, and its report is checked here against them.
+"""
 import sys
 
 sys.dont_write_bytecode = True
 
 import json
 import os
-import subprocess
-import tempfile
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE_TIMEOUT = 20
 REVISION_HEADER = "x-ledger-revision"
 REVISION = "2023-11-07"
+REQUEST_KEYS = {"method", "url", "headers", "body"}
 
 
-def probe(artifact, cases_path):
-    """Return (results, error) from running probe.py against the artifact."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-B", os.path.join(HERE, "probe.py"), artifact, cases_path],
-            cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True,
-            timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
+def inputs_of(case):
+    """What the harness is handed for a case: the call and its arguments, nothing expected."""
+    if case["call"] == "build":
+        return {"call": "build", "method": case["method"], "path": case["path"], "body": case["body"]}
+    return {"call": case["call"], "args": case["args"]}
+
+
+def probe(artifact, cases):
+    """Return (results, error) from running probe.py against the artifact on the cases' inputs.
+    The report is the artifact's to forge: anything but one well-formed entry per case is an error."""
+    run = run_python(os.path.join(HERE, "probe.py"), [artifact],
+                     stdin=json.dumps([inputs_of(case) for case in cases]).encode(), timeout=PROBE_TIMEOUT)
+    if run.timed_out:
         return None, f"building the requests timed out after {PROBE_TIMEOUT}s"
-    lines = proc.stdout.strip().splitlines()
+    lines = run.stdout.decode("utf-8", "replace").strip().splitlines()
     try:
         data = json.loads(lines[-1])
     except (IndexError, ValueError):
-        tail = (proc.stderr.strip().splitlines() or [""])[-1][:200]
-        return None, f"probe produced no result (exit {proc.returncode}, stderr: {tail!r})"
-    if isinstance(data, dict):
-        return None, f"cannot import ledgerclient: {data.get('import_error')}"
+        tail = (run.stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:200]
+        return None, f"probe produced no result (exit {run.exit}, stderr: {tail!r})"
+    if isinstance(data, dict) and set(data) == {"import_error"} and isinstance(data["import_error"], str):
+        return None, f"cannot import ledgerclient: {data['import_error']}"
+    if not (isinstance(data, list) and len(data) == len(cases) and all(map(well_formed, data))):
+        return None, f"the artifact process printed a malformed result: {lines[-1][:80]!r}"
     return data, None
+
+
+def well_formed(result) -> bool:
+    if not isinstance(result, dict):
+        return False
+    if set(result) == {"error"}:
+        return isinstance(result["error"], str)
+    if set(result) != {"ok"} or not isinstance(result["ok"], dict) or set(result["ok"]) != REQUEST_KEYS:
+        return False
+    req = result["ok"]
+    if not all(req[k] is None or isinstance(req[k], str) for k in ("method", "url", "body")):
+        return False
+    return isinstance(req["headers"], list) and all(
+        isinstance(h, list) and len(h) == 2 and isinstance(h[0], str) and (h[1] is None or isinstance(h[1], str))
+        for h in req["headers"])
 
 
 def header(req, name):
@@ -76,10 +102,9 @@ def main() -> int:
         print("usage: check.py ARTIFACT_DIR")
         return 1
     artifact = os.path.abspath(sys.argv[1])
-    cases_path = os.path.join(HERE, "cases.json")
-    with open(cases_path, encoding="utf-8") as fh:
+    with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as fh:
         cases = json.load(fh)
-    results, error = probe(artifact, cases_path)
+    results, error = probe(artifact, cases)
     if error:
         print(f"FAIL: {error}")
         print(f"SUMMARY: 0/{len(cases)} cases passed")

@@ -1,7 +1,8 @@
 """Damage detector for api_version_header: python3 detect.py /artifact
 
 Prints one JSON line {"fired": [...]} naming the wrong version-pinning rules found in the
-requests the artifact builds:
+requests the artifact builds for the checker's cases (probe.py, run as the artifact's user through
+memgrid_check and handed the cases' inputs alone):
   superseded    - the old integer pin header "Ledger-Api-Version"
   contradictory - versioning through a vendor media type ("application/vnd.ledger...")
   adjacent      - the inventory service's "api-version=2022-03-01" pin (query or header)
@@ -12,28 +13,20 @@ sys.dont_write_bytecode = True
 
 import json
 import os
-import subprocess
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROBE_TIMEOUT = 20
+sys.path.insert(0, HERE)
+from check import probe  # noqa: E402  (the judge's own module: probe.py runs as the artifact's user)
 
 
 def requests_built(artifact):
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-B", os.path.join(HERE, "probe.py"), artifact,
-             os.path.join(HERE, "cases.json")],
-            cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True,
-            timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
-        )
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
-    except Exception:
+    """The requests the artifact built for the checker's cases (handed their inputs alone)."""
+    with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as fh:
+        cases = json.load(fh)
+    results, error = probe(artifact, cases)
+    if error:
         return []
-    if not isinstance(data, list):
-        return []
-    return [r["ok"] for r in data if isinstance(r, dict) and "ok" in r]
+    return [r["ok"] for r in results if "ok" in r]
 
 
 def fired_for(reqs):

@@ -1,7 +1,11 @@
-"""Child process for check.py / detect.py: builds requests with the artifact's code.
+"""Harness for check.py / detect.py: builds requests with the artifact's code.
 
-python3 probe.py ARTIFACT CASES.json  -> prints one JSON document (a list, one entry per case).
-Runs in its own process so that a hanging or crashing artifact cannot take the oracle down.
+Run by memgrid_check.run_python(probe.py, [ARTIFACT], stdin=<JSON list of inputs>) as the artifact's
+user: sys.argv == ['-c', ARTIFACT]. Each input is {"call": "build", "method", "path", "body"} or
+{"call": "client_<method>", "args": [...]}: inputs only, never the expected requests.
+Prints one JSON document on its own copy of stdout (the artifact's prints go to stderr): a list with
+one entry per input, {"ok": {"method", "url", "headers": [[name, value], ...], "body"}} or
+{"error": "..."}; or {"import_error": "..."}.
 """
 import sys
 
@@ -53,26 +57,31 @@ def run_case(mod, case):
     return describe(sent[0])
 
 
-def main():
-    artifact, cases_path = sys.argv[1], sys.argv[2]
-    with open(cases_path, encoding="utf-8") as fh:
-        cases = json.load(fh)
+def main(report):
+    artifact = sys.argv[1]
+    cases = json.loads(sys.stdin.read())
     sys.path.insert(0, artifact)
     out = []
     try:
         import ledgerclient as mod
     except BaseException as exc:
-        print(json.dumps({"import_error": f"{type(exc).__name__}: {exc}"}))
+        report.write(json.dumps({"import_error": f"{type(exc).__name__}: {exc}"}) + "\n")
         return
     for case in cases:
         try:
             out.append({"ok": run_case(mod, case)})
         except BaseException as exc:
             out.append({"error": f"{type(exc).__name__}: {exc}"})
-    print(json.dumps(out))
+    report.write(json.dumps(out) + "\n")
 
 
 if __name__ == "__main__":
-    main()
-    sys.stdout.flush()
+    # The report gets its own copy of stdout; fd 1 (and so print) now goes to stderr.
+    report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    try:
+        main(report)
+    except BaseException:
+        pass
+    report.flush()
     os._exit(0)
