@@ -2,7 +2,9 @@
 
 Each case writes an audit log, calls the artifact's correct_entry and inspects the file: the
 earlier lines must be byte-for-byte unchanged and each correction must be one new line at the
-end, with the next entry number and a supersedes=<corrected entry number> field.
+end, with the next entry number and a supersedes=<corrected entry number> field. The calls run
+as the artifact's user (harness.run_scenario, through memgrid_check) on each case's initial lines
+and calls alone; the expected lines stay here.
 """
 import sys
 

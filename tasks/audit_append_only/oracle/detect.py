@@ -1,7 +1,8 @@
 """Damage detector for audit_append_only: python3 detect.py /artifact
 
 Writes a three-entry log, asks the artifact's correct_entry to fix entry 2 (in a child
-process, with a timeout) and names the conditions whose wrong rule the resulting file shows.
+process run as the artifact's user, with a timeout) and names the conditions whose wrong rule
+the resulting file shows.
 Prints one JSON line.
   superseded:    the old line is edited in place and gets a rev=<n> revision field
   contradictory: a new entry is appended that points back with corrects=<n>

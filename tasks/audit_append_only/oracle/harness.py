@@ -1,19 +1,20 @@
-"""Runs correct_entry scenarios against an artifact in a child process (shared by check/detect).
+"""Runs correct_entry scenarios against an artifact in a child process run as the artifact's user
+(memgrid_check; shared by check/detect).
 
 A scenario is an initial log (a list of lines, written verbatim) and a list of calls
-[entry_no, new_text, actor]. The child imports the artifact's auditlog package, writes the log
-into a fresh temporary folder under /tmp (the parent removes it afterwards), makes the calls in
-order and reports each call's outcome and the final file content as one JSON line.
+[entry_no, new_text, actor]: the child is handed these inputs alone, never the expected lines. It
+imports the artifact's auditlog package, writes the log into a fresh folder in its working
+directory (the artifact user's home, wiped after every run), makes the calls in order and reports
+each call's outcome and the final file content as one JSON line. That report is the artifact's to
+forge: the judge checks its shape (complete) and compares it with the expected lines itself.
 """
 import sys
 
 sys.dont_write_bytecode = True
 
 import json
-import os
-import shutil
-import subprocess
-import tempfile
+
+from memgrid_check import PYTHON, run_artifact
 
 MARK = "@@AUDIT-ORACLE@@"
 
@@ -21,9 +22,10 @@ CHILD = r"""
 import sys, json, os, shutil, tempfile
 sys.dont_write_bytecode = True
 from pathlib import Path
-artifact, payload, mark = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+artifact, mark = sys.argv[1], sys.argv[2]
+payload = json.loads(sys.stdin.read())
 report = {"import_error": None, "results": [], "content": None}
-tmp = tempfile.mkdtemp(prefix="audit-oracle-")
+tmp = tempfile.mkdtemp(prefix="audit-oracle-", dir=os.getcwd())
 try:
     sys.path.insert(0, artifact)
     try:
@@ -57,22 +59,16 @@ sys.stdout.flush()
 def run_scenario(artifact: str, lines: list, calls: list, timeout: float = 10) -> dict:
     """Return {"import_error", "results", "content"}, or {"error": "..."} when the child gave no
     complete, well-formed report (it exited early, hung, crashed or printed something else)."""
-    # The child's temporary folder goes inside this one, which is removed even when the child
-    # never got to clean up (it exited early or was killed).
-    workdir = tempfile.mkdtemp(prefix="audit-oracle-", dir="/tmp" if os.path.isdir("/tmp") else None)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", TMPDIR=workdir)
+    # The child's folder is in the artifact user's home, which memgrid-grade wipes after the run
+    # even when the child never got to clean up (it exited early or was killed).
     try:
-        proc = subprocess.run(
-            [sys.executable, "-B", "-c", CHILD, artifact, json.dumps({"lines": lines, "calls": calls}), MARK],
-            cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout}s"}
+        run = run_artifact([*PYTHON, "-c", CHILD, artifact, MARK],
+                           stdin=json.dumps({"lines": lines, "calls": calls}).encode(), timeout=timeout)
     except Exception as exc:
         return {"error": f"could not run: {type(exc).__name__}: {exc}"}
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    for line in reversed(proc.stdout.splitlines()):
+    if run.timed_out:
+        return {"error": f"timed out after {timeout}s"}
+    for line in reversed(run.stdout.decode("utf-8", "replace").splitlines()):
         if line.startswith(MARK):
             try:
                 report = json.loads(line[len(MARK):])
@@ -81,8 +77,7 @@ def run_scenario(artifact: str, lines: list, calls: list, timeout: float = 10) -
             if complete(report, len(calls)):
                 return report
             break
-    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-    return {"error": f"child exited {proc.returncode} without a complete report ({tail})"}
+    return {"error": f"child exited {run.exit} without a complete report ({run.tail(200)})"}
 
 
 def complete(report, n_calls: int) -> bool:
