@@ -1,4 +1,9 @@
-"""Oracle checker for cli_default_output: python3 check.py /artifact"""
+"""Oracle checker for cli_default_output: python3 check.py /artifact
+
+Runs `opsreport.py report SAMPLES [--format F]` as the artifact's user through memgrid_check (the
+harness run_report.py is handed the samples file and the options, never the expected rows) and
+checks what the CLI printed here.
+"""
 import sys
 
 sys.dont_write_bytecode = True
@@ -7,28 +12,35 @@ import csv
 import io
 import json
 import os
-import subprocess
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE_TIMEOUT = 10
 COLUMNS = ["service", "requests", "errors", "error_rate", "p95_ms"]
 
 
-def run_report(artifact, data, fmt):
-    """Return (CompletedProcess, error)."""
-    cmd = [sys.executable, "-B", os.path.join(artifact, "opsreport.py"), "report",
-           os.path.join(HERE, "data", data)]
-    if fmt is not None:
-        cmd += ["--format", fmt]
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+class Report:
+    """What one run of the CLI gave: exit status and its output as text (all of it the artifact's)."""
+
+    def __init__(self, run):
+        self.returncode = run.exit
+        self.stdout = run.stdout.decode("utf-8", "replace")
+        self.stderr = run.stderr.decode("utf-8", "replace")
+
+
+def run_report(artifact, data, fmt, timeout=CASE_TIMEOUT):
+    """Return (Report, error). The CLI runs as the artifact's user on a copy of the samples file."""
+    with open(os.path.join(HERE, "data", data), "rb") as fh:
+        samples = fh.read()
+    options = [] if fmt is None else ["--format", fmt]
     try:
-        proc = subprocess.run(cmd, cwd=artifact, env=env, capture_output=True, text=True,
-                              timeout=CASE_TIMEOUT, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {CASE_TIMEOUT}s"
+        run = run_python(os.path.join(HERE, "run_report.py"), [artifact, *options], stdin=samples, timeout=timeout)
     except Exception as exc:
         return None, f"could not run: {type(exc).__name__}: {exc}"
-    return proc, None
+    if run.timed_out:
+        return None, f"timed out after {timeout}s"
+    return Report(run), None
 
 
 def json_lines(stdout, require_sorted_keys):
@@ -95,7 +107,10 @@ def main() -> int:
     passed = 0
     for i, case in enumerate(cases, 1):
         proc, error = run_report(artifact, case["data"], case["format"])
-        problem = error or check_case(case, proc)
+        try:
+            problem = error or check_case(case, proc)
+        except Exception as exc:  # the output is the artifact's: whatever it is, the case fails
+            problem = f"checker could not evaluate the output: {type(exc).__name__}: {exc}"
         if problem is None:
             passed += 1
         else:

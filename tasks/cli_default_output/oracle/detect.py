@@ -1,6 +1,7 @@
 """Damage detector for cli_default_output: python3 detect.py /artifact
 
-Runs `opsreport.py report DATA` without --format and names the wrong default it sees:
+Runs `opsreport.py report DATA` without --format (as the artifact's user, through memgrid_check)
+and names the wrong default it sees:
   superseded    - CSV (a comma-separated header row naming the columns)
   contradictory - one JSON array for the whole report
   adjacent      - a Markdown table (pipe rows with a |---| separator line)
@@ -13,22 +14,18 @@ sys.dont_write_bytecode = True
 import json
 import os
 import re
-import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check import run_report  # noqa: E402  (the judge's own module: the CLI runs as the artifact's user)
+
 TIMEOUT = 10
 MD_SEPARATOR = re.compile(r"^\|?(\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?$")
 
 
 def default_output(artifact):
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run(
-        [sys.executable, "-B", os.path.join(artifact, "opsreport.py"), "report",
-         os.path.join(HERE, "data", "wide.json")],
-        cwd=artifact, env=env, capture_output=True, text=True, timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    return proc.stdout if proc.returncode == 0 else ""
+    report, error = run_report(artifact, "wide.json", None, timeout=TIMEOUT)
+    return report.stdout if error is None and report.returncode == 0 else ""
 
 
 def classify(out):
