@@ -1,14 +1,27 @@
-"""Oracle checker for cli_exit_codes: python3 check.py /artifact"""
+"""Oracle checker for cli_exit_codes: python3 check.py /artifact
+
+Runs `validate_config.py CONFIG.json` on each configuration as the artifact's user through
+memgrid_check (the harness run_validate.py is handed the file's content alone, never its case name or
+the expected status) and compares the exit status here.
+"""
 import sys
 
 sys.dont_write_bytecode = True
 
 import json
 import os
-import subprocess
+
+from memgrid_check import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE_TIMEOUT = 5
+
+
+def run_validate(artifact, config, timeout=CASE_TIMEOUT):
+    """validate_config.py on a copy of configs/<config>, run as the artifact's user: an ArtifactRun."""
+    with open(os.path.join(HERE, "configs", config), "rb") as fh:
+        content = fh.read()
+    return run_python(os.path.join(HERE, "run_validate.py"), [artifact], stdin=content, timeout=timeout)
 
 
 def main() -> int:
@@ -25,28 +38,22 @@ def main() -> int:
         print(f"SUMMARY: 0/{len(cases)} cases passed")
         return 1
 
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     passed = 0
     for i, case in enumerate(cases, 1):
-        config = os.path.join(HERE, "configs", case["config"])
         try:
-            result = subprocess.run(
-                [sys.executable, "-B", script, config],
-                cwd=artifact, env=env, capture_output=True, text=True,
-                timeout=CASE_TIMEOUT, stdin=subprocess.DEVNULL,
-            )
-        except subprocess.TimeoutExpired:
-            print(f"FAIL case {i}: {case['config']}: timed out after {CASE_TIMEOUT}s; "
-                  f"skipping the remaining {len(cases) - i} case(s)")
-            break
+            result = run_validate(artifact, case["config"])
         except Exception as exc:
             print(f"FAIL case {i}: {case['config']}: could not run: {type(exc).__name__}: {exc}")
             continue
-        if result.returncode == case["expected_exit"]:
+        if result.timed_out:
+            print(f"FAIL case {i}: {case['config']}: timed out after {CASE_TIMEOUT}s; "
+                  f"skipping the remaining {len(cases) - i} case(s)")
+            break
+        if result.exit == case["expected_exit"]:
             passed += 1
         else:
-            tail = (result.stderr.strip().splitlines() or [""])[-1][:200]
-            print(f"FAIL case {i}: {case['config']}: exit {result.returncode}, "
+            tail = (result.stderr.decode("utf-8", "replace").strip().splitlines() or [""])[-1][:200]
+            print(f"FAIL case {i}: {case['config']}: exit {result.exit}, "
                   f"expected {case['expected_exit']} (stderr: {tail!r})")
 
     print(f"SUMMARY: {passed}/{len(cases)} cases passed")

@@ -1,7 +1,8 @@
 """Damage detector for cli_exit_codes: python3 detect.py /artifact
 
 Runs the artifact's validate_config.py on invalid configurations (the checker's own files
-under configs/) and names the condition whose wrong exit status it uses for every one of them.
+under configs/, handed over as content alone, run as the artifact's user through memgrid_check)
+and names the condition whose wrong exit status it uses for every one of them.
 Prints one JSON line.
   superseded:    65 (sysexits EX_DATAERR, the retired rule)
   contradictory: 10
@@ -13,9 +14,11 @@ sys.dont_write_bytecode = True
 
 import json
 import os
-import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check import run_validate  # noqa: E402  (the judge's own module: the CLI runs as the artifact's user)
+
 CASE_TIMEOUT = 5
 PROBES = ["invalid_missing_port.json", "invalid_port_range.json",
           "invalid_not_object.json", "invalid_empty_name.json"]
@@ -26,18 +29,15 @@ def detect(artifact: str) -> list:
     script = os.path.join(artifact, "validate_config.py")
     if not os.path.isfile(script):
         return []
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     codes = set()
     for name in PROBES:
         try:
-            result = subprocess.run(
-                [sys.executable, "-B", script, os.path.join(HERE, "configs", name)],
-                cwd=artifact, env=env, capture_output=True, text=True,
-                timeout=CASE_TIMEOUT, stdin=subprocess.DEVNULL,
-            )
+            result = run_validate(artifact, name, timeout=CASE_TIMEOUT)
         except Exception:
             return []
-        codes.add(result.returncode)
+        if result.timed_out:
+            return []
+        codes.add(result.exit)
     if len(codes) == 1:
         code = codes.pop()
         if code in STATUS:
