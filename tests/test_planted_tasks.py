@@ -5,9 +5,10 @@ the untouched fixture and the plausible (naive) implementation fail the hidden c
 it, both pass the visible tests (so the visible tests do not give the convention away), and neither the
 prompt nor the fixture states it. Each invariant is its own test per task, so a failure names both.
 
-The checks run the task's own check command the way the grader does (python3 -m pytest on the artifact
-with hidden/ laid over it, from another working directory, without bytecode, without third-party pytest
-plugins), with this interpreter standing in for python3.
+Invariants 1-3 grade the way a planted cell's check does, in the real checker container: the workspace
+(fixture/ with solution/ or naive/ over it) at /artifact, hidden/ as the judge's /oracle, the task's
+check command (python3 {oracle}/check.py {artifact}) run by memgrid-grade (protocol.check_inputs,
+check_command). Invariant 4 runs the visible tests on the host, as the agent would.
 """
 
 import os
@@ -15,11 +16,19 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
 import pytest
 import yaml
+
+from runner.env.archive import Entry
+from runner.env.bundle import tree_entries
+from runner.errors import SpecError
+from runner.grading.checker import GRACE_SECONDS, grade_in_container
+from runner.protocols.planted.protocol import check_command, check_inputs
+from runner.protocols.planted.tasks import load_planted_task
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED = REPO / "tasks" / "planted"
@@ -59,8 +68,8 @@ def assemble(dest: Path, task_dir: Path, *layers: str) -> Path:
 
 def child_env() -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
-    # The grader's python has stdlib and pytest only: plugins installed here (anyio's, say) must not help
-    # or hurt a check. Without bytecode, because the grader's artifact is read-only.
+    # The sandbox's python has stdlib and pytest only: plugins installed here (anyio's, say) must not help
+    # or hurt the visible tests. Without bytecode, so the task folders stay as they are.
     env.update(PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     return env
 
@@ -77,24 +86,43 @@ def tail(proc: subprocess.CompletedProcess) -> str:
     return "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
 
 
-def snapshot(folder: Path) -> dict:
-    return {p.relative_to(folder): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+VARIANTS = {"fixture": (), "solution": ("solution",), "naive": ("naive",)}
+GRADES: dict[str, dict[str, tuple[bool, str]]] = {}  # task -> variant -> (passed, the judge's last lines)
 
 
-def run_check(task_dir: Path, invariant: str, artifact: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    argv = [a.replace("{artifact}", str(artifact)) for a in spec(task_dir)["check"]["command"]]
-    if argv[0] == "python3":
-        argv[0] = sys.executable
-    elsewhere = tmp_path / "cwd"
-    elsewhere.mkdir()
-    before = snapshot(artifact)
-    proc = run(task_dir, invariant, argv, elsewhere)
-    # The grader's artifact is read-only: a check that writes into it would error there, not here (root
-    # ignores file modes, so compare the tree instead of trusting chmod).
-    if snapshot(artifact) != before:
-        fail(task_dir, invariant, "the check wrote into the artifact, which the grader mounts read-only; "
-                                  "write to tmp_path instead\n" + tail(proc))
-    return proc
+def artifact_of(task_dir: Path, layers: tuple[str, ...]) -> list[Entry]:
+    """fixture/ with each layer's files over it, as the workspace the agent leaves."""
+    files: dict[str, Entry] = {}
+    for layer in ("fixture", *layers):
+        files |= {e.path: Entry(e.path.removeprefix("w/"), e.data, e.mode) for e in tree_entries(task_dir / layer, "w")}
+    return list(files.values())
+
+
+def grade(engine, images, run_id: str, task, variant: str) -> tuple[bool, str]:
+    judged, log, _ = grade_in_container(engine, images.checker.tag,
+                                        check_inputs(task, artifact_of(task.root, VARIANTS[variant])),
+                                        {"checker": {"command": check_command(task), "timeout": task.check_seconds},
+                                         "detector": None},
+                                        task.check_seconds + GRACE_SECONDS, run_id=run_id, cell_id=f"{task.id}-{variant}")
+    checker = (judged or {}).get("checker") or {}
+    passed = checker.get("exit") == 0 and not checker.get("timed_out")
+    shown = checker.get("output") or log or "no output"
+    if checker.get("timed_out"):
+        shown += f"\n(timed out after {task.check_seconds} s)"
+    return passed, "\n".join(shown.strip().splitlines()[-15:])
+
+
+def graded(engine, images, run_id: str, task_dir: Path, invariant: str, variant: str) -> tuple[bool, str]:
+    """Whether the task's judge passes fixture/ with `variant` over it, graded as a planted cell's check is;
+    the three variants of a task are graded together, once, in parallel."""
+    if task_dir.name not in GRADES:
+        try:
+            task = load_planted_task(task_dir)
+        except SpecError as e:
+            fail(task_dir, invariant, f"planted.yaml does not load: {e}")
+        with ThreadPoolExecutor(len(VARIANTS)) as pool:
+            GRADES[task_dir.name] = dict(zip(VARIANTS, pool.map(lambda v: grade(engine, images, run_id, task, v), VARIANTS)))
+    return GRADES[task_dir.name][variant]
 
 
 def words(text: str) -> list[str]:
@@ -112,29 +140,27 @@ def fixture_texts(task_dir: Path):
 # 1-3: the check separates the conventional implementation from the rest.
 
 @each_task
-def test_1_untouched_fixture_fails_the_check(task_dir, tmp_path):
-    proc = run_check(task_dir, "1 (fixture + hidden fails the check)",
-                     assemble(tmp_path / "artifact", task_dir, "hidden"), tmp_path)
-    if proc.returncode == 0:
-        fail(task_dir, "1 (fixture + hidden fails the check)", "the check passed on the untouched fixture\n" + tail(proc))
+def test_1_untouched_fixture_fails_the_check(task_dir, engine, images, run_id):
+    invariant = "1 (fixture + hidden fails the check)"
+    passed, output = graded(engine, images, run_id, task_dir, invariant, "fixture")
+    if passed:
+        fail(task_dir, invariant, "the check passed on the untouched fixture\n" + output)
 
 
 @each_task
-def test_2_solution_passes_the_check(task_dir, tmp_path):
-    proc = run_check(task_dir, "2 (fixture + solution + hidden passes the check)",
-                     assemble(tmp_path / "artifact", task_dir, "solution", "hidden"), tmp_path)
-    if proc.returncode != 0:
-        fail(task_dir, "2 (fixture + solution + hidden passes the check)",
-             f"the check exited {proc.returncode} on the solution\n" + tail(proc))
+def test_2_solution_passes_the_check(task_dir, engine, images, run_id):
+    invariant = "2 (fixture + solution + hidden passes the check)"
+    passed, output = graded(engine, images, run_id, task_dir, invariant, "solution")
+    if not passed:
+        fail(task_dir, invariant, "the check failed on the solution\n" + output)
 
 
 @each_task
-def test_3_naive_fails_the_check(task_dir, tmp_path):
-    proc = run_check(task_dir, "3 (fixture + naive + hidden fails the check)",
-                     assemble(tmp_path / "artifact", task_dir, "naive", "hidden"), tmp_path)
-    if proc.returncode == 0:
-        fail(task_dir, "3 (fixture + naive + hidden fails the check)",
-             "the check passed on the naive implementation: it does not test the convention\n" + tail(proc))
+def test_3_naive_fails_the_check(task_dir, engine, images, run_id):
+    invariant = "3 (fixture + naive + hidden fails the check)"
+    passed, output = graded(engine, images, run_id, task_dir, invariant, "naive")
+    if passed:
+        fail(task_dir, invariant, "the check passed on the naive implementation: it does not test the convention\n" + output)
 
 
 # 4: the visible tests accept both implementations, so they cannot be what reveals the convention.
@@ -244,6 +270,8 @@ def spec_problems(task_dir: Path) -> list[str]:
     command = data["check"].get("command")
     if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):
         problems.append("check.command is not a non-empty list of strings")
+    elif "{oracle}/check.py" not in command:
+        problems.append("check.command never names {oracle}/check.py (make it python3 {oracle}/check.py {artifact})")
     elif not any("{artifact}" in a for a in command):
         problems.append("check.command never names {artifact}")
     if set(data["check"]) - {"command", "timeout_seconds"}:
@@ -252,22 +280,12 @@ def spec_problems(task_dir: Path) -> list[str]:
         problems.append("check.timeout_seconds is not an int")
     problems += [f"{sub}/ is missing" for sub in FOLDERS if not (task_dir / sub).is_dir()]
     if not problems:
-        # hidden/ lands on the agent's final workspace: a file there that the project also has would
-        # replace the agent's work, and the check would grade the task's own file instead.
-        project = {p.relative_to(task_dir / sub) for sub in ("fixture", "solution", "naive")
-                   for p in (task_dir / sub).rglob("*") if p.is_file()}
-        clash = sorted(str(p.relative_to(task_dir / "hidden")) for p in (task_dir / "hidden").rglob("*")
-                       if p.is_file() and p.relative_to(task_dir / "hidden") in project)
-        if clash:
-            problems.append(f"hidden/ overwrites project files: {', '.join(clash)}")
-        # Without a pytest.ini of its own, a test folder's configuration comes from the workspace above it:
-        # a conftest.py the agent leaves there can skip every hidden test and the check exits 0.
-        if any("pytest" in a for a in command):
-            for a in command:
-                folder = task_dir / "hidden" / a.removeprefix("{artifact}/")
-                if a.startswith("{artifact}/") and folder.is_dir() and not (folder / "pytest.ini").is_file():
-                    problems.append(f"hidden/{a.removeprefix('{artifact}/')}/ has no pytest.ini pinning the "
-                                    "pytest root (copy one from another task)")
+        # hidden/ is the judge's oracle: check.py judges, and the old pytest files, were they left, would be
+        # neither run nor needed (hidden/ is never laid over the workspace).
+        if not (task_dir / "hidden" / "check.py").is_file():
+            problems.append("hidden/check.py is missing (the judge: python3 {oracle}/check.py {artifact})")
+        if (task_dir / "hidden" / "hidden_tests").exists():
+            problems.append("hidden/hidden_tests/ is still there (check.py replaces it: delete it)")
     return problems
 
 
