@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.tasks.importer import import_tasks
+from runner.tasks.importer import CHECKER_RUN, import_tasks
 from runner.plan.spec import load_all_arms, load_all_tasks
 from runner.tasks.check import arm_findings, check_behaviour, containment_findings, transcript_findings
 
@@ -69,21 +69,136 @@ def check(workdir, oracle_dir):
 '''
 
 
-def test_an_amb_checker_that_runs_the_artifact_in_process_cannot_be_fooled_by_an_early_exit(engine, images, project, amb):
-    """amb calls check() in its own process; an artifact that exits 0 at import would end the checker with 0.
-    The wrapper judges only the child's complete report."""
+def test_an_amb_checker_that_runs_the_artifact_in_process_is_refused_by_name(project, amb):
+    """amb calls check() in its own process, which here is the judge's (it can read /oracle): a checker that
+    imports the artifact there would hand it the answers. It is refused at import, naming the construct."""
+    (amb / "tasks" / GOOD / "checker.py").write_text(IN_PROCESS_CHECKER)
+    result = import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
+    assert not result.plans and len(result.refusals) == 1
+    line = result.refusals[0].line()
+    assert f"tasks/{GOOD}/checker.py: sys.path.insert: (line 5)" in line, line
+    assert "— fix: run artifact code through harness.checker_run.run_bounded, which memgrid runs as the artifact's user" in line
+    assert not (project / "tasks" / IMPORTED).exists()
+
+
+# The graded function of a hostile artifact that does not solve the task: it reads amb's held-out cases where
+# the import puts them (oracle/amb/oracle/ under the task, /oracle in the checker container) and returns the answer.
+READS_THE_ANSWERS = '''import json
+
+
+def render(total: int) -> str:
+    for n, expected in json.load(open("/oracle/amb/oracle/cases.json")):
+        if n == total:
+            return expected
+    return f"total: {total} bytes"
+'''
+
+
+def test_an_artifact_that_reads_the_oracle_passes_with_ambs_checker_run_and_fails_with_memgrids(
+        engine, images, project, amb, run_id):
+    from runner.env.archive import Entry
     from runner.grading.checker import run_checker
     from runner.tasks.check import artifact_variants
 
-    (amb / "tasks" / GOOD / "checker.py").write_text(IN_PROCESS_CHECKER)
     import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
-    task = load_all_tasks(project)[IMPORTED]
-    variants = artifact_variants(task)
-    verdicts = {name: run_checker(engine, images.checker.tag, task, variants[name], run_id=f"pytest-import-{name}",
-                                  cell_id=name)[0] for name in ("exits-at-import", "informed")}
-    assert verdicts["informed"].passed, verdicts["informed"].detail
-    assert not verdicts["exits-at-import"].passed
-    assert "gave no complete report" in verdicts["exits-at-import"].detail
+    control = project.parent / "control"  # the same import with amb's own checker_run.py vendored back
+    shutil.copytree(project / "tasks" / IMPORTED, control / "tasks" / IMPORTED)
+    shutil.copyfile(AMB / "harness/checker_run.py", control / "tasks" / IMPORTED / "oracle/amb/harness/checker_run.py")
+    hostile = [Entry(e.path, READS_THE_ANSWERS.encode(), e.mode) if e.path == "report.py" else e
+               for e in artifact_variants(load_all_tasks(project)[IMPORTED])["naive"]]
+
+    def grade(root: Path, name: str):
+        task = load_all_tasks(root)[IMPORTED]
+        return run_checker(engine, images.checker.tag, task, hostile, run_id=run_id, cell_id=name)[0]
+
+    isolated, amb_own = grade(project, "isolated"), grade(control, "amb-checker-run")
+    assert amb_own.passed, f"the attack is not real: amb's run_bounded failed it too ({amb_own.detail})"
+    assert not isolated.passed
+    assert "render(4096) gave None" in isolated.detail, isolated.detail
+
+
+def checker_run_module(tmp_path: Path, monkeypatch, forged: bytes | None = None):
+    """memgrid's checker_run.py with a stand-in memgrid_check whose run_artifact runs argv here, in an empty
+    folder of its own (as memgrid-grade runs it in /home/artifact); `forged`: what it prints instead."""
+    import importlib.util
+    import sys
+    import types
+
+    def run_artifact(argv, *, stdin=b"", timeout):
+        home = tmp_path / f"artifact-home-{len(list(tmp_path.glob('artifact-home-*')))}"
+        home.mkdir()
+        try:
+            done = subprocess.run(argv, input=stdin, capture_output=True, cwd=home, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return types.SimpleNamespace(exit=None, timed_out=True, stdout=b"", stderr=b"", seconds=timeout)
+        out = done.stdout if forged is None else forged
+        return types.SimpleNamespace(exit=done.returncode, timed_out=False, stdout=out, stderr=done.stderr,
+                                     seconds=0.1, tail=lambda: done.stderr.decode()[-200:])
+
+    monkeypatch.setitem(sys.modules, "memgrid_check",
+                        types.SimpleNamespace(PYTHON=[sys.executable, "-I", "-B"], run_artifact=run_artifact))
+    (tmp_path / "checker_run.py").write_text(CHECKER_RUN)
+    spec = importlib.util.spec_from_file_location("memgrid_checker_run", tmp_path / "checker_run.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_memgrids_run_bounded_runs_a_copy_of_cwd_and_lays_back_what_the_command_wrote(tmp_path, monkeypatch):
+    import sys
+
+    run = checker_run_module(tmp_path, monkeypatch)
+    stage = tmp_path / "judge" / "stage"
+    (stage / "pkg").mkdir(parents=True)
+    (stage / "pkg/data.txt").write_text("old")
+    (stage / "gone.txt").write_text("kept")
+    probe = ("import os, sys; from pathlib import Path; root = Path(sys.argv[1]); assert root == Path.cwd(), root;"
+             "(root / 'pkg/data.txt').write_text('new'); (root / 'out').mkdir(); (root / 'out/r.txt').write_text('made');"
+             "(root / 'gone.txt').unlink(); print(os.environ['EXTRA'], (root / 'pkg/data.txt').read_text())")
+    done = run.run_bounded([sys.executable, "-c", probe, str(stage)], cwd=stage, timeout_s=20, env={"EXTRA": "x"})
+    assert (done.returncode, done.stdout, done.timed_out, done.ok) == (0, "x new\n", False, True), done
+    # the judge's path reached the command as its own copy's (the assert above), and what it wrote came back
+    assert (stage / "pkg/data.txt").read_text() == "new" and (stage / "out/r.txt").read_text() == "made"
+    assert (stage / "gone.txt").read_text() == "kept"  # a deletion is not laid back
+    slow = run.run_bounded([sys.executable, "-c", "import time; time.sleep(30)"], cwd=stage, timeout_s=0.5)
+    assert (slow.returncode, slow.stdout, slow.stderr, slow.timed_out) == (None, "", "timed out", True)
+    assert run.run_bounded(["/nonexistent/python"], cwd=stage, timeout_s=5).returncode == 127
+
+
+def test_memgrids_run_bounded_lays_back_only_regular_files_inside_cwd(tmp_path, monkeypatch):
+    """The report is the artifact's to write: a forged one naming paths out of cwd, through a link in it, or a
+    link of its own changes nothing outside cwd; a malformed one reads as a failed command."""
+    import base64
+    import io
+    import tarfile
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    stage = tmp_path / "judge" / "stage"
+    stage.mkdir(parents=True)
+    (stage / "link").symlink_to(outside)
+    (stage / "victim").symlink_to(outside / "victim.txt")
+    forged = io.BytesIO()
+    with tarfile.open(fileobj=forged, mode="w") as tar:
+        for name in ("../escaped.txt", "/abs.txt", "link/through.txt", "victim", "ok/fine.txt"):
+            info = tarfile.TarInfo(name)
+            info.size = 4
+            tar.addfile(info, io.BytesIO(b"evil"))
+        info = tarfile.TarInfo("planted-link")
+        info.type, info.linkname = tarfile.SYMTYPE, str(outside)
+        tar.addfile(info)
+    line = json.dumps({"returncode": 0, "stdout": "ok", "stderr": "", "seconds": 0.1,
+                       "files": base64.b64encode(forged.getvalue()).decode()})
+    run = checker_run_module(tmp_path, monkeypatch, forged=line.encode() + b"\n")
+    assert run.run_bounded(["true"], cwd=stage, timeout_s=5).stdout == "ok"
+    assert sorted(p.name for p in outside.iterdir()) == [] and not (tmp_path / "judge/escaped.txt").exists()
+    assert (stage / "ok/fine.txt").read_text() == "evil"
+    assert (stage / "victim").is_file() and not (stage / "victim").is_symlink()  # the link replaced, not followed
+    assert not os.path.lexists(stage / "planted-link") and not Path("/abs.txt").exists()  # a leading / is dropped, as tar does
+    for junk in (b"", b"not json\n", b'{"returncode": "0", "stdout": "", "stderr": "", "seconds": 0, "files": ""}\n'):
+        bad = checker_run_module(tmp_path, monkeypatch, forged=junk).run_bounded(["true"], cwd=stage, timeout_s=5)
+        assert bad.returncode == 1 and "gave no usable report" in bad.stderr, bad
 
 
 def test_import_maps_transcripts_references_plants_and_provenance(project, amb):
@@ -104,7 +219,10 @@ def test_import_maps_transcripts_references_plants_and_provenance(project, amb):
     assert "total // 1024" in (root / "references/informed/report.py").read_text()
     # amb's checker, detector and the harness module they import travel unchanged; its package __init__ does not
     assert (root / "oracle/amb/checker.py").read_bytes() == (amb / "tasks" / GOOD / "checker.py").read_bytes()
-    assert (root / "oracle/amb/harness/checker_run.py").read_bytes() == (amb / "harness/checker_run.py").read_bytes()
+    # ...but for amb's chokepoint for running the artifact: memgrid's checker_run.py runs it as the artifact's user
+    vendored_run = (root / "oracle/amb/harness/checker_run.py").read_text()
+    assert vendored_run == CHECKER_RUN and "replaces agent-memory-bench's module" in vendored_run
+    assert "harness/checker_run.py" in json.loads((root / "provenance.json").read_text())["mapped"]
     assert (root / "oracle/amb/harness/__init__.py").read_bytes() == b""
     assert json.loads((root / "oracle/amb_conditions.json").read_text()) == ["superseded", "contradictory", "adjacent"]
     wrong = load_all_tasks(project)[IMPORTED].wrong_rules
@@ -169,6 +287,21 @@ REFUSALS = {
     "checker runs git": (lambda t, r: (t / "checker.py").write_text(
         "import subprocess\n\ndef check(workdir, oracle_dir):\n    subprocess.run(['git', 'diff'])\n    return True, ''\n"),
         "checker.py: git: needs git or bash"),
+    "checker runs the artifact with subprocess": (lambda t, r: (t / "checker.py").write_text(
+        "import subprocess, sys\n\ndef check(workdir, oracle_dir):\n"
+        "    return subprocess.run([sys.executable, 'report.py'], cwd=workdir).returncode == 0, ''\n"),
+        "checker.py: import subprocess: (line 1) can run artifact code in the judge's process or as the judge's user"),
+    "detector runs the artifact with os.system": (lambda t, r: (t / "damage.py").write_text(
+        "import os\n\ndef detect(workdir, oracle_dir, condition):\n    return os.system('python3 report.py') == 0, ''\n"),
+        "damage.py: os.system: (line 4)"),
+    "harness module runs the artifact with exec": (lambda t, r: (
+        (r / "harness/probe.py").write_text("def probe(source):\n    exec(source, {})\n"),
+        (t / "damage.py").write_text("from harness.probe import probe\n\ndef detect(workdir, oracle_dir, c):\n"
+                                     "    return False, ''\n")),
+        "harness/probe.py: exec(): (line 2)"),
+    "checker imports the artifact with importlib": (lambda t, r: (t / "checker.py").write_text(
+        "from importlib import util\n\ndef check(workdir, oracle_dir):\n    return False, ''\n"),
+        "checker.py: from importlib import util: (line 1)"),
     "checker needs a third-party module": (lambda t, r: (t / "checker.py").write_text(
         "import yaml\n\ndef check(workdir, oracle_dir):\n    return True, ''\n"), "import: needs 'yaml'"),
     "harness module missing": (lambda t, r: (t / "damage.py").write_text(

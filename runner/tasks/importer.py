@@ -10,7 +10,13 @@ write, keyed by path under the project root); a task that cannot be mapped faith
 
 The checker and the damage detector run unchanged: oracle/check.py and oracle/detect.py are
 wrappers that call amb's `check(workdir, oracle_dir)` and `detect(workdir, oracle_dir, condition)`
-in a child process, on a writable copy of the artifact, and judge only a complete report.
+in a child process, on a writable copy of the artifact, and judge only a complete report. That
+process is the judge (it can read /oracle): amb's checkers run artifact code through one function,
+`harness/checker_run.py` `run_bounded`, and the import writes memgrid's own version of that module
+(CHECKER_RUN), which runs the command as the artifact user through memgrid_check. A checker, detector
+or vendored harness module that could run artifact code another way (subprocess, os.system/exec*/
+spawn*, multiprocessing, runpy, importlib, exec/eval/compile/__import__, sys.path.insert/append) is
+refused by name.
 """
 
 import ast
@@ -348,14 +354,46 @@ def plant_map(task_dir: Path, src: Source) -> PlantMap:
 
 # ---------------------------------------------------------------- oracle
 
-def module_imports(source: str, path: str) -> tuple[set[str], set[str], set[str]]:
-    """(top-level modules imported, harness modules imported, names called) of one Python file."""
+# What runs artifact code other than through harness.checker_run.run_bounded: in the judge's process (which can
+# read the expected values) or as the judge's user. A checker that uses one is refused by name.
+RUNS_CODE_MODULES = frozenset({"subprocess", "multiprocessing", "runpy", "importlib"})
+RUNS_CODE_OS = re.compile(r"system|popen|exec\w*|spawn\w*|posix_spawn\w*")
+RUNS_CODE_CALLS = frozenset({"exec", "eval", "compile", "__import__"})
+RUN_BOUNDED_ONLY = "run artifact code through harness.checker_run.run_bounded, which memgrid runs as the artifact's user"
+
+
+def runs_code(node: ast.AST) -> str | None:
+    """The construct `node` is when it can run artifact code outside run_bounded, else None."""
+    if isinstance(node, ast.Import):
+        return next((f"import {a.name}" for a in node.names if a.name.split(".")[0] in RUNS_CODE_MODULES), None)
+    if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        if node.module.split(".")[0] in RUNS_CODE_MODULES:
+            return f"from {node.module} import {node.names[0].name}"
+        if node.module == "os":
+            return next((f"from os import {a.name}" for a in node.names if RUNS_CODE_OS.fullmatch(a.name)), None)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        if node.value.id == "os" and RUNS_CODE_OS.fullmatch(node.attr):
+            return f"os.{node.attr}"
+    if isinstance(node, ast.Attribute) and node.attr in ("insert", "append") and isinstance(node.value, ast.Attribute):
+        if node.value.attr == "path" and isinstance(node.value.value, ast.Name) and node.value.value.id == "sys":
+            return f"sys.path.{node.attr}"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in RUNS_CODE_CALLS:
+        return f"{node.func.id}()"
+    return None
+
+
+def module_imports(source: str, path: str) -> tuple[set[str], set[str], set[str], list[tuple[int, str]]]:
+    """(top-level modules imported, harness modules imported, names called, (line, construct) of each use
+    of something that runs code outside run_bounded, in order) of one Python file."""
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
         raise Refused(path, f"line {e.lineno}", f"is not valid Python ({e.msg})", "fix the syntax") from None
-    tops, harness, calls = set(), set(), set()
+    tops, harness, calls, runs = set(), set(), set(), []
     for node in ast.walk(tree):
+        construct = runs_code(node)
+        if construct:
+            runs.append((node.lineno, construct))
         if isinstance(node, ast.Import):
             for a in node.names:
                 tops.add(a.name.split(".")[0])
@@ -374,7 +412,7 @@ def module_imports(source: str, path: str) -> tuple[set[str], set[str], set[str]
             calls.add(f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else "")
         elif isinstance(node, ast.Constant) and node.value in ("git", "bash"):
             calls.add(node.value)
-    return tops, harness, calls
+    return tops, harness, calls, sorted(runs)
 
 
 def oracle_code(task_dir: Path, src: Source, local: set[str]) -> tuple[dict[str, bytes], list[str]]:
@@ -394,7 +432,7 @@ def oracle_code(task_dir: Path, src: Source, local: set[str]) -> tuple[dict[str,
             raise Refused(src.rel(path), "(file)", "is missing", "add it to the amb checkout")
         data = path.read_bytes()
         out[dest] = data
-        tops, harness, calls = module_imports(data.decode("utf-8", errors="replace"), src.rel(path))
+        tops, harness, calls, runs = module_imports(data.decode("utf-8", errors="replace"), src.rel(path))
         foreign = sorted(t for t in tops if t not in sys.stdlib_module_names | local | {"harness", "__future__"})
         if foreign:
             raise Refused(src.rel(path), "import", f"needs '{foreign[0]}', which memgrid's checker image does not have",
@@ -404,6 +442,10 @@ def oracle_code(task_dir: Path, src: Source, local: set[str]) -> tuple[dict[str,
             raise Refused(src.rel(path), needed, "needs git or bash: amb fixtures are git repositories, memgrid "
                           "fixtures are plain files graded in an image without git or bash",
                           "grade the working tree's files instead")
+        if runs and dest != "harness/checker_run.py":  # amb's chokepoint itself: memgrid writes its own instead
+            line, construct = runs[0]
+            raise Refused(src.rel(path), construct, f"(line {line}) can run artifact code in the judge's process or "
+                          "as the judge's user, who can read the expected values", RUN_BOUNDED_ONLY)
         for name in sorted(harness):
             pending.append((f"harness/{name}.py", src.root / "harness" / f"{name}.py"))
             vendored.append(f"harness/{name}.py")
@@ -426,9 +468,10 @@ CHILD = '''"""Runs an imported agent-memory-bench entry point in this child proc
 check ARTIFACT | detect ARTIFACT CONDITIONS_JSON
 
 amb calls check(workdir, oracle_dir) and detect(workdir, oracle_dir, condition) on a writable sandbox;
-each call here gets a fresh writable copy of the read-only artifact. The report is one JSON line on a
-private copy of stdout, written only after the call returned: an artifact that ends the process early
-(os._exit at import) leaves no report, and the wrapper judges that a failure.
+each call here gets a fresh writable copy of the read-only artifact, in this judge's private TMPDIR. This
+process is the judge's and never runs artifact code: amb's code runs it only through run_bounded, which
+memgrid's harness/checker_run.py runs as the artifact user. The report is one JSON line on a private copy
+of stdout, written only after the call returned; no report is judged a failure.
 """
 import sys
 
@@ -497,24 +540,27 @@ if __name__ == "__main__":
 CHECK = '''"""memgrid checker for an imported agent-memory-bench task: python3 /oracle/check.py /artifact
 
 Calls amb's checker.py (oracle/amb/, unchanged) in a child process; exit 0 only on its complete report
-of a pass. Prints amb's verdict and a summary line.
+of a pass. Prints amb's verdict and a summary line. The child inherits memgrid_check's runner channel:
+amb's run_bounded (memgrid's harness/checker_run.py) runs the artifact through it, as the artifact user.
 """
 import sys
 
 sys.dont_write_bytecode = True
 
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+RUNNER = [int(os.environ["MEMGRID_RUNNER_FD"])] if "MEMGRID_RUNNER_FD" in os.environ else []
 
 
 def main() -> int:
     with tempfile.TemporaryFile() as err:
         done = subprocess.run([sys.executable, "-B", str(HERE / "amb_child.py"), "check", sys.argv[1]],
-                              stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
+                              stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True, pass_fds=RUNNER)
         err.seek(0)
         tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
     try:
@@ -534,17 +580,20 @@ if __name__ == "__main__":
 DETECT = '''"""memgrid damage detector for an imported agent-memory-bench task: python3 /oracle/detect.py /artifact
 
 Asks amb's damage.py detect() (oracle/amb/, unchanged) about each condition this task imported, in a
-child process, and prints one JSON line: {"fired": [...]}. Exits 0; no report names nothing.
+child process (with memgrid_check's runner channel, as check.py), and prints one JSON line:
+{"fired": [...]}. Exits 0; no report names nothing.
 """
 import sys
 
 sys.dont_write_bytecode = True
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+RUNNER = [int(os.environ["MEMGRID_RUNNER_FD"])] if "MEMGRID_RUNNER_FD" in os.environ else []
 CONDITIONS = json.loads((HERE / "amb_conditions.json").read_text())
 
 
@@ -553,7 +602,7 @@ def main() -> None:
     if CONDITIONS:
         done = subprocess.run([sys.executable, "-B", str(HERE / "amb_child.py"), "detect", sys.argv[1],
                                json.dumps(CONDITIONS)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              stdin=subprocess.DEVNULL, text=True)
+                              stdin=subprocess.DEVNULL, text=True, pass_fds=RUNNER)
         try:
             fired = [c for c in json.loads(done.stdout.strip().splitlines()[-1])["fired"] if c in CONDITIONS]
         except (IndexError, ValueError, KeyError, TypeError):
@@ -564,6 +613,175 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 '''
+
+
+CHECKER_RUN = r'''"""memgrid's harness/checker_run.py: it replaces agent-memory-bench's module of that name in a task
+`memgrid task import` made (oracle/amb/harness/), with the same public names.
+
+amb's checkers run the artifact only through `run_bounded(command, *, cwd, timeout_s, env)`, and amb runs
+that command as the checker's own user. Here the checker is memgrid's judge, which can read /oracle, so
+this `run_bounded` runs the command as the artifact user through memgrid_check.run_artifact, and the
+judge never runs artifact code itself (memgrid's importer refuses a checker that runs it another way):
+
+- `cwd`, the folder the checker staged in its private TMPDIR (the artifact user cannot read it), travels
+  as a tar on stdin to BOOTSTRAP, which unpacks it into a folder of its own, puts that folder's path
+  wherever the command names `cwd`, runs the command there within `timeout_s` and reports returncode,
+  stdout, stderr and the files the command changed or made, as one JSON line on its own copy of stdout;
+- those files are laid back into `cwd` (regular files at paths inside it only: the report is the
+  artifact's to forge), so a checker that reads what the artifact wrote still works. A file the command
+  deleted stays in `cwd`.
+A run that outlives its timeout gives Completed(None, "", "timed out"), as amb's does; a run that gives
+no report reads as a failed command. `git`, `git_bash` and `run_bash` raise: the checker image has
+neither (the importer refuses a checker that calls them).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import memgrid_check
+
+DEFAULT_TIMEOUT_S = 120.0
+SLACK_S = 30.0  # packing, unpacking and reporting, beyond the command's own bound
+
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    wall_s: float = 0.0
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+# Runs as the artifact user: python3 -I -B -c BOOTSTRAP JUDGE_CWD TIMEOUT ENV_JSON COMMAND..., the tar on stdin.
+BOOTSTRAP = r"""
+import base64, hashlib, io, json, os, subprocess, sys, tarfile, time
+report = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)
+theirs, timeout, env, command = sys.argv[1], float(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4:]
+ours = os.path.join(os.getcwd(), os.path.basename(theirs.rstrip("/")) or "work")
+with tarfile.open(fileobj=io.BytesIO(sys.stdin.buffer.read()), mode="r:") as tar:
+    tar.extractall(ours)
+def files():
+    out = {}
+    for top, _, names in os.walk(ours):
+        for name in names:
+            path = os.path.join(top, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as fh:
+                    out[os.path.relpath(path, ours)] = hashlib.sha256(fh.read()).digest()
+    return out
+def emit(rec):
+    report.write(json.dumps(rec) + "\n")
+    report.flush()
+    os._exit(0)
+def text(data):
+    return data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+before = files()
+started = time.monotonic()
+try:
+    proc = subprocess.Popen([a.replace(theirs, ours) for a in command], cwd=ours, env={**os.environ, **env},
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+except OSError as e:
+    emit({"returncode": 127, "stdout": "", "stderr": str(e), "seconds": 0.0, "files": ""})
+try:
+    out, err = proc.communicate(timeout=timeout)
+except subprocess.TimeoutExpired:
+    emit({"timed_out": True})  # memgrid-grade kills what is left
+seconds = time.monotonic() - started
+changed = io.BytesIO()
+with tarfile.open(fileobj=changed, mode="w") as tar:
+    for rel, digest in files().items():
+        if before.get(rel) != digest:
+            tar.add(os.path.join(ours, rel), arcname=rel)
+emit({"returncode": proc.returncode, "stdout": text(out), "stderr": text(err), "seconds": seconds,
+      "files": base64.b64encode(changed.getvalue()).decode()})
+"""
+
+
+def run_bounded(command, *, cwd: Path, timeout_s: float = DEFAULT_TIMEOUT_S, env=None) -> Completed:
+    """Run `command` in a copy of `cwd` as the artifact user, bounded by `timeout_s`."""
+    cwd = os.path.abspath(cwd)
+    staged = io.BytesIO()
+    with tarfile.open(fileobj=staged, mode="w") as tar:
+        tar.add(cwd, arcname=".")  # links are packed as links, never followed
+    argv = [*memgrid_check.PYTHON, "-c", BOOTSTRAP, cwd, str(timeout_s), json.dumps(dict(env or {})),
+            *(str(a) for a in command)]
+    run = memgrid_check.run_artifact(argv, stdin=staged.getvalue(), timeout=timeout_s + SLACK_S)
+    if run.timed_out:
+        return Completed(None, "", "timed out", timeout_s, True)
+    try:
+        rec = json.loads(run.stdout.decode().strip().splitlines()[-1])
+        if rec.get("timed_out") is True:
+            return Completed(None, "", "timed out", timeout_s, True)
+        done = Completed(rec["returncode"], rec["stdout"], rec["stderr"], float(rec["seconds"]))
+        if not (type(done.returncode) is int and isinstance(done.stdout, str) and isinstance(done.stderr, str)):
+            raise TypeError("a field of the wrong type")
+        lay_back(cwd, base64.b64decode(rec["files"], validate=True))
+    except (ValueError, IndexError, KeyError, TypeError, AttributeError, tarfile.TarError) as e:
+        return Completed(1, "", f"memgrid: the artifact run gave no usable report ({type(e).__name__}; exit "
+                                f"{run.exit}): {run.tail()}", run.seconds)
+    return done
+
+
+def lay_back(cwd: str, data: bytes) -> None:
+    """The files the run changed or made, into `cwd`: regular files only, at paths inside it, never through a link."""
+    if not data:
+        return
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+        for member in tar:
+            parts = [p for p in member.name.split("/") if p not in ("", ".")]
+            if not member.isreg() or not parts or ".." in parts:
+                continue
+            folder = cwd
+            for part in parts[:-1]:
+                folder = os.path.join(folder, part)
+                if not os.path.lexists(folder):
+                    os.mkdir(folder)
+                if os.path.islink(folder) or not os.path.isdir(folder):
+                    break
+            else:
+                target = os.path.join(folder, parts[-1])
+                if os.path.islink(target):
+                    os.unlink(target)
+                if os.path.isdir(target):
+                    continue
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(tar.extractfile(member).read())
+
+
+def run_python(script, *args: str, cwd: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> Completed:
+    """A Python artifact under the judge's interpreter, as amb's run_python; through run_bounded."""
+    return run_bounded([sys.executable, str(script), *args], cwd=cwd, timeout_s=timeout_s)
+
+
+def git_bash():
+    raise RuntimeError("memgrid's checker image has no bash or git: grade the working tree's files instead")
+
+
+def run_bash(*args, **kwargs):
+    git_bash()
+
+
+def git(*args, **kwargs):
+    git_bash()
+'''
+
+# The vendored files memgrid writes in place of amb's.
+REPLACED = {"harness/checker_run.py": CHECKER_RUN.encode()}
 
 
 # ---------------------------------------------------------------- claude_md and placebo
@@ -739,6 +957,8 @@ def provenance(task_dir: Path, amb_id: str, src: Source, inputs: dict[str, bytes
                 f"oracle/detect.py asks it about {damage_conditions} -> {{\"fired\": [...]}}",
             f"oracles/{amb_id}/": "oracle/amb/oracle/ (oracle_dir)",
             "harness modules": vendored,
+            **({"harness/checker_run.py": "replaced by memgrid's (same names): run_bounded runs the command as "
+                                          "the artifact user through memgrid_check"} if REPLACED.keys() & {*vendored} else {}),
             "plants.json wrong_terms": "task.yaml wrong_rules, by condition",
             "conditions": {"present": "[fact]", "superseded": "[stale, fact] stale dated older (amb include_real)",
                            "contradictory": "[rival] both memos, no fact (amb's shape); memgrid dates them in listed "
@@ -786,7 +1006,7 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     for name, overlay in refs.items():
         files.update({f"{base}/references/{name}/{rel}": data for rel, data in overlay.items()})
     files.update({f"{base}/{rel}": data for rel, data in corpus.files.items()})
-    files.update({f"{base}/oracle/amb/{rel}": data for rel, data in code.items()})
+    files.update({f"{base}/oracle/amb/{rel}": REPLACED.get(rel, data) for rel, data in code.items()})
     files.update({f"{base}/oracle/amb/oracle/{rel}": data for rel, data in held_out.items()})
     files[f"{base}/oracle/amb_child.py"] = CHILD.encode()
     files[f"{base}/oracle/check.py"] = CHECK.encode()
