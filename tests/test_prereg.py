@@ -75,11 +75,8 @@ def test_bad_fields_are_named_with_their_path(tmp_path):
     assert "(marker)" in one_line_error(write(tmp_path / "d.md", fields(), marker=False))
 
 
-def test_new_writes_the_next_number_and_refuses_to_load_until_edited(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    for sub in ("tasks", "arms"):
-        os.symlink(REPO / sub, root / sub)
+def test_new_writes_the_next_number_and_refuses_to_load_until_edited(project):
+    root = project  # a copy: tasks/ and arms/ linked from elsewhere would lead out of the project, and are refused
     first = new_prereg(root, "first-question")
     second = new_prereg(root, "second-question")
     assert (first.name, second.name) == ("001-first-question.md", "002-second-question.md")
