@@ -58,7 +58,7 @@ def synthetic_row(cell, run_id: str):
     from runner.results.ledger import LedgerRow
 
     proofs = [{"name": "bundle_verified", "passed": True, "detail": f"7 files match {'ab' * 6}"},
-              {"name": "agent_ok", "passed": True, "detail": f"{cell.agent} finished without error"}]
+              {"name": "agent_ended", "passed": True, "detail": f"{cell.agent} finished without error"}]
     passed = cell.agent == "ceiling"
     values = {f.name: None for f in dataclasses.fields(LedgerRow)}  # columns added since: unobserved
     values.update(

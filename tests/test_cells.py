@@ -55,7 +55,8 @@ def test_floor_fails_and_ceiling_passes_on_every_task(engine, images, project, t
     assert {r["task"] for r in rows} == tasks
     cell_dir = tmp_path / "runs" / run_id / "cells" / rows[0]["cell_id"]
     proofs = json.loads((cell_dir / "proof.json").read_text())["proofs"]
-    assert [p["name"] for p in proofs] == ["bundle_verified", "agent_ok"] and all(p["passed"] for p in proofs)
+    assert [p["name"] for p in proofs] == ["bundle_verified", "not_oom_killed", "agent_ended"]
+    assert all(p["passed"] for p in proofs)
     assert (tmp_path / "runs" / run_id / "ledger.parquet").stat().st_size > 0
 
 

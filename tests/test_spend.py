@@ -33,7 +33,7 @@ def test_a_session_at_its_cap_is_budget_exhausted_and_still_scored(engine, image
                                                                    limits, detail):
     (row,), run_dir = run(run_id, tmp_path, limits=limits)
     assert row["error_class"] == "budget_exhausted" and detail in row["error_detail"], (row["error_class"], row["error_detail"])
-    assert row["admitted"] and proof(row, "agent_ok")["passed"], row["discard_reason"]
+    assert row["admitted"] and proof(row, "agent_ended")["passed"], row["discard_reason"]
     assert row["checker_passed"] is False and row["outcome"] == "neutral_failure"  # graded: it stopped before writing
     gateway = [json.loads(line) for line in (run_dir / "cells" / row["cell_id"] / "gateway.jsonl").open()]
     if "max_output_tokens" in limits:

@@ -18,6 +18,30 @@ from runner.plan.spec import ArmSpec, SessionLimits, TaskSpec
 
 BUDGET_EXHAUSTED = "budget_exhausted"  # error class of a session that reached a cap: the agent's doing, still scored
 
+# How a session ended, as the harness saw it (Transcript.ended, the ledger's `agent_ended`). Every ending is the
+# agent's own doing and is scored: the gate discards a cell only on evidence of a fault outside the agent.
+ENDED_OK = "ok"
+ENDED_EXIT_NONZERO = "exit_nonzero"  # its process exited non-zero (or was killed) before its time was up
+ENDED_TIMEOUT = "timeout"  # killed at the session's time limit
+ENDED_ERROR = "error"  # it reported an error itself (the CLI's result says is_error, or it printed none)
+ENDED_CAPPED = "capped"  # stopped at a session cap (turns, output tokens): error_class budget_exhausted
+ENDINGS = (ENDED_OK, ENDED_EXIT_NONZERO, ENDED_TIMEOUT, ENDED_ERROR, ENDED_CAPPED)
+ERROR_ENDINGS = (ENDED_EXIT_NONZERO, ENDED_TIMEOUT, ENDED_ERROR)  # "the agent ended with an error": scored, and counted
+
+
+def first_ending(*endings: str | None) -> str | None:
+    """A cell's ending over its sessions: the first that did not end ok; ok when all did; None when none ran."""
+    seen = [e for e in endings if e is not None]
+    return next((e for e in seen if e != ENDED_OK), seen[0] if seen else None)
+
+
+def ending_of(result, seconds: float) -> str:
+    """A program's ending from its exec result: exit 0, killed at its time limit, or any other exit (a SIGKILL it
+    chose, exit 137, is not a timeout unless its time was up)."""
+    if result.exit_code == 0:
+        return ENDED_OK
+    return ENDED_TIMEOUT if result.timed_out and result.seconds >= seconds else ENDED_EXIT_NONZERO
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -38,6 +62,7 @@ class Transcript:
     error_class: str | None = None
     cli_cost_usd: float | None = None  # the CLI's own figure: kept, never used as the cost (unverified)
     output: str = ""  # what the agent answered: its printed lines that are not events (a protocol may judge them)
+    ended: str | None = None  # one of ENDINGS; None: the agent did not run
 
     def add(self, type_: str, **data) -> None:
         self.events.append({"type": type_, "t": round(time.time(), 3), **data})

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from runner.agents.base import BUDGET_EXHAUSTED, Agent, Transcript, record_truncation
+from runner.agents.base import (BUDGET_EXHAUSTED, ENDED_CAPPED, ENDED_ERROR, ENDED_EXIT_NONZERO, ENDED_OK,
+                                ENDED_TIMEOUT, Agent, Transcript, record_truncation)
 from runner.agents.reference import task_options
 from runner.env.archive import Entry
 from runner.arms.kinds import WORKSPACE, kind_of
@@ -300,7 +301,17 @@ class ClaudeCodeAgent(Agent):
         transcript.error_class, transcript.error = classify(session, result.timed_out, result.exit_code, result.stderr,
                                                             self.setup.agent_seconds)
         transcript.is_error = transcript.error_class not in (None, BUDGET_EXHAUSTED)
+        transcript.ended = ended(transcript.error_class, result.exit_code)
         return transcript
+
+
+def ended(error_class: str | None, exit_code: int | None) -> str:
+    """How the session ended (Transcript.ended), from classify's error class: whichever, it is scored; a model the
+    gateway saw fail is the gate's to discard (model_reached), never the CLI's word."""
+    if error_class is None:
+        return ENDED_OK
+    return {"session_timeout": ENDED_TIMEOUT, BUDGET_EXHAUSTED: ENDED_CAPPED}.get(
+        error_class, ENDED_EXIT_NONZERO if error_class == "no_result" and exit_code else ENDED_ERROR)
 
 
 def classify(session: StreamSession, timed_out: bool, exit_code: int | None, stderr: str,

@@ -8,13 +8,15 @@
 The files (paths relative to the project root) are delivered through the agent's own channel to
 /sandbox/.command/ (recorded with their digest, never in the bundle), and the command runs there as
 the sandbox user with the prompt on stdin and in the file named by MEMGRID_PROMPT_FILE. Its stdout is
-its transcript and its output; tokens are unobserved (None). A non-zero exit is an agent error.
+its transcript and its output; tokens are unobserved (None). A non-zero exit or a timeout is recorded (the
+transcript's `ended`, the ledger's `agent_ended`) and the cell is scored as the command left it: an agent
+cannot choose to be discarded.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.agents.base import Agent, Transcript, record_truncation
+from runner.agents.base import Agent, Transcript, ending_of, record_truncation
 from runner.arms.kinds import STORE_DIR, kind_of
 from runner.digest import sha256_bytes
 from runner.env.archive import Entry, pack
@@ -90,9 +92,11 @@ class CommandAgent(Agent):
         transcript.add("output", lines=len(result.stdout.splitlines()), sha256=sha256_bytes(result.stdout.encode()),
                        tail=result.stdout[-2000:], stderr_tail=result.stderr[-1000:])
         record_truncation(transcript, result)
+        transcript.ended = ending_of(result, seconds)
         if result.exit_code != 0:
             transcript.is_error = True
-            transcript.error = (f"{self.name} timed out after {seconds}s" if result.timed_out
+            transcript.error = (f"{self.name} timed out after {seconds}s" if transcript.ended == "timeout"
                                 else f"{self.name} exited {result.exit_code}: {result.stderr.strip()[-300:]}")
-        transcript.add("result", is_error=transcript.is_error, error=transcript.error)
+        transcript.add("result", is_error=transcript.is_error, error=transcript.error, ended=transcript.ended,
+                       exit_code=result.exit_code)
         return transcript

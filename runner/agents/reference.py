@@ -8,7 +8,7 @@ it through /sandbox/.reader.
 """
 
 
-from runner.agents.base import Agent, Transcript, record_truncation
+from runner.agents.base import ENDED_ERROR, ENDED_OK, Agent, Transcript, ending_of, record_truncation
 from runner.digest import sha256_bytes
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID, tree_entries
@@ -31,8 +31,9 @@ class ReferenceAgent(Agent):
         archive = pack(entries, uid=AGENT_UID, gid=AGENT_UID)
         try:
             sandbox.put("/sandbox", archive)
-        except Exception as e:  # the agent failed at its own step: a recorded agent error, not a harness crash
+        except Exception as e:  # memgrid's own agent failed: the gate turns it into a harness error
             transcript.is_error, transcript.error = True, f"applying {self.reference} reference failed: {e}"
+        transcript.ended = ENDED_ERROR if transcript.is_error else ENDED_OK
         transcript.add("channel", name=f"reference:{self.reference}", sha256=sha256_bytes(archive),
                        files=[e.path.removeprefix("workspace/") for e in entries])
         transcript.add("result", is_error=transcript.is_error, error=transcript.error)
@@ -79,8 +80,9 @@ class ReaderAgent(Agent):
         result = sandbox.exec(["memgrid-reader", *channel.args], timeout=seconds, workdir="/sandbox")
         transcript.add_printed(result.stdout)
         record_truncation(transcript, result)
-        if result.exit_code != 0:
+        transcript.ended = ending_of(result, seconds)
+        if result.exit_code != 0:  # memgrid's own agent failed: the gate turns it into a harness error
             transcript.is_error = True
-            transcript.error = (f"memgrid-reader timed out after {seconds}s" if result.timed_out
+            transcript.error = (f"memgrid-reader timed out after {seconds}s" if transcript.ended == "timeout"
                                 else f"memgrid-reader exited {result.exit_code}: {result.stderr.strip()[-300:]}")
         return transcript

@@ -5,8 +5,8 @@ a fresh, hardened sandbox from a bundle verified inside it, the agent's session 
 step), the gate's proofs, the workspace exported, and the arm's store snapshotted with its digest
 for the next phase. Nothing else passes between phases.
 
-A harness failure (engine error, interruption) yields a non-final row, so resume reruns the cell;
-everything the agent or checker did is final.
+A harness failure (engine error, interruption, memgrid's own agent failing) yields a non-final row, so
+resume reruns the cell; everything the agent or checker did is final, however the agent ended.
 """
 
 import json
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import docker.errors
 
-from runner.agents.base import BUDGET_EXHAUSTED, ReferenceChannel, SessionSetup, Transcript
+from runner.agents.base import BUDGET_EXHAUSTED, ENDED_CAPPED, ReferenceChannel, SessionSetup, Transcript
 from runner.agents.registry import agent_class, make_agent
 from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.corpus.build import MemorySource
@@ -45,6 +45,10 @@ REMOVAL_SECONDS = 60  # the bound on waiting for a cell's containers to be remov
 
 class Cancelled(Exception):
     """The run is stopping (Ctrl-C): abandon this cell without recording it."""
+
+
+class OwnAgentFailed(RuntimeError):
+    """One of memgrid's own agents (floor, ceiling, reader) failed: a harness error, rerun on resume."""
 
 
 @dataclass
@@ -145,6 +149,28 @@ def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
     return gate.bundle_proof(report, bundle.digest)
 
 
+# The sandbox's memory cgroup, as its own namespace shows it: cgroup v2, then v1 (one of the two exists).
+MEMORY_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+
+
+def memory_verdict(sandbox: Sandbox) -> gate.GateProof:
+    """Whether the kernel killed a process of the sandbox at its memory limit, from its cgroup's oom_kill count.
+    Read as root: the agent's processes (uid 1000) can neither replace the read-only cat nor reach a root
+    process's output through /proc; the container's first process only sleeps, so the engine's own OOMKilled
+    stays false while an exec'd process is killed, and is read only when the container itself is gone."""
+    api = sandbox.client.api
+    try:
+        exec_id = api.exec_create(sandbox.container.id, ["/bin/cat", *MEMORY_COUNTERS], user="0", workdir="/")["Id"]
+        out, _ = api.exec_start(exec_id, demux=True)
+        return gate.memory_proof((out or b"").decode(errors="replace"))
+    except docker.errors.APIError as e:
+        try:
+            state = api.inspect_container(sandbox.container.id).get("State", {})
+        except docker.errors.NotFound:
+            state = {}
+        return gate.memory_proof(None, bool(state.get("OOMKilled")), f"{type(e).__name__}: {str(e)[:200]}")
+
+
 def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, cell_dir: Path) -> list[gate.GateProof]:
     """The harness, not the agent, searches the server with the prompt and injects the hits before
     the session; its own record (prefetch.jsonl) proves the server answered."""
@@ -180,20 +206,24 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, mo
 
 
 def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endpoint: ModelEndpoint | None,
-                   gateway: list[dict], core_tools: tuple[str, ...] = (), writes: bool = False) -> list[gate.GateProof]:
-    """The proofs read from the session's record, in the order the discard reason is taken from. With a
-    model, the gateway's record adds: the model was reached (first: an unreachable model explains every
-    later failure), it was offered the tools the treatment needs, and no memory tool call was denied."""
+                   gateway: list[dict], core_tools: tuple[str, ...] = (), writes: bool = False,
+                   memory: gate.GateProof | None = None, harness_code: bool = False) -> list[gate.GateProof]:
+    """The proofs read from the session's record, in the order the discard reason is taken from. `memory` (the
+    sandbox's oom_kill count) first: a process killed at the memory limit explains every later failure. With a
+    model, the gateway's record adds: the model was reached (an unreachable model, or one whose last answer was an
+    API error, explains every later failure), it was offered the tools the treatment needs, and no memory tool
+    call was denied. Last, how the agent ended: a discard only when memgrid's own agent failed."""
+    first = [memory] if memory is not None else []
     if endpoint is None:
-        return [*treatment_proofs(ctx, arm, transcript, False, writes), gate.agent_proof(transcript)]
+        return [*first, *treatment_proofs(ctx, arm, transcript, False, writes), gate.agent_proof(transcript, harness_code)]
     own = kind_of(arm).own_server(arm)
     memory_tools = [f"{own.prefix}{t}" for t in own.required_tools + (own.write_tools if writes else ())] \
         if own is not None else []
-    return [gate.model_reached_proof(gateway, key_expected=not endpoint.scripted),
+    return [*first, gate.model_reached_proof(gateway, key_expected=not endpoint.scripted),
             *treatment_proofs(ctx, arm, transcript, True, writes),
             gate.tools_visible_proof([r for r in gateway if r.get("kind") == "model"], [*core_tools, *memory_tools]),
             gate.permissions_proof(transcript, (own.prefix,) if own is not None else ()),
-            gate.agent_proof(transcript)]
+            gate.agent_proof(transcript, harness_code)]
 
 
 @dataclass(frozen=True)
@@ -502,6 +532,9 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         disk = None
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, phase.prompt)
+            memory = memory_verdict(sandbox)
+            if transcript.ended is None:  # an agent that does not say: its own error flag
+                transcript.ended = "error" if transcript.is_error else "ok"
             if endpoint is not None:
                 timings.update(agent.timings)
             disk = Ahead("the disk budget check", sandbox.full_mounts)  # beside reading the records and the export
@@ -509,7 +542,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
                 output_cap(transcript, gateway)
             proofs += session_proofs(ctx, arm, transcript, endpoint, gateway or [],
-                                     getattr(cls, "core_tools", ()), phase.writes)
+                                     getattr(cls, "core_tools", ()), phase.writes, memory, cls.harness_code)
         else:
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")
@@ -520,6 +553,8 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         transcript.save(phase.record_dir / "transcript.jsonl")
         write_json(phase.record_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                                      "bundle_digest": phase.bundle.digest, "proofs": decision.as_json()})
+        if decision.discard_reason == gate.HARNESS_ERROR:  # memgrid's own agent failed: rerun, never a verdict
+            raise OwnAgentFailed(next(p.detail for p in decision.proofs if not p.passed))
         store, store_digest = store_snapshot(sandbox) if phase.snapshot_store else (None, None)
         collected = {path: sandbox.read_text(path) for path in phase.collect}
         remover = threading.Thread(target=stop_all, daemon=True)
@@ -538,7 +573,7 @@ def output_cap(transcript: Transcript, gateway: list[dict]) -> None:
     budget_exhausted (scored, and said so), not an agent error."""
     stopped = next((g for g in gateway if g.get("kind") == "budget"), None)
     if stopped is not None:
-        transcript.error_class, transcript.is_error = BUDGET_EXHAUSTED, False
+        transcript.error_class, transcript.is_error, transcript.ended = BUDGET_EXHAUSTED, False, ENDED_CAPPED
         transcript.error = f"the session reached its output-token cap of {stopped['cap']} ({stopped['output_tokens']} used)"
 
 
@@ -550,7 +585,8 @@ def new_row(ctx: TrialContext, cell: CellSpec, attempt: int) -> dict:
                 bundle_digest=None, store_digest=None, admitted=False, discard_reason=None, gate_proofs="[]",
                 checker_passed=None, checker_exit_code=None, checker_detail=None, checker_seconds=None, outcome=None,
                 tokens_fresh_input=None, tokens_cache_read=None, tokens_cache_creation=None, tokens_output=None,
-                cost_usd=None, cli_cost_usd=None, timings=None, error_class=None, error_detail=None, damage_fired=None)
+                cost_usd=None, cli_cost_usd=None, timings=None, error_class=None, error_detail=None, damage_fired=None,
+                agent_ended=None)
 
 
 def session_fields(session: Session) -> dict:
@@ -562,7 +598,8 @@ def session_fields(session: Session) -> dict:
                tokens_cache_creation=transcript.usage.cache_creation, tokens_output=transcript.usage.output,
                cli_cost_usd=transcript.cli_cost_usd, error_class=transcript.error_class,
                error_detail=transcript.error, timings=json.dumps(session.timings) if session.timings else None,
-               cost_usd=session.agent.cost(transcript.usage) if session.agent is not None else None)
+               cost_usd=session.agent.cost(transcript.usage) if session.agent is not None else None,
+               agent_ended=transcript.ended)
     if decision.discard_reason == gate.MODEL_UNREACHABLE:
         row["error_class"] = gate.MODEL_UNREACHABLE
     limit = next((e for e in transcript.events if e["type"] == "resource_limit"), None)

@@ -1,7 +1,13 @@
 """Admission gate: proofs, from the cell's own record, that the treatment was really applied.
 
-A cell that fails any proof is discarded, not scored; the first failing proof names the reason.
+A cell that fails any proof is discarded, not scored; the first failing proof names the reason. A cell is
+discarded only on evidence the harness holds of a fault outside the agent: the treatment's wiring, a model
+API error the gateway recorded, the engine killing a process for memory, memgrid's own failure. An agent
+that exits non-zero, times out or stops on its own is scored as it left the workspace, and the ledger
+records how it ended (`agent_ended`): an agent cannot choose to be discarded.
 """
+
+import re
 
 from dataclasses import asdict, dataclass
 
@@ -19,8 +25,8 @@ REQUIRED_PATH_MISSING = "required_path_missing"
 TOOLS_NOT_VISIBLE = "tools_not_visible"
 PERMISSION_DENIED = "permission_denied"
 MODEL_UNREACHABLE = "model_unreachable"
-AGENT_ERROR = "agent_error"
-HARNESS_ERROR = "harness_error"  # the controller or engine failed; the cell is rerun on resume
+OOM_KILLED = "oom_killed"  # the kernel killed a process of the sandbox at its memory limit (its cgroup's count)
+HARNESS_ERROR = "harness_error"  # the controller, the engine or memgrid's own agent failed; the cell is rerun on resume
 STORE_DIGEST_MISMATCH = "store_digest_mismatch"  # the store a phase received is not what the one before left
 INPUTS_REACHABLE = "inputs_reachable"  # a later phase's session could read an earlier phase's inputs
 PLANT_FAILED = "plant_failed"  # the arm's write API did not take (or could not show) the memories to plant
@@ -28,7 +34,7 @@ MEMORY_BYPASSED = "memory_bypassed"  # planted memories reached the model around
 ANSWER_NOT_ISOLATED = "answer_not_isolated"  # personal: the answer container held more than its requests
 EMBEDDER_NOT_READY = "embedder_not_ready"  # an arm with embedder: shared whose sidecar did not get ready
 DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
-                   FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, AGENT_ERROR,
+                   FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, OOM_KILLED,
                    HARNESS_ERROR, STORE_DIGEST_MISMATCH, INPUTS_REACHABLE, PLANT_FAILED, MEMORY_BYPASSED,
                    ANSWER_NOT_ISOLATED, EMBEDDER_NOT_READY)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
@@ -76,10 +82,38 @@ def embedder_proof(embedder, failure: str | None) -> GateProof:
                      f"sha256 {r.get('model_sha256')}, tokenizer.json sha256 {r.get('tokenizer_sha256')}")
 
 
-def agent_proof(transcript: Transcript) -> GateProof:
-    if transcript.is_error:
-        return GateProof("agent_ok", False, transcript.error or "the agent reported an error")
-    return GateProof("agent_ok", True, f"{transcript.agent} finished without error")
+def agent_proof(transcript: Transcript, harness_code: bool) -> GateProof:
+    """How the session ended. Whatever an agent under test did (exit non-zero, time out, report an error, stop at
+    a cap) passes: it is scored, and the ending recorded. Only memgrid's own agents (floor, ceiling, reader:
+    `harness_code`) fail it, as a harness error: their failure is memgrid's, never the treatment's."""
+    ended = transcript.ended or ("error" if transcript.is_error else "ok")
+    if transcript.is_error and harness_code:
+        return GateProof("agent_ended", False, f"memgrid's own agent {transcript.agent} failed: "
+                         f"{transcript.error or 'it reported an error'}")
+    if ended == "ok":
+        return GateProof("agent_ended", True, f"{transcript.agent} finished without error")
+    return GateProof("agent_ended", True, f"{transcript.agent} ended {ended}"
+                     + (f" ({transcript.error})" if transcript.error else "") + ": the agent's own doing, scored")
+
+
+OOM_KILL = re.compile(r"^oom_kill (\d+)$", re.M)
+
+
+def memory_proof(counters: str | None, engine_oom_killed: bool = False, unread: str = "") -> GateProof:
+    """No process of the sandbox was killed at its memory limit. `counters`: the sandbox's memory cgroup files as
+    the kernel keeps them (v2 memory.events, v1 memory.oom_control), read as root; None when they could not be
+    read (`unread` says why), then `engine_oom_killed` is the engine's own State.OOMKilled for the container.
+    What cannot be observed proves nothing, and an agent is never discarded on it."""
+    if counters is None:
+        return GateProof("not_oom_killed", not engine_oom_killed,
+                         "the engine killed the container for memory (State.OOMKilled)" if engine_oom_killed
+                         else f"not observed: {unread}; the engine did not report the container killed for memory")
+    kills = sum(int(n) for n in OOM_KILL.findall(counters))
+    if not OOM_KILL.search(counters):
+        return GateProof("not_oom_killed", True, "not observed: the kernel keeps no oom_kill count for this cgroup")
+    return GateProof("not_oom_killed", kills == 0, "no process killed at the memory limit" if kills == 0
+                     else f"the kernel killed {kills} process{'es' if kills > 1 else ''} of the sandbox at its memory "
+                          "limit (cgroup oom_kill)")
 
 
 def store_proof(report: dict) -> GateProof:
@@ -182,7 +216,8 @@ def model_reached_proof(gateway_records: list[dict], key_expected: bool = False)
 REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present": REQUIRED_PATH_MISSING,
               "store_populated": STORE_EMPTY, "embedder_ready": EMBEDDER_NOT_READY,
               "mcp_connected": MCP_SERVER_FAILED, "required_tools_listed": REQUIRED_TOOLS_MISSING,
-              "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ok": AGENT_ERROR,
+              "no_foreign_tools": FOREIGN_TOOLS, "hooks_fired": HOOK_NOT_FIRED, "agent_ended": HARNESS_ERROR,
+              "not_oom_killed": OOM_KILLED,
               "prefetch_injected": PREFETCH_EMPTY, "tools_visible": TOOLS_NOT_VISIBLE,
               "memory_tools_permitted": PERMISSION_DENIED, "model_reached": MODEL_UNREACHABLE,
               "store_carried": STORE_DIGEST_MISMATCH, "inputs_unreachable": INPUTS_REACHABLE,

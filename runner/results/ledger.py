@@ -53,6 +53,10 @@ class LedgerRow:
     error_detail: str | None
     protocol: str = "coding"  # what the cell is (memgrid protocol list)
     result: str | None = None  # JSON: the protocol's own result record (two-session: score, judge's reason, gold)
+    # How the agent's session ended (agents.base.ENDINGS: ok, exit_nonzero, timeout, error, capped); every ending is
+    # scored. None: no agent ran (discarded before it started, a harness error; rows written before the column).
+    # Over several sessions (two-session), the first that did not end ok.
+    agent_ended: str | None = None
 
 
 _ARROW_TYPES = {
@@ -129,3 +133,22 @@ def latest_attempts(rows: list[dict]) -> dict[str, dict]:
         if r["cell_id"] not in latest or r["attempt"] >= latest[r["cell_id"]]["attempt"]:
             latest[r["cell_id"]] = r
     return latest
+
+
+def agent_error_counts(rows: list[dict]) -> list[tuple[str, str, int, int, str]]:
+    """Per agent x arm of final rows: admitted cells, those whose agent ended with an error (exit_nonzero, timeout,
+    error: scored as they ended, never discarded), and how many of each; only groups with any."""
+    from runner.agents.base import ERROR_ENDINGS  # here: the ledger itself depends on no agent
+
+    admitted: dict[tuple[str, str], int] = {}
+    endings: dict[tuple[str, str], dict[str, int]] = {}
+    for r in rows:
+        if not r.get("final", True) or not r.get("admitted"):
+            continue
+        key = (r["agent"], r["arm"])
+        admitted[key] = admitted.get(key, 0) + 1
+        if r.get("agent_ended") in ERROR_ENDINGS:
+            by = endings.setdefault(key, {})
+            by[r["agent_ended"]] = by.get(r["agent_ended"], 0) + 1
+    return [(agent, arm, admitted[(agent, arm)], sum(by.values()), ", ".join(f"{e} {n}" for e, n in sorted(by.items())))
+            for (agent, arm), by in sorted(endings.items())]

@@ -308,8 +308,8 @@ class PersonalProtocol(Protocol):
             proofs.extend({"phase": "search", **p} for p in s.decision.as_json())
             phases["search"] = {"admitted": s.decision.admitted, "discard_reason": s.decision.discard_reason,
                                 "bundle_digest": b_search.digest, "store_in_digest": row["store_digest"]}
-            if not s.decision.admitted:
-                return finish(**{**session_fields(s), "model": None})
+            if not s.decision.admitted:  # the search is the harness's reader, not the cell's agent
+                return finish(**{**session_fields(s), "model": None, "agent_ended": None})
             retrieved = {e["question"]: [str(i) for i in e.get("ids", [])] for e in s.transcript.events
                          if e.get("type") == "retrieved"}
             kept, violations = {}, {}
@@ -332,7 +332,7 @@ class PersonalProtocol(Protocol):
             step("answer", t)
             proofs.extend({"phase": "answer", **p} for p in a.decision.as_json())
             phases["answer"] = {"admitted": a.decision.admitted, "discard_reason": a.decision.discard_reason,
-                                "bundle_digest": b_answer.digest}
+                                "bundle_digest": b_answer.digest, "agent_ended": a.transcript.ended}
             fields = session_fields(a)
             if not a.decision.admitted:
                 return finish(**fields)

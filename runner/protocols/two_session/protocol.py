@@ -18,7 +18,7 @@ import time
 from functools import cache
 from pathlib import Path
 
-from runner.agents.base import ReferenceChannel
+from runner.agents.base import ReferenceChannel, first_ending
 from runner.agents.claude_code import search_queries
 from runner.agents.registry import agent_class
 from runner.arms.ingest import EMPTY, ensure_empty_stores
@@ -191,10 +191,11 @@ class TwoSessionProtocol(Protocol):
             proofs.extend({"phase": "step1", **p} for p in s1.decision.as_json())
             phases["step1"] = {"admitted": s1.decision.admitted, "discard_reason": s1.decision.discard_reason,
                                "bundle_digest": b1.digest, "store_out_digest": s1.store_digest,
-                               "store_files": len(s1.store or ())}
+                               "store_files": len(s1.store or ()), "agent_ended": s1.transcript.ended}
             tokens = session_fields(s1)
-            # Session 1 failing still runs session 2; a session 1 without its arm attached discards the cell.
-            if not s1.decision.admitted and s1.decision.discard_reason != gate.AGENT_ERROR:
+            # A session 1 that ended badly (exit non-zero, timeout) still runs session 2 and is scored; a session 1
+            # the gate discarded (the arm not attached, a fault outside the agent) discards the cell.
+            if not s1.decision.admitted:
                 return finish(**tokens)
             saved = cell_dir / "step1" / "store.tar"
             saved.write_bytes(pack(list(s1.store)))
@@ -228,17 +229,20 @@ class TwoSessionProtocol(Protocol):
             s2.remover.join(timeout=60)
             proofs.extend({"phase": "step2", **p} for p in s2.decision.as_json())
             phases["step2"] = {"admitted": s2.decision.admitted, "discard_reason": s2.decision.discard_reason,
-                               "bundle_digest": b2.digest, "store_in_digest": s1.store_digest}
+                               "bundle_digest": b2.digest, "store_in_digest": s1.store_digest,
+                               "agent_ended": s2.transcript.ended}
             fields = session_fields(s2)
             for k in ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output", "cost_usd"):
                 if tokens[k] is not None or fields[k] is not None:
                     fields[k] = (tokens[k] or 0) + (fields[k] or 0)
+            fields["agent_ended"] = first_ending(s1.transcript.ended, s2.transcript.ended)
             if not s2.decision.admitted:
                 return finish(**fields)
             verdict = judge(s2.transcript.output, gold)
             result = {"score": verdict.score, "reason": verdict.reason, "last_line": verdict.last_line[:300],
                       "candidates": list(verdict.candidates)[:20], "gold": gold, "key": key,
-                      "derivation": case.derivation, "step1_admitted": s1.decision.admitted}
+                      "derivation": case.derivation, "step1_ended": s1.transcript.ended,
+                      "step2_ended": s2.transcript.ended}
             write_json(cell_dir / "verdict.json", result)
             return finish(**fields, checker_passed=verdict.score == 1,
                           checker_detail=f"{verdict.reason}: {verdict.last_line[:200]}",
