@@ -342,23 +342,42 @@ def _print_protocol_summary(run_dir: Path, name: str) -> None:
     for r in rows:
         for flag in r.get("flags", ()):
             console.print(f"[red]FLAG[/red] {r['agent']} x {r['arm']}: {flag}")
+    _print_agent_errors(latest_attempts(Ledger(run_dir).rows()).values())
     return rows
 
 
+def _print_agent_errors(rows) -> None:
+    """Per agent x arm, admitted cells whose agent ended with an error: scored as they ended, never discarded."""
+    from runner.results.ledger import agent_error_counts
+
+    counts = agent_error_counts(list(rows))
+    if not counts:
+        return
+    table = Table("agent", "arm", "admitted", "agent ended with an error (scored)", "how",
+                  title="agent ended with an error: admitted and scored as it left its work, never discarded")
+    for agent_, arm_, admitted, n, how in counts:
+        table.add_row(agent_, arm_, str(admitted), str(n), how)
+    console.print(table)
+
+
 def _print_summary(run_dir: Path) -> None:
-    """Per agent x arm x condition: cells, admitted, passed, damaged, pass rate among admitted."""
+    """Per agent x arm x condition: cells, admitted, passed, damaged, pass rate among admitted, and the admitted
+    cells whose agent ended with an error (scored as they ended)."""
+    from runner.agents.base import ERROR_ENDINGS
     from runner.results.ledger import Ledger, latest_attempts
 
     groups: dict[tuple, list[dict]] = {}
     for r in latest_attempts(Ledger(run_dir).rows()).values():
         groups.setdefault((r["agent"], r["arm"], r["condition"]), []).append(r)
-    table = Table("agent", "arm", "condition", "cells", "admitted", "passed", "damaged", "pass rate", title=f"run {run_dir.name}")
+    table = Table("agent", "arm", "condition", "cells", "admitted", "passed", "damaged", "pass rate", "agent err. (scored)",
+                  title=f"run {run_dir.name}")
     for (agent_, arm_, cond), rows in sorted(groups.items()):
         admitted = [r for r in rows if r["admitted"]]
         passed = sum(bool(r["checker_passed"]) for r in admitted)
         damaged = sum(r["outcome"] == "damaged" for r in admitted)
+        errors = sum(r.get("agent_ended") in ERROR_ENDINGS for r in admitted)
         rate = f"{passed / len(admitted):.2f}" if admitted else "-"
-        table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), str(damaged), rate)
+        table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), str(damaged), rate, str(errors))
     console.print(table)
     discards: dict[tuple[str, str], int] = {}
     for rows in groups.values():

@@ -7,6 +7,8 @@ honestly from the sample is None with a reason; nothing is filled in with a zero
 Two bases sit side by side everywhere a rate is quoted:
 - intention-to-treat (ITT): every cell; a discarded cell counts as a failure;
 - per-protocol (PP): admitted cells only (the gate's verdict: discarded, not scored).
+An agent that ended with an error (exit non-zero, timeout, its own error) is admitted and scored; each group
+counts those cells (`agent_endings`), since an agent cannot choose to leave the per-protocol base.
 Contrasts and predictions are judged per-protocol; the ITT figures are beside them to show
 what the discards could have changed.
 """
@@ -21,7 +23,7 @@ from scipy.stats import bootstrap
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.proportion import proportion_confint
 
-from runner.agents.base import BUDGET_EXHAUSTED
+from runner.agents.base import BUDGET_EXHAUSTED, ERROR_ENDINGS
 from runner.errors import UserError
 from runner.protocols.coding import BASELINE, DIAGNOSTIC_ARMS, DIAGNOSTICS, FLOOR  # the coding protocol's own analysis
 from runner.results.ledger import Ledger, latest_attempts
@@ -60,6 +62,12 @@ class GroupStats:
     # The damage detector's own rate: admitted cells whose outcome is `damaged` over admitted cells it
     # scored. Unlike harm against bare it needs no paired bare cell, so it shows damage bare cannot.
     damage: Rate
+    # Admitted cells whose agent ended with an error (exit_nonzero, timeout, error), by ending: scored as they ended.
+    agent_endings: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def agent_errors(self) -> int:
+        return sum(self.agent_endings.values())
 
 
 @dataclass(frozen=True)
@@ -289,11 +297,13 @@ def group_stats(df: pd.DataFrame) -> list[GroupStats]:
         scored = int(admitted["outcome"].notna().sum())
         damage = (wilson(int((admitted["outcome"] == "damaged").sum()), scored) if scored
                   else Rate(0, 0, None, None, None, "no admitted cell was scored"))
+        ended = admitted["agent_ended"] if "agent_ended" in admitted.columns else pd.Series(dtype=object)
+        endings = ended[ended.isin(ERROR_ENDINGS)].value_counts()
         out.append(GroupStats(agent, arm, condition, len(g), len(admitted), passed,
                               itt=wilson(passed, len(g)), pp=wilson(passed, len(admitted)),
                               discards={str(k): int(v) for k, v in sorted(discards.items())},
                               outcomes={str(k): int(v) for k, v in outcomes.items()},
-                              damage=damage))
+                              damage=damage, agent_endings={str(k): int(v) for k, v in sorted(endings.items())}))
     return out
 
 

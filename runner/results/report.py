@@ -65,6 +65,23 @@ def _discards_by_arm(a: Analysis) -> list[tuple[str, str, str, int]]:
     return [(agent, arm, reason, n) for (agent, arm, reason), n in sorted(counts.items())]
 
 
+def _agent_errors_by_arm(a: Analysis) -> list[tuple[str, str, int, int, str]]:
+    """Per agent x arm: admitted cells, those whose agent ended with an error (scored as they ended), and how."""
+    admitted: dict[tuple[str, str], int] = {}
+    endings: dict[tuple[str, str], dict[str, int]] = {}
+    for g in a.groups:
+        admitted[(g.agent, g.arm)] = admitted.get((g.agent, g.arm), 0) + g.admitted
+        for ending, n in g.agent_endings.items():
+            by = endings.setdefault((g.agent, g.arm), {})
+            by[ending] = by.get(ending, 0) + n
+    return [(agent, arm, admitted[(agent, arm)], sum(by.values()), ", ".join(f"{e} {n}" for e, n in sorted(by.items())))
+            for (agent, arm), by in sorted(endings.items(), key=lambda kv: (a.agents.index(kv[0][0]), a.arms.index(kv[0][1])))]
+
+
+AGENT_ERRORS_NOTE = ("admitted and scored as the agent left its work: an agent that exits non-zero, times out or reports "
+                     "an error is never discarded (a cell is discarded only on evidence of a fault outside the agent)")
+
+
 Matrix = tuple[list[str], list[tuple[str, str, list[str]]]]  # (conditions, rows of (agent, arm, one cell per condition))
 
 
@@ -108,12 +125,12 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     for stop in a.lock.get("budget_stops", []):
         console.print(f"[yellow]stopped at its budget at {stop['at']}: {stop['detail']}", highlight=False)
     head = _rt("agent", "arm", "condition", "cells", "adm.", "ITT [Wilson 95%]", "PP [Wilson 95%]", "solved", "damaged",
-               "disc.", title="headline: intention-to-treat (ITT) beside per-protocol (PP, admitted cells); damaged = the "
-               "damage detector's class")
+               "disc.", "agent err.", title="headline: intention-to-treat (ITT) beside per-protocol (PP, admitted cells); "
+               "damaged = the damage detector's class; agent err. = admitted cells whose agent ended with an error, scored")
     for g in a.groups:
         head.add_row(g.agent, g.arm, g.condition, str(g.cells), str(g.admitted), fmt_rate(g.itt), fmt_rate(g.pp),
                      str(g.outcomes.get("solved", 0)), str(g.outcomes.get("damaged", 0)),
-                     str(g.cells - g.admitted))
+                     str(g.cells - g.admitted), str(g.agent_errors))
     console.print(head)
     for title, rows in ((f"contrasts against {BASELINE} (paired by task and seed)", a.contrasts),
                         ("diagnostic contrasts (never ranked)", a.diagnostics)):
@@ -149,6 +166,15 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
         console.print(why)
     else:
         console.print("discards: none (every finished cell was admitted)")
+    errors = _agent_errors_by_arm(a)
+    if errors:
+        ended = _rt("agent", "arm", "admitted", "agent ended with an error (scored)", "how",
+                    title=f"agent ended with an error (scored): {AGENT_ERRORS_NOTE}")
+        for agent, arm, admitted, n, how in errors:
+            ended.add_row(agent, arm, str(admitted), str(n), how)
+        console.print(ended)
+    else:
+        console.print("agent ended with an error (scored): none")
     console.print(_cost_table(a))
     if a.ingest:
         console.print(_ingest_table(a))
@@ -305,16 +331,24 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
         ["seeds", grid.get("seeds", "?")], ["network", grid.get("network", "?")], ["model", grid.get("model") or "none"]],
         table_id="grid"))
 
-    headline = _table(["agent", "arm", "condition", "cells", "admitted", "ITT pass [Wilson 95 %]", "PP pass [Wilson 95 %]"],
-                      [[g.agent, g.arm, g.condition, g.cells, g.admitted, fmt_rate(g.itt), fmt_rate(g.pp)] for g in a.groups],
-                      numeric={3, 4}, table_id="headline")
+    headline = _table(["agent", "arm", "condition", "cells", "admitted", "ITT pass [Wilson 95 %]", "PP pass [Wilson 95 %]",
+                       "agent ended with an error (scored)"],
+                      [[g.agent, g.arm, g.condition, g.cells, g.admitted, fmt_rate(g.itt), fmt_rate(g.pp), g.agent_errors]
+                       for g in a.groups],
+                      numeric={3, 4, 7}, table_id="headline")
     discard_rows = _discards_by_arm(a)
     discards = (_table(["agent", "arm", "reason", "cells"], [list(r) for r in discard_rows], numeric={3}, table_id="discards")
                 if discard_rows else '<p id="discards">none: every finished cell was admitted</p>')
+    error_rows = _agent_errors_by_arm(a)
+    errors = (_table(["agent", "arm", "admitted", "agent ended with an error", "how"], [list(r) for r in error_rows],
+                     numeric={2, 3}, table_id="agent-errors")
+              if error_rows else '<p id="agent-errors">none: every admitted agent finished without error</p>')
     parts.append("<h2>Headline: intention-to-treat beside per-protocol</h2>"
                  "<p class=\"note\">ITT counts every cell and a discarded cell as a failure; per-protocol counts admitted "
-                 "cells only.</p>"
-                 f"<div class=\"row\"><div>{headline}</div><div><h3>Discarded, not scored</h3>{discards}</div></div>")
+                 "cells only. A cell is discarded only on evidence of a fault outside the agent; an agent that exits "
+                 "non-zero, times out or reports an error is scored, and counted per arm.</p>"
+                 f"<div class=\"row\"><div>{headline}</div><div><h3>Discarded, not scored</h3>{discards}"
+                 f"<h3>Agent ended with an error (scored)</h3>{errors}</div></div>")
 
     parts.append("<h2>Figures</h2>")
     for plot in all_plots(a):

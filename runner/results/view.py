@@ -224,6 +224,16 @@ def _damage(row: dict, record: CellRecord) -> str:
     return f"<p id=\"damage\">{found}{f' · {_e(detail)}' if detail else ''}</p>"
 
 
+def _agent_ended(row: dict) -> str:
+    """How the agent's session ended (scored whichever way), with what it said when it did not end ok."""
+    ended = row.get("agent_ended")
+    if ended is None:
+        return "not recorded (no agent ran, or a ledger older than the column)"
+    if ended == "ok" or row.get("error_class") or not row.get("error_detail"):
+        return ended
+    return f"{ended} (scored): {row['error_detail']}"
+
+
 def cell_page(row: dict, attempts: list[dict], record: CellRecord, lock: dict) -> dict[str, str]:
     """The cell's pages by file name: its main page and its timelines' further pages."""
     cell_id = row["cell_id"]
@@ -240,6 +250,7 @@ def cell_page(row: dict, attempts: list[dict], record: CellRecord, lock: dict) -
         ("agent", _e(row["agent"])), ("model", _e(row.get("model") or "none")), ("protocol", _e(row.get("protocol"))),
         ("attempts", _e(", ".join(f"{a['attempt']}: {a['discard_reason'] or 'admitted'}" for a in attempts))),
         ("wall", f"{row['wall_seconds']:.1f} s"), ("started", _e(row.get("started_at"))),
+        ("agent ended", _e(_agent_ended(row))),
         ("error", _e(f"{row['error_class']}: {row.get('error_detail') or ''}" if row.get("error_class") else "none")),
         ("tokens", _e(" · ".join(f"{k.removeprefix('tokens_').replace('_', ' ')} {row[k]:,}" for k in TOKEN_COLUMNS
                                  if row.get(k) is not None) or "not observed (no model)")),

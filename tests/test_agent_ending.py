@@ -1,0 +1,233 @@
+"""An agent cannot choose to be discarded (issue 25, item 8): a cell is discarded only on evidence the harness
+holds of a fault outside the agent (wiring, a model API error the gateway recorded, the kernel killing a process
+at the memory limit, memgrid's own failure). An agent that writes the naive rule and quits non-zero is scored,
+and the ledger and the report say how it ended."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from rich.console import Console
+from synthetic_ledger import cell, write_run
+
+from runner.agents.base import Transcript
+from runner.agents.claude_code import classify, ended
+from runner.agents.stream_json import parse_stream, transcript_events
+from runner.agents.command import CommandSpec
+from runner.env.sandbox import Limits
+from runner.exec.trial import TrialContext, run_cell, session_proofs
+from runner.plan.grid import CellSpec
+from runner.grading import gate
+from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.results.ledger import Ledger, agent_error_counts
+from runner.results.report import make_report
+
+from conftest import REPO
+
+TASKS = ("slug_ids", "retry_backoff", "cli_default_output")
+STREAMS = Path(__file__).parent / "data" / "claude_stream"
+CORE_TOOLS = ("Bash", "Read")
+
+# The reward-hacking agent: writes the task's naive rule into the workspace, then exits 1 as if it had given up,
+# hoping to be discarded (excluded from the per-protocol rate) rather than scored as the failure it is.
+QUITTER = '''
+import hashlib, json, os, sys
+NAIVE = json.loads(%r)
+prompt = sys.stdin.read().strip()
+files = NAIVE[hashlib.sha256(prompt.encode()).hexdigest()]
+for rel, text in files.items():
+    path = os.path.join("/sandbox/workspace", rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+print("wrote the naive rule to", ", ".join(sorted(files)))
+print("giving up: let this cell be discarded", file=sys.stderr)
+sys.exit(1)
+'''
+
+
+def quitter_script(tasks) -> str:
+    naive = {}
+    for task_id in TASKS:
+        task = tasks[task_id]
+        root = task.reference("naive")
+        naive[hashlib.sha256(task.prompt.strip().encode()).hexdigest()] = {
+            str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+    return QUITTER % json.dumps(naive)
+
+
+# ---- the gate, from a session's record ------------------------------------------------------------
+
+ARMS = load_all_arms(REPO)
+
+
+def ctx() -> TrialContext:
+    return TrialContext(None, "unit", Path("/nonexistent"), None, {}, ARMS)
+
+
+
+def decide(transcript, gateway=None, memory=None, harness_code=False) -> gate.GateDecision:
+    endpoint = None if gateway is None else SimpleNamespace(scripted=False)
+    arm = ARMS["bare"]
+    return gate.decide(session_proofs(ctx(), arm, transcript, endpoint, gateway or [], CORE_TOOLS, False,
+                                      memory, harness_code))
+
+
+def command_transcript(exit_code: int) -> Transcript:
+    t = Transcript(agent="quitter", model=None)
+    t.add("init", agent="quitter", tools=[])
+    t.is_error, t.error, t.ended = True, f"quitter exited {exit_code}: giving up", "exit_nonzero"
+    t.add("result", is_error=True, error=t.error, ended=t.ended, exit_code=exit_code)
+    return t
+
+
+def claude_transcript(stream: str, timed_out=False, exit_code=1) -> Transcript:
+    s = parse_stream((STREAMS / stream).read_text().splitlines())
+    t = Transcript(agent="claude-code", model="claude-x")
+    for kind, data in transcript_events(s):
+        t.add(kind, **data)
+    t.error_class, t.error = classify(s, timed_out, exit_code, "", 600)
+    t.is_error, t.ended = t.error_class is not None, ended(t.error_class, exit_code)
+    return t
+
+
+def model_call(status: int, **extra) -> dict:
+    return {"kind": "model", "path": "/v1/messages", "status": status, "key_injected": True, "tools": list(CORE_TOOLS),
+            **extra}
+
+
+def test_an_agent_that_exits_non_zero_is_admitted_and_its_ending_recorded():
+    decision = decide(command_transcript(1), memory=gate.memory_proof("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"))
+    assert decision.admitted and decision.discard_reason is None
+    ending = next(p for p in decision.proofs if p.name == "agent_ended")
+    assert ending.passed and "exit_nonzero" in ending.detail and "scored" in ending.detail
+
+
+def test_a_model_api_error_the_gateway_recorded_is_still_discarded():
+    # The CLI ended on an API error (its own result: is_error, terminal_reason api_error), and the gateway saw
+    # the model's last answer fail: a fault outside the agent.
+    t = claude_transcript("server_failed.jsonl")
+    assert t.ended == "error" and t.error_class == "session_error" and "api_error" in t.error
+    failed = decide(t, gateway=[model_call(200), model_call(529, error="overloaded")])
+    assert not failed.admitted and failed.discard_reason == gate.MODEL_UNREACHABLE
+    unreachable = decide(t, gateway=[model_call(502, error="ConnectionRefusedError")])
+    assert unreachable.discard_reason == gate.MODEL_UNREACHABLE
+    # The same CLI error with every request answered at the gateway is the CLI's word alone: scored.
+    scored = decide(t, gateway=[model_call(200), model_call(200)])
+    assert scored.admitted, scored.proofs
+    # A session killed at its time limit is the agent's own ending too.
+    killed = Transcript(agent="claude-code", model="claude-x")
+    killed.add("init", tools=list(CORE_TOOLS), mcp_servers=[])
+    s = parse_stream((STREAMS / "killed_before_result.jsonl").read_text().splitlines())
+    killed.error_class, killed.error = classify(s, True, 137, "", 600)
+    killed.is_error, killed.ended = True, ended(killed.error_class, 137)
+    timed_out = decide(killed, gateway=[model_call(200)])
+    assert killed.ended == "timeout" and timed_out.admitted, timed_out.proofs
+
+
+def test_memgrids_own_agent_failing_is_a_harness_error_never_a_verdict():
+    t = command_transcript(1)
+    t.agent = "reader"
+    decision = decide(t, harness_code=True)
+    assert not decision.admitted and decision.discard_reason == gate.HARNESS_ERROR
+    assert "memgrid's own agent reader failed" in decision.proofs[-1].detail
+
+
+@pytest.mark.parametrize("counters,killed", [
+    ("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", True),  # cgroup v1 memory.oom_control
+    ("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\noom_group_kill 0\n", True),  # cgroup v2 memory.events
+    ("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n", False),
+    ("oom_kill_disable 0\nunder_oom 0\n", False),  # a kernel without the count: not observed, never a discard
+])
+def test_a_kill_at_the_memory_limit_discards_first(counters, killed):
+    decision = decide(command_transcript(137), memory=gate.memory_proof(counters))
+    assert decision.admitted is not killed
+    assert decision.discard_reason == (gate.OOM_KILLED if killed else None)
+
+
+def test_the_engines_own_oom_flag_counts_when_the_counters_cannot_be_read():
+    assert not gate.memory_proof(None, True, "container not running").passed
+    assert gate.memory_proof(None, False, "container not running").passed
+
+
+def test_the_report_counts_agents_that_ended_with_an_error_per_arm(tmp_path):
+    rows = [cell(f"t{t}", arm, False, agent_ended="exit_nonzero" if (arm, t) in (("bare", 0), ("bare", 1))
+                 else "timeout" if (arm, t) == ("recall", 2) else "ok") for t in range(3) for arm in ("bare", "recall")]
+    rows.append(cell("t9", "recall", None, admitted=False))  # a discard is not an agent error
+    run = write_run(tmp_path / "run", rows)
+    assert agent_error_counts([vars(r) for r in rows]) == [("reader", "bare", 3, 2, "exit_nonzero 2"),
+                                                           ("reader", "recall", 3, 1, "timeout 1")]
+    console = Console(record=True, width=220)
+    html = make_report(str(run), html_path=tmp_path / "r.html", console=console).html_path.read_text()
+    table = html[html.index('<table id="agent-errors">'):]
+    table = table[:table.index("</table>")]
+    assert "<td>bare</td><td class=\"n\">3</td><td class=\"n\">2</td><td>exit_nonzero 2</td>" in table, table
+    assert "<td>recall</td><td class=\"n\">3</td><td class=\"n\">1</td><td>timeout 1</td>" in table, table
+    text = " ".join(console.export_text().split())
+    assert "agent ended with an error (scored)" in text and "exit_nonzero 2" in text
+
+
+# ---- a real grid: the quitter on three coding tasks ------------------------------------------------
+
+def test_an_agent_that_writes_the_naive_rule_and_quits_is_scored_not_discarded(engine, images, project, tmp_path,
+                                                                             run_id, no_leftovers):
+    (project / "agents").mkdir()
+    (project / "agents" / "quitter.py").write_text(quitter_script(load_all_tasks(project)))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "name": "quitter", "tasks": list(TASKS), "arms": ["bare"], "agents": ["quitter"], "seeds": 1,
+        "conditions": ["present"],
+        "command_agents": {"quitter": {"command": ["python3", "-I", "quitter.py"], "files": ["agents/quitter.py"]}}}))
+    proc = subprocess.run([sys.executable, "-c", "from runner.cli import main; main()", "grid", "--spec", str(grid),
+                           "--run-id", run_id, "--runs-dir", str(tmp_path / "runs"), "--no-progress",
+                           "--concurrency", "3"],
+                          env={**os.environ, "MEMGRID_ROOT": str(project), "COLUMNS": "250"}, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir = tmp_path / "runs" / run_id
+    rows = Ledger(run_dir).rows()
+    assert sorted(r["task"] for r in rows) == sorted(TASKS) and all(r["final"] for r in rows), rows
+    for r in rows:
+        assert r["admitted"] and r["discard_reason"] is None, (r["task"], r["discard_reason"], r["error_detail"])
+        assert r["agent_ended"] == "exit_nonzero" and r["error_detail"].startswith("quitter exited 1"), r["error_detail"]
+        # Graded as it left the workspace: the naive rule, which the checker fails.
+        assert r["checker_passed"] is False and r["outcome"] != "solved", (r["task"], r["checker_detail"])
+        assert r["checker_exit_code"] is not None
+        cell_dir = run_dir / "cells" / r["cell_id"]
+        naive = load_all_tasks(project)[r["task"]].reference("naive")
+        with tarfile.open(cell_dir / "artifact.tar") as tar:
+            graded = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+        for p in (p for p in naive.rglob("*") if p.is_file()):
+            assert graded[str(p.relative_to(naive))] == p.read_bytes(), f"{r['task']}: the naive rule was not graded"
+        proofs = {p["name"]: p for p in json.loads(r["gate_proofs"])}
+        assert proofs["agent_ended"]["passed"] and "exit_nonzero" in proofs["agent_ended"]["detail"]
+        assert proofs["not_oom_killed"] == {"name": "not_oom_killed", "passed": True,
+                                            "detail": "no process killed at the memory limit"}  # read, not assumed
+    # The run's summary and its report count the three per arm.
+    assert "agent err. (scored)" in proc.stdout
+    assert agent_error_counts(rows) == [("quitter", "bare", 3, 3, "exit_nonzero 3")]
+    html = make_report(str(run_dir), html_path=tmp_path / "report.html", console=Console(record=True)).html_path.read_text()
+    assert '<table id="agent-errors">' in html and "<td>exit_nonzero 3</td>" in html
+
+
+def test_a_process_killed_at_the_memory_limit_is_seen_in_the_sandboxes_cgroup(engine, images, project, tmp_path, run_id,
+                                                                              no_leftovers):
+    """The kernel's count, read as root after the session: the hog's own process is killed (exit 137 long before
+    its time is up), the cell is discarded oom_killed and never graded, and its ending is not called a timeout."""
+    hog = tmp_path / "hog.py"
+    hog.write_text("import sys\nheld = bytearray(1 << 30)\nprint(len(held))\n")
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
+                       limits=Limits(memory="128m"), disk_mib=64,
+                       command_agents={"hog": CommandSpec("hog", ("python3", "-I", "hog.py"), (hog,))})
+    row = run_cell(ctx, CellSpec("slug_ids", "bare", 0, "present", "hog", "hog-slug_ids", 0), 1)
+    assert not row.admitted and row.discard_reason == gate.OOM_KILLED and row.final, (row.discard_reason, row.error_detail)
+    assert row.checker_passed is None and row.agent_ended == "exit_nonzero", row.agent_ended
+    proof = json.loads(row.gate_proofs)[1]
+    assert proof["name"] == "not_oom_killed" and not proof["passed"] and "oom_kill" in proof["detail"], proof
