@@ -1,27 +1,13 @@
 """Judge of pl_bool_settings: python3 check.py /artifact
 
-Runs observe.py as the artifact's user through memgrid_check (it is handed the old hidden test's strings
-alone, never the expected answers) and asserts here what the old test asserted: parse_bool("true") is
-True and parse_bool("false") is False (the bool singletons, as `is` required), and every other spelling
-raises ValueError (a subclass of ValueError too, as pytest.raises(ValueError) accepted).
-Everything the run printed is parsed defensively: anything malformed fails.
-Prints one `FAIL <what>: <why>` line per failed check, then `SUMMARY: <passed>/<total> checks passed`.
+Calls parse_bool as the artifact's user through memgrid_check.call (handed the old hidden test's strings alone,
+never the expected answers) and asserts here what the old test asserted: parse_bool("true") is True and
+parse_bool("false") is False (the bool singletons, as `is` required), and every other spelling raises ValueError
+(a subclass of ValueError too, as pytest.raises(ValueError) accepted).
 """
-import sys
+from memgrid_check import call, expect, expect_raise, judge
 
-sys.dont_write_bytecode = True
-
-import decimal
-import json
-import os
-
-from memgrid_check import run_python
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TIMEOUT = 30  # seconds for the whole artifact run; the harness gives the import and each call 5 s
-MODULE, FUNCTIONS = "svc.settings", ("parse_bool",)
 RAISES = ValueError  # what each other spelling must raise
-
 # (old test, value, expected: True / False, or RAISES): the old hidden test's assertions, in its order
 CASES = [
     ("test_the_two_literals", "true", True),
@@ -31,197 +17,15 @@ CASES = [
 ]
 
 
-# --- what the harness reported, read defensively --------------------------------------------------
-
-class Opaque:
-    """A value the artifact returned that the report cannot carry: equal to nothing."""
-
-    def __init__(self, type_name, shown):
-        self.type_name, self.shown = type_name, shown
-
-    def __eq__(self, other):
-        return False
-
-    __hash__ = object.__hash__
-
-    def __repr__(self):
-        return self.shown
-
-
-def subclass(base):
-    class Sub(base):
-        """A value of a subclass of int, float or str: equal as the value is, but not of the base type."""
-        type_name = "?"
-
-        def __repr__(self):
-            return f"{self.type_name}({base.__repr__(self)})"
-
-    return Sub
-
-
-IntSub, FloatSub, StrSub = subclass(int), subclass(float), subclass(str)
-BASE = {"i": (int, IntSub), "f": (float, FloatSub), "s": (str, StrSub)}
-
-
-def decode(enc):
-    """The value an ENCODED record (observe.py) stands for; ValueError when malformed."""
-    if not isinstance(enc, list) or not enc or not isinstance(enc[0], str):
-        raise ValueError("malformed value")
-    tag, rest = enc[0], enc[1:]
-    if tag == "n" and not rest:
-        return None
-    if tag == "b" and len(rest) == 1 and type(rest[0]) is bool:
-        return rest[0]
-    if tag in BASE and len(rest) in (1, 2):
-        base, sub = BASE[tag]
-        x = rest[0]
-        if not (type(x) is base or (base is float and type(x) is int)):
-            raise ValueError("malformed value")
-        if len(rest) == 1:
-            return base(x)
-        if type(rest[1]) is not str:
-            raise ValueError("malformed value")
-        value = sub(x)
-        value.type_name = rest[1][:100]
-        return value
-    if tag == "dec" and len(rest) == 1 and type(rest[0]) is str:
-        try:
-            return decimal.Decimal(rest[0])
-        except decimal.InvalidOperation:
-            raise ValueError("malformed value") from None
-    if tag in ("l", "t") and len(rest) == 1 and type(rest[0]) is list:
-        items = [decode(x) for x in rest[0]]
-        return items if tag == "l" else tuple(items)
-    if tag == "d" and len(rest) == 1 and type(rest[0]) is list:
-        out = {}
-        for pair in rest[0]:
-            if type(pair) is not list or len(pair) != 2:
-                raise ValueError("malformed dict item")
-            out[decode(pair[0])] = decode(pair[1])  # TypeError for an unhashable key: malformed
-        return out
-    if tag == "o" and len(rest) == 2 and all(type(x) is str for x in rest):
-        return Opaque(rest[0][:100], rest[1][:300])
-    raise ValueError("malformed value")
-
-
-def observe(artifact: str, calls: list[dict]) -> dict:
-    """Run the harness on `calls`; return {"import_error", "results": [record or None per call], "problem"}.
-
-    problem is None only when the harness imported the functions (or said why it could not), reported
-    every call once, in order and well-formed, said done and exited 0."""
-    run = run_python(os.path.join(HERE, "observe.py"), [artifact, MODULE, *FUNCTIONS],
-                     stdin=json.dumps(calls).encode(), timeout=TIMEOUT)
-    out = {"import_error": None, "results": [None] * len(calls), "problem": None}
-    ended = f"was killed after {TIMEOUT}s" if run.timed_out else f"exited {run.exit}"
-    try:
-        lines = run.stdout.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        lines = ["<not UTF-8>"]
-    imported, done, reported = False, None, 0
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            rec = None
-        if not isinstance(rec, dict) or done is not None or out["import_error"] is not None:
-            out["problem"] = f"the artifact process printed something that is not a result: {line[:80]!r}"
-            return out
-        if not imported:
-            if rec == {"import": "ok"}:
-                imported = True
-            elif set(rec) == {"import_error"} and isinstance(rec["import_error"], str):
-                out["import_error"] = rec["import_error"][:300]
-            else:
-                out["problem"] = f"the artifact process printed something that is not a result: {line[:80]!r}"
-                return out
-            continue
-        if set(rec) == {"done"}:
-            done = rec["done"]
-            continue
-        try:
-            if rec.get("call") != reported or type(rec.get("call")) is not int or reported >= len(calls):
-                raise ValueError
-            if rec.get("returned") is True and set(rec) == {"call", "returned", "value"}:
-                rec["value"] = decode(rec["value"])
-            elif not (rec.get("returned") is False
-                      and set(rec) == {"call", "returned", "error", "value_error", "message", "timeout"}
-                      and type(rec["error"]) is str and type(rec["message"]) is str
-                      and type(rec["value_error"]) is bool and type(rec["timeout"]) is bool):
-                raise ValueError
-        except (ValueError, TypeError, RecursionError):
-            out["problem"] = f"the artifact process printed a malformed result: {line[:80]!r}"
-            return out
-        out["results"][reported] = rec
-        reported += 1
-    if out["import_error"] is not None:
-        return out
-    if not imported:
-        out["problem"] = f"the artifact process {ended} without reporting anything (it stopped while importing {MODULE})"
-    elif type(done) is not int or done != reported or run.exit != 0 or run.timed_out:
-        out["problem"] = f"the artifact process {ended} before it finished ({reported} of {len(calls)} call(s) reported)"
-    elif done < len(calls) and not (reported and out["results"][reported - 1].get("timeout")):
-        out["problem"] = f"the artifact process reported only {done} of {len(calls)} call(s)"
-    return out
-
-
-def outcome(rec, problem) -> tuple[bool, object]:
-    """(True, value) when the call returned; else (False, why)."""
-    if rec is None:
-        return False, f"gave no result: {problem}"
-    if not rec["returned"]:
-        return False, f"raised {rec['message'][:200]}" + (" (timed out)" if rec["timeout"] else "")
-    return True, rec["value"]
-
-
-def short(value) -> str:
-    return repr(value)[:200]
-
-
-# --- the old hidden test's assertions --------------------------------------------------------------
-
-def verdict(rec, problem, expected) -> str | None:
-    """None when the call did what the old test asserted, else why not."""
-    if rec is None:
-        return f"gave no result: {problem}"
-    if expected is RAISES:
-        if rec["returned"]:
-            return f"returned {short(rec['value'])}, expected ValueError"
-        if not rec["value_error"]:
-            return f"raised {rec['message'][:200]}, expected ValueError"
-        return None
-    returned, got = outcome(rec, problem)
-    if not returned:
-        return got
-    return None if got is expected else f"returned {short(got)}, expected {expected}"
-
-
-def main() -> int:
-    if len(sys.argv) != 2:
-        print("usage: check.py ARTIFACT_DIR")
-        return 1
-    report = observe(os.path.abspath(sys.argv[1]), [{"function": "parse_bool", "args": [value]} for _, value, _ in CASES])
-    if report["import_error"] is not None:
-        print(f"FAIL import: cannot import {', '.join(FUNCTIONS)} from {MODULE}: {report['import_error']}")
-        print(f"SUMMARY: 0/{len(CASES)} checks passed")
-        return 1
-    passed = 0
-    for (test, value, expected), rec in zip(CASES, report["results"]):
-        why = verdict(rec, report["problem"], expected)
-        if why is None:
-            passed += 1
-        else:
-            print(f"FAIL {test}: parse_bool({value!r}) {why}")
-    if report["problem"] is not None:
-        print(f"FAIL run: {report['problem']}")
-    print(f"SUMMARY: {passed}/{len(CASES)} checks passed")
-    return 0 if passed == len(CASES) and report["problem"] is None else 1
+def checks(artifact):
+    seen, problem = call(artifact, [{"module": "svc.settings", "function": "parse_bool", "args": [value]}
+                                    for _, value, _ in CASES], timeout=30)
+    for (test, value, expected), o in zip(CASES, seen):
+        what = f"parse_bool({value!r})"
+        yield test, (expect_raise(what, o, problem, RAISES) if expected is RAISES
+                     else expect(what, o, problem, lambda v: v is expected, repr(expected)))
+    yield None, problem
 
 
 if __name__ == "__main__":
-    try:
-        code = main()
-    except BaseException as exc:
-        print(f"FAIL checker: checker error: {type(exc).__name__}: {exc}")
-        print(f"SUMMARY: 0/{len(CASES)} checks passed")
-        code = 1
-    sys.exit(code)
+    judge(len(CASES), checks)

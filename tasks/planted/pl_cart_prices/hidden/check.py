@@ -1,244 +1,34 @@
 """Judge of pl_cart_prices: python3 check.py /artifact
 
-Runs observe.py as the artifact's user through memgrid_check (it is handed the old hidden test's prices
-and quantities alone, never the expected cents) and asserts here what the old test asserted: parse_price
+Calls parse_price and cart_total as the artifact's user through memgrid_check.call (handed the old hidden test's
+prices and quantities alone, never the expected cents) and asserts here what the old test asserted: parse_price
 returns integer cents, and cart_total of lines priced by parse_price is integer cents too, as strictly
 (`type(value) is int`: a Decimal, a float or an int subclass fails).
-Everything the run printed is parsed defensively: anything malformed fails.
-Prints one `FAIL <what>: <why>` line per failed check, then `SUMMARY: <passed>/<total> checks passed`.
 """
-import sys
+from memgrid_check import Ref, call, expect, judge
 
-sys.dont_write_bytecode = True
-
-import decimal
-import json
-import os
-
-from memgrid_check import run_python
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TIMEOUT = 30  # seconds for the whole artifact run; the harness gives the import and each call 5 s
-MODULE, FUNCTIONS = "shop.cart", ("cart_total", "parse_price")
-
+MODULE = "shop.cart"
 # test_prices_are_int_cents: (text, cents), each asserting `type(value) is int` and then `value == cents`
 PRICES = [("12.34", 1234), ("12", 1200), ("0.5", 50), ("0", 0)]
 # test_totals_are_int_cents: cart_total([(parse_price("2.50"), 3), (parse_price("0.99"), 1)]) is int 849
 CART, TOTAL = [("2.50", 3), ("0.99", 1)], 849
 TOTAL_CALL = "cart_total([" + ", ".join(f"(parse_price({t!r}), {q})" for t, q in CART) + "])"
-CHECKS = 2 * len(PRICES) + 1
 
 
-def calls() -> list[dict]:
-    """The old test's calls, inputs only: each price parsed, then the cart's prices and its total."""
-    out = [{"function": "parse_price", "args": [text]} for text, _ in PRICES]
-    first = len(out)
-    out += [{"function": "parse_price", "args": [text]} for text, _ in CART]
-    out.append({"function": "cart_total",
-                "args": [[{"$tuple": [{"$ref": first + i}, quantity]} for i, (_, quantity) in enumerate(CART)]]})
-    return out
-
-
-# --- what the harness reported, read defensively --------------------------------------------------
-
-class Opaque:
-    """A value the artifact returned that the report cannot carry: equal to nothing."""
-
-    def __init__(self, type_name, shown):
-        self.type_name, self.shown = type_name, shown
-
-    def __eq__(self, other):
-        return False
-
-    __hash__ = object.__hash__
-
-    def __repr__(self):
-        return self.shown
-
-
-def subclass(base):
-    class Sub(base):
-        """A value of a subclass of int, float or str: equal as the value is, but not of the base type."""
-        type_name = "?"
-
-        def __repr__(self):
-            return f"{self.type_name}({base.__repr__(self)})"
-
-    return Sub
-
-
-IntSub, FloatSub, StrSub = subclass(int), subclass(float), subclass(str)
-BASE = {"i": (int, IntSub), "f": (float, FloatSub), "s": (str, StrSub)}
-
-
-def decode(enc):
-    """The value an ENCODED record (observe.py) stands for; ValueError when malformed."""
-    if not isinstance(enc, list) or not enc or not isinstance(enc[0], str):
-        raise ValueError("malformed value")
-    tag, rest = enc[0], enc[1:]
-    if tag == "n" and not rest:
-        return None
-    if tag == "b" and len(rest) == 1 and type(rest[0]) is bool:
-        return rest[0]
-    if tag in BASE and len(rest) in (1, 2):
-        base, sub = BASE[tag]
-        x = rest[0]
-        if not (type(x) is base or (base is float and type(x) is int)):
-            raise ValueError("malformed value")
-        if len(rest) == 1:
-            return base(x)
-        if type(rest[1]) is not str:
-            raise ValueError("malformed value")
-        value = sub(x)
-        value.type_name = rest[1][:100]
-        return value
-    if tag == "dec" and len(rest) == 1 and type(rest[0]) is str:
-        try:
-            return decimal.Decimal(rest[0])
-        except decimal.InvalidOperation:
-            raise ValueError("malformed value") from None
-    if tag in ("l", "t") and len(rest) == 1 and type(rest[0]) is list:
-        items = [decode(x) for x in rest[0]]
-        return items if tag == "l" else tuple(items)
-    if tag == "d" and len(rest) == 1 and type(rest[0]) is list:
-        out = {}
-        for pair in rest[0]:
-            if type(pair) is not list or len(pair) != 2:
-                raise ValueError("malformed dict item")
-            out[decode(pair[0])] = decode(pair[1])  # TypeError for an unhashable key: malformed
-        return out
-    if tag == "o" and len(rest) == 2 and all(type(x) is str for x in rest):
-        return Opaque(rest[0][:100], rest[1][:300])
-    raise ValueError("malformed value")
-
-
-def observe(artifact: str, calls: list[dict]) -> dict:
-    """Run the harness on `calls`; return {"import_error", "results": [record or None per call], "problem"}.
-
-    problem is None only when the harness imported the functions (or said why it could not), reported
-    every call once, in order and well-formed, said done and exited 0."""
-    run = run_python(os.path.join(HERE, "observe.py"), [artifact, MODULE, *FUNCTIONS],
-                     stdin=json.dumps(calls).encode(), timeout=TIMEOUT)
-    out = {"import_error": None, "results": [None] * len(calls), "problem": None}
-    ended = f"was killed after {TIMEOUT}s" if run.timed_out else f"exited {run.exit}"
-    try:
-        lines = run.stdout.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        lines = ["<not UTF-8>"]
-    imported, done, reported = False, None, 0
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            rec = None
-        if not isinstance(rec, dict) or done is not None or out["import_error"] is not None:
-            out["problem"] = f"the artifact process printed something that is not a result: {line[:80]!r}"
-            return out
-        if not imported:
-            if rec == {"import": "ok"}:
-                imported = True
-            elif set(rec) == {"import_error"} and isinstance(rec["import_error"], str):
-                out["import_error"] = rec["import_error"][:300]
-            else:
-                out["problem"] = f"the artifact process printed something that is not a result: {line[:80]!r}"
-                return out
-            continue
-        if set(rec) == {"done"}:
-            done = rec["done"]
-            continue
-        try:
-            if rec.get("call") != reported or type(rec.get("call")) is not int or reported >= len(calls):
-                raise ValueError
-            if rec.get("returned") is True and set(rec) == {"call", "returned", "value"}:
-                rec["value"] = decode(rec["value"])
-            elif not (rec.get("returned") is False
-                      and set(rec) == {"call", "returned", "error", "value_error", "message", "timeout"}
-                      and type(rec["error"]) is str and type(rec["message"]) is str
-                      and type(rec["value_error"]) is bool and type(rec["timeout"]) is bool):
-                raise ValueError
-        except (ValueError, TypeError, RecursionError):
-            out["problem"] = f"the artifact process printed a malformed result: {line[:80]!r}"
-            return out
-        out["results"][reported] = rec
-        reported += 1
-    if out["import_error"] is not None:
-        return out
-    if not imported:
-        out["problem"] = f"the artifact process {ended} without reporting anything (it stopped while importing {MODULE})"
-    elif type(done) is not int or done != reported or run.exit != 0 or run.timed_out:
-        out["problem"] = f"the artifact process {ended} before it finished ({reported} of {len(calls)} call(s) reported)"
-    elif done < len(calls) and not (reported and out["results"][reported - 1].get("timeout")):
-        out["problem"] = f"the artifact process reported only {done} of {len(calls)} call(s)"
-    return out
-
-
-def outcome(rec, problem) -> tuple[bool, object]:
-    """(True, value) when the call returned; else (False, why)."""
-    if rec is None:
-        return False, f"gave no result: {problem}"
-    if not rec["returned"]:
-        return False, f"raised {rec['message'][:200]}" + (" (timed out)" if rec["timeout"] else "")
-    return True, rec["value"]
-
-
-def short(value) -> str:
-    return repr(value)[:200]
-
-
-# --- the old hidden test's assertions --------------------------------------------------------------
-
-def checks(results: list, problem):
-    """Yield (old test, what, why or None) for each assertion of the old hidden test."""
-    for (text, cents), rec in zip(PRICES, results):
+def checks(artifact):
+    calls = [{"module": MODULE, "function": "parse_price", "args": [text]} for text, _ in PRICES + CART]
+    lines = [(Ref(len(PRICES) + i), quantity) for i, (_, quantity) in enumerate(CART)]
+    calls.append({"module": MODULE, "function": "cart_total", "args": [lines]})
+    seen, problem = call(artifact, calls, timeout=30)
+    for (text, cents), o in zip(PRICES, seen):
         what = f"parse_price({text!r})"
-        returned, got = outcome(rec, problem)
-        if not returned:
-            yield "test_prices_are_int_cents", what, got
-            yield "test_prices_are_int_cents", what, got
-            continue
         # A Decimal or a float also passes the visible tests; the stored type is int.
-        yield ("test_prices_are_int_cents", what,
-               None if type(got) is int else f"returned {short(got)}, a {type_name(got)}, expected an int")
-        yield ("test_prices_are_int_cents", what,
-               None if got == cents else f"returned {short(got)}, expected {cents!r}")
-    returned, got = outcome(results[-1], problem)
-    if not returned:
-        yield "test_totals_are_int_cents", TOTAL_CALL, got
-    else:
-        yield ("test_totals_are_int_cents", TOTAL_CALL,
-               None if type(got) is int and got == TOTAL else f"returned {short(got)}, a {type_name(got)}, expected the int {TOTAL}")
-
-
-def type_name(value) -> str:
-    return getattr(value, "type_name", None) or type(value).__name__
-
-
-def main() -> int:
-    if len(sys.argv) != 2:
-        print("usage: check.py ARTIFACT_DIR")
-        return 1
-    report = observe(os.path.abspath(sys.argv[1]), calls())
-    if report["import_error"] is not None:
-        print(f"FAIL import: cannot import {', '.join(FUNCTIONS)} from {MODULE}: {report['import_error']}")
-        print(f"SUMMARY: 0/{CHECKS} checks passed")
-        return 1
-    passed = 0
-    for test, what, why in checks(report["results"], report["problem"]):
-        if why is None:
-            passed += 1
-        else:
-            print(f"FAIL {test}: {what} {why}")
-    if report["problem"] is not None:
-        print(f"FAIL run: {report['problem']}")
-    print(f"SUMMARY: {passed}/{CHECKS} checks passed")
-    return 0 if passed == CHECKS and report["problem"] is None else 1
+        yield "test_prices_are_int_cents", expect(what, o, problem, lambda v: type(v) is int, "an int")
+        yield "test_prices_are_int_cents", expect(what, o, problem, lambda v: v == cents, repr(cents))
+    yield "test_totals_are_int_cents", expect(TOTAL_CALL, seen[-1], problem,
+                                              lambda v: type(v) is int and v == TOTAL, f"the int {TOTAL}")
+    yield None, problem
 
 
 if __name__ == "__main__":
-    try:
-        code = main()
-    except BaseException as exc:
-        print(f"FAIL checker: checker error: {type(exc).__name__}: {exc}")
-        print(f"SUMMARY: 0/{CHECKS} checks passed")
-        code = 1
-    sys.exit(code)
+    judge(2 * len(PRICES) + 1, checks)
