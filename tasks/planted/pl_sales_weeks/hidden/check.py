@@ -1,208 +1,34 @@
 """Judge of pl_sales_weeks: python3 check.py /artifact
 
-Runs observe.py as the artifact's user through memgrid_check (it hands week_start and weekly_totals the
-old hidden test's dates and sales, never the expected weeks) and compares here what came back with the
-reporting weeks the stores plan with: Sunday to Saturday. The old hidden test's six assertions, each
-compared with Python's == (a datetime is not the date, a defaultdict equals the dict).
-Everything the artifact run printed is the artifact's to forge and is parsed defensively: a report that is
-malformed, incomplete, or from a run that did not exit 0 fails. Prints one `FAIL <what>: <why>` line per
-failed check, then `SUMMARY: <passed>/<total> checks passed`; exits 0 only when every check passed.
+Calls week_start and weekly_totals as the artifact's user through memgrid_check.call (handed the old hidden test's
+dates and sales, never the expected weeks) and compares here what came back with the reporting weeks the stores
+plan with: Sunday to Saturday. The old hidden test's six assertions, each compared with Python's == (a datetime is
+not the date, a defaultdict equals the dict).
 """
-import sys
+from datetime import date
 
-sys.dont_write_bytecode = True
+from memgrid_check import call, expect, judge
 
-import base64
-import datetime
-import json
-import os
-
-from memgrid_check import run_python
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TIMEOUT = 30  # seconds for the whole artifact run; the harness gives the import and each case 5 s
 MODULE = "reports.weeks"
-DAYS = ["2024-03-03", "2024-03-04", "2024-03-06", "2024-03-09", "2024-03-10"]
-CASES = [f"week_start({d})" for d in DAYS] + ["weekly_totals"]  # the harness's cases, in order
-TOTAL = 6
-EXPECTED_START = {"2024-03-03": datetime.date(2024, 3, 3), "2024-03-04": datetime.date(2024, 3, 3),
-                  "2024-03-06": datetime.date(2024, 3, 3), "2024-03-09": datetime.date(2024, 3, 3),
-                  "2024-03-10": datetime.date(2024, 3, 10)}
-SALES_CALL = "weekly_totals([(date(2024, 3, 9), 5), (date(2024, 3, 10), 7)])"
-EXPECTED_TOTALS = {datetime.date(2024, 3, 3): 5, datetime.date(2024, 3, 10): 7}
+# test_weeks_begin_on_sunday: (day, its week's Sunday)
+STARTS = [(date(2024, 3, 3), date(2024, 3, 3)), (date(2024, 3, 4), date(2024, 3, 3)),
+          (date(2024, 3, 6), date(2024, 3, 3)), (date(2024, 3, 9), date(2024, 3, 3)),
+          (date(2024, 3, 10), date(2024, 3, 10))]
+# test_saturday_and_sunday_fall_in_different_weeks
+SALES = [(date(2024, 3, 9), 5), (date(2024, 3, 10), 7)]
+TOTALS = {date(2024, 3, 3): 5, date(2024, 3, 10): 7}
 
 
-def checks(report: dict):
-    """(what, None or why it failed) per assertion of the old hidden test."""
-    for d in DAYS:
-        call = f"week_start(date({int(d[:4])}, {int(d[5:7])}, {int(d[8:])}))"
-        got, why = result(report, f"week_start({d})", call)
-        if why is None and not got == EXPECTED_START[d]:
-            why = f"{call} returned {short(got)}, expected {EXPECTED_START[d]!r}"
-        yield f"test_weeks_begin_on_sunday[{d}]", why
-    got, why = result(report, "weekly_totals", SALES_CALL)
-    if why is None and not got == EXPECTED_TOTALS:
-        why = f"{SALES_CALL} returned {short(got)}, expected {EXPECTED_TOTALS!r}"
-    yield "test_saturday_and_sunday_fall_in_different_weeks", why
-
-
-class Opaque:
-    """A value the artifact returned that JSON cannot carry: equal to nothing."""
-
-    def __init__(self, type_name, shown):
-        self.type_name, self.shown = type_name, shown
-
-    def __eq__(self, other):
-        return False
-
-    __hash__ = object.__hash__
-
-    def __repr__(self):
-        return f"<{self.type_name}: {self.shown}>"
-
-
-def decode(enc):
-    """The value an ENCODED result (see observe.py) stands for; ValueError/TypeError when malformed."""
-    if type(enc) is not list or not enc or type(enc[0]) is not str:
-        raise ValueError("malformed value")
-    tag, rest = enc[0], enc[1:]
-    if tag == "n" and not rest:
-        return None
-    if len(rest) == 1:
-        (x,) = rest
-        if tag == "b" and type(x) is bool:
-            return x
-        if tag == "i" and type(x) is int:
-            return x
-        if tag == "f" and type(x) in (int, float):
-            return float(x)
-        if tag == "s" and type(x) is str:
-            return x
-        if tag == "by" and type(x) is str:
-            return base64.b64decode(x, validate=True)
-        if tag == "date" and type(x) is str:
-            return datetime.date.fromisoformat(x)
-        if tag == "dt" and type(x) is str:
-            return datetime.datetime.fromisoformat(x)
-        if tag in ("l", "t") and type(x) is list:
-            items = [decode(i) for i in x]
-            return items if tag == "l" else tuple(items)
-        if tag == "d" and type(x) is list:
-            out = {}
-            for pair in x:
-                if type(pair) is not list or len(pair) != 2:
-                    raise ValueError("malformed dict item")
-                out[decode(pair[0])] = decode(pair[1])  # TypeError for an unhashable key
-            return out
-    if tag == "o" and len(rest) == 2 and all(type(x) is str for x in rest):
-        return Opaque(*rest)
-    raise ValueError("malformed value")
-
-
-def observe(artifact: str) -> dict:
-    """Run the harness; return {"import_error", "imported", "results": {case: record}, "problem"}.
-
-    problem is None only when the harness imported the module (or said why it could not), reported each
-    case once and well-formed (in order), said done and exited 0."""
-    run = run_python(os.path.join(HERE, "observe.py"), [artifact], timeout=TIMEOUT)
-    out = {"import_error": None, "imported": False, "results": {}, "problem": None}
-    ended = f"was killed after {TIMEOUT}s" if run.timed_out else f"exited {run.exit}"
-    try:
-        lines = run.stdout.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        lines = ["<not UTF-8>"]
-    done = None
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            rec = None
-        if type(rec) is not dict or done is not None or out["import_error"] is not None:
-            out["problem"] = f"the artifact process printed something that is not a result: {line[:80]!r}"
-            return out
-        if not out["imported"]:
-            if rec == {"import": "ok"}:
-                out["imported"] = True
-            elif set(rec) == {"import_error"} and type(rec["import_error"]) is str:
-                out["import_error"] = rec["import_error"]
-            else:
-                out["problem"] = f"the artifact process printed something that is not a result: {line[:80]!r}"
-                return out
-            continue
-        if set(rec) == {"done"}:
-            done = rec["done"]
-            continue
-        try:
-            if len(out["results"]) >= len(CASES) or rec.get("case") != CASES[len(out["results"])]:
-                raise ValueError("not the next case")
-            if rec.get("returned") is True and set(rec) == {"case", "returned", "value"}:
-                rec["value"] = decode(rec["value"])
-            elif not (rec.get("returned") is False and set(rec) == {"case", "returned", "error", "timeout"}
-                      and type(rec["error"]) is str and type(rec["timeout"]) is bool):
-                raise ValueError("malformed")
-        except (ValueError, TypeError, RecursionError):
-            out["problem"] = f"the artifact process printed a malformed result: {line[:80]!r}"
-            return out
-        out["results"][rec["case"]] = rec
-    if out["import_error"] is not None:
-        return out
-    reported = len(out["results"])
-    if not out["imported"]:
-        out["problem"] = f"the artifact process {ended} without reporting anything (it stopped while importing {MODULE})"
-    elif type(done) is not int or done != reported or run.exit != 0 or run.timed_out:
-        out["problem"] = f"the artifact process {ended} before it finished ({reported} of {len(CASES)} case(s) reported)"
-    elif reported < len(CASES) and (reported == 0 or not out["results"][CASES[reported - 1]].get("timeout")):
-        out["problem"] = f"the artifact process reported only {reported} of {len(CASES)} case(s)"
-    return out
-
-
-def short(value) -> str:
-    return repr(value)[:300]
-
-
-def result(report: dict, case: str, call: str):
-    """(value, None) when the case returned, else (None, why it did not)."""
-    rec = report["results"].get(case)
-    if rec is None:
-        return None, f"{call} gave no result: {report['problem'] or 'not run after an earlier call timed out'}"
-    if not rec["returned"]:
-        return None, f"{call} raised {rec['error']}" + (" (timed out)" if rec["timeout"] else "")
-    return rec["value"], None
-
-
-def main() -> int:
-    if len(sys.argv) != 2:
-        print("usage: check.py ARTIFACT_DIR")
-        return 1
-    report = observe(os.path.abspath(sys.argv[1]))
-    if report["import_error"] is not None or not report["imported"]:
-        why = (f"cannot import {MODULE}: {report['import_error']}" if report["import_error"] is not None
-               else report["problem"])
-        print(f"FAIL import: {why}")
-        print(f"SUMMARY: 0/{TOTAL} checks passed")
-        return 1
-    passed = total = 0
-    for what, why in checks(report):
-        total += 1
-        if why is None:
-            passed += 1
-        else:
-            print(f"FAIL {what}: {why}")
-    if total != TOTAL:  # a judge bug, never a pass
-        print(f"FAIL checker: ran {total} checks, expected {TOTAL}")
-        passed = min(passed, TOTAL - 1)
-        total = TOTAL
-    if report["problem"] is not None:
-        print(f"FAIL run: {report['problem']}")
-    print(f"SUMMARY: {passed}/{total} checks passed")
-    return 0 if passed == total and report["problem"] is None else 1
+def checks(artifact):
+    seen, problem = call(artifact, [{"module": MODULE, "function": "week_start", "args": [day]} for day, _ in STARTS]
+                         + [{"module": MODULE, "function": "weekly_totals", "args": [SALES]}], timeout=30)
+    for (day, sunday), o in zip(STARTS, seen):
+        yield (f"test_weeks_begin_on_sunday[{day}]",
+               expect(f"week_start({day!r})", o, problem, lambda v: v == sunday, repr(sunday)))
+    yield ("test_saturday_and_sunday_fall_in_different_weeks",
+           expect(f"weekly_totals({SALES!r})", seen[-1], problem, lambda v: v == TOTALS, repr(TOTALS)))
+    yield None, problem
 
 
 if __name__ == "__main__":
-    try:
-        code = main()
-    except BaseException as exc:
-        print(f"FAIL checker: checker error: {type(exc).__name__}: {exc}")
-        print(f"SUMMARY: 0/{TOTAL} checks passed")
-        code = 1
-    sys.exit(code)
+    judge(len(STARTS) + 1, checks)
