@@ -77,11 +77,15 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
     return data
 
 
-def run_artifact(argv: list[str], *, stdin: bytes = b"", timeout: float) -> ArtifactRun:
-    """Run `argv` as the artifact user (cwd and HOME its empty home, clean environment)."""
+def run_artifact(argv: list[str], *, stdin: bytes = b"", timeout: float, files: dict[str, bytes] | None = None,
+                 cwd: str | None = None) -> ArtifactRun:
+    """Run `argv` as the artifact user (HOME its empty home, clean environment). `files`: input files laid
+    in that home first, by path relative to it (a CLI's input file: `HOME` is /home/artifact); `cwd`: that
+    home (the default) or a folder inside /artifact (read-only to it)."""
     conn = _channel()
     try:
-        body = json.dumps({"argv": list(argv), "stdin": base64.b64encode(stdin).decode(), "timeout": timeout}).encode()
+        body = json.dumps({"argv": list(argv), "stdin": base64.b64encode(stdin).decode(), "timeout": timeout, "cwd": cwd,
+                           "files": {n: base64.b64encode(d).decode() for n, d in (files or {}).items()}}).encode()
         conn.sendall(struct.pack(">I", len(body)) + body)
         answer = json.loads(_recv_exact(conn, struct.unpack(">I", _recv_exact(conn, 4))[0]))
     finally:
@@ -288,7 +292,7 @@ class Observed:
         return not self.returned and (exc if isinstance(exc, str) else exc.__name__) in self.bases
 
 
-# The observer: this very file run as `python3 -I -B -c <source> --observe ARTIFACT PER_CALL`, with
+# The observer: this very module run as `python3 -I -B -m memgrid_check --observe ARTIFACT PER_CALL`, with
 # {"calls": [...], "helpers": source or null} on stdin. It imports each function from the artifact (or the helpers'
 # namespace, for a call without "module") and calls it; one JSON line per call on its own copy of stdout (the
 # artifact's prints go to stderr). Exceptions of every kind are caught per call; after a timeout nothing more runs.
@@ -419,10 +423,9 @@ def _has_ref(enc) -> bool:
 
 
 def _run_calls(artifact, calls, helpers, timeout, per_call) -> tuple[list, str | None]:
-    with open(__file__, encoding="utf-8") as fh:
-        source = fh.read()
     request = {"calls": calls, "helpers": helpers}
-    run = run_artifact([*PYTHON, "-c", source, "--observe", artifact, str(per_call)],
+    # -m: the image's compiled copy of this module (system site, read-only), not a compile per run
+    run = run_artifact([*PYTHON, "-m", "memgrid_check", "--observe", artifact, str(per_call)],
                        stdin=json.dumps(request).encode(), timeout=timeout)
     seen: list[Observed | None] = [None] * len(calls)
     reported, done = 0, False

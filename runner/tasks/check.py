@@ -69,9 +69,16 @@ def behaviour_findings(task: TaskSpec, verdicts: dict[str, CheckerVerdict]) -> l
     out = []
     damaged = [c for c in DAMAGE_CONDITIONS if task.reference(f"damaged/{c}").is_dir()]
     canaries = {f"canary/{c.name}": c for c in CANARIES}
+    # A canary laid over a reference that already breaks its own rule (a naive that passes, a damaged
+    # reference the detector misses) says nothing about the grader: that reference's finding fails instead.
+    broken = {"naive": "naive" in verdicts and verdicts["naive"].passed,
+              "damaged": bool(damaged) and f"damaged/{damaged[0]}" in verdicts
+              and verdicts[f"damaged/{damaged[0]}"].fired != (damaged[0],)}
     for name, v in verdicts.items():
         if name in canaries:
             canary = canaries[name]
+            if broken[canary.base]:
+                continue
             condition = damaged[0] if damaged else None
             fired = "no report" if v.fired is None else f"fired {list(v.fired)}"
             held = not canary.passed(v, condition)

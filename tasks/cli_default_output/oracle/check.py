@@ -1,7 +1,7 @@
 """Oracle checker for cli_default_output: python3 check.py /artifact
 
 Runs `opsreport.py report SAMPLES [--format F]` as the artifact's user through memgrid_check (the
-harness run_report.py is handed the samples file and the options, never the expected rows) and
+CLI is handed the samples file, as samples.json, and the options, never the expected rows) and
 checks what the CLI printed here.
 """
 import sys
@@ -13,7 +13,7 @@ import io
 import json
 import os
 
-from memgrid_check import run_python
+from memgrid_check import run_artifact
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE_TIMEOUT = 10
@@ -35,7 +35,9 @@ def run_report(artifact, data, fmt, timeout=CASE_TIMEOUT):
         samples = fh.read()
     options = [] if fmt is None else ["--format", fmt]
     try:
-        run = run_python(os.path.join(HERE, "run_report.py"), [artifact, *options], stdin=samples, timeout=timeout)
+        run = run_artifact(["/usr/bin/python3", "-B", os.path.join(artifact, "opsreport.py"), "report",
+                            "/home/artifact/samples.json", *options], files={"samples.json": samples}, cwd=artifact,
+                           timeout=timeout)
     except Exception as exc:
         return None, f"could not run: {type(exc).__name__}: {exc}"
     if run.timed_out:

@@ -1,7 +1,7 @@
 """Oracle checker for cli_exit_codes: python3 check.py /artifact
 
 Runs `validate_config.py CONFIG.json` on each configuration as the artifact's user through
-memgrid_check (the harness run_validate.py is handed the file's content alone, never its case name or
+memgrid_check (the CLI is handed the file's content alone, as config.json, never its case name or
 the expected status) and compares the exit status here.
 """
 import sys
@@ -11,7 +11,7 @@ sys.dont_write_bytecode = True
 import json
 import os
 
-from memgrid_check import run_python
+from memgrid_check import run_artifact
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASE_TIMEOUT = 5
@@ -21,7 +21,9 @@ def run_validate(artifact, config, timeout=CASE_TIMEOUT):
     """validate_config.py on a copy of configs/<config>, run as the artifact's user: an ArtifactRun."""
     with open(os.path.join(HERE, "configs", config), "rb") as fh:
         content = fh.read()
-    return run_python(os.path.join(HERE, "run_validate.py"), [artifact], stdin=content, timeout=timeout)
+    # Handed the file's content alone, as config.json: not its case name (valid_/invalid_ hints the answer).
+    return run_artifact(["/usr/bin/python3", "-B", os.path.join(artifact, "validate_config.py"), "/home/artifact/config.json"],
+                        files={"config.json": content}, cwd=artifact, timeout=timeout)
 
 
 def main() -> int:
