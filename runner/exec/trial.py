@@ -532,12 +532,12 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         disk = None
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
             transcript = agent.run(sandbox, phase.prompt)
-            memory = memory_verdict(sandbox)
             if transcript.ended is None:  # an agent that does not say: its own error flag
                 transcript.ended = "error" if transcript.is_error else "ok"
             if endpoint is not None:
                 timings.update(agent.timings)
             disk = Ahead("the disk budget check", sandbox.full_mounts)  # beside reading the records and the export
+            memory = memory_verdict(sandbox)  # beside the disk check (~0.1 s)
             if endpoint is not None:
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
                 output_cap(transcript, gateway)
