@@ -20,7 +20,7 @@ cannot read /oracle and cannot reach the judge's process, and hands back what it
 Every run starts from nothing an earlier run left (memgrid-grade kills what it started and wipes
 what it wrote) and is bounded by `timeout` seconds.
 """
-import base64
+import binascii
 import datetime
 import decimal
 import json
@@ -29,7 +29,52 @@ import socket
 import struct
 import sys
 import time as _time
-from dataclasses import dataclass
+
+
+# binascii and a record class of our own rather than base64 and the standard records: every judge and every
+# observer run imports this module, and those two imports (re, inspect) cost more than the rest of it.
+def _b64encode(data: bytes) -> bytes:
+    return binascii.b2a_base64(data, newline=False)
+
+
+def _b64decode(text, strict: bool = False) -> bytes:
+    return binascii.a2b_base64(text, strict_mode=strict)
+
+
+class _Record:
+    """A small frozen record: its fields (in order) and their defaults."""
+    _fields: tuple = ()
+    _defaults: dict = {}
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > len(self._fields):
+            raise TypeError(f"{type(self).__name__} takes {len(self._fields)} fields")
+        given = dict(zip(self._fields, args))
+        for name, value in kwargs.items():
+            if name not in self._fields or name in given:
+                raise TypeError(f"{type(self).__name__}: unexpected or repeated field {name!r}")
+            given[name] = value
+        values = {**self._defaults, **given}
+        missing = [n for n in self._fields if n not in values]
+        if missing:
+            raise TypeError(f"{type(self).__name__}: missing {missing}")
+        for name in self._fields:
+            object.__setattr__(self, name, values[name])
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, n) for n in self._fields)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._values() == self._values()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._values()))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self._fields)})"
 
 __all__ = ["PYTHON", "ArtifactRun", "Observed", "Opaque", "Ref", "RunnerError", "call", "decode", "encode", "expect",
            "expect_raise", "judge", "run_artifact", "run_python"]
@@ -39,13 +84,9 @@ __all__ = ["PYTHON", "ArtifactRun", "Observed", "Opaque", "Ref", "RunnerError", 
 PYTHON = ["/usr/bin/python3", "-I", "-B"]
 
 
-@dataclass(frozen=True)
-class ArtifactRun:
-    exit: int | None  # None: killed at the timeout
-    timed_out: bool
-    stdout: bytes
-    stderr: bytes
-    seconds: float
+class ArtifactRun(_Record):
+    """exit (None: killed at the timeout), timed_out, stdout, stderr, seconds."""
+    _fields = ("exit", "timed_out", "stdout", "stderr", "seconds")
 
     def tail(self, n: int = 300) -> str:
         """The last line of stderr (else stdout), for a failure message."""
@@ -84,16 +125,16 @@ def run_artifact(argv: list[str], *, stdin: bytes = b"", timeout: float, files: 
     home (the default) or a folder inside /artifact (read-only to it)."""
     conn = _channel()
     try:
-        body = json.dumps({"argv": list(argv), "stdin": base64.b64encode(stdin).decode(), "timeout": timeout, "cwd": cwd,
-                           "files": {n: base64.b64encode(d).decode() for n, d in (files or {}).items()}}).encode()
+        body = json.dumps({"argv": list(argv), "stdin": _b64encode(stdin).decode(), "timeout": timeout, "cwd": cwd,
+                           "files": {n: _b64encode(d).decode() for n, d in (files or {}).items()}}).encode()
         conn.sendall(struct.pack(">I", len(body)) + body)
         answer = json.loads(_recv_exact(conn, struct.unpack(">I", _recv_exact(conn, 4))[0]))
     finally:
         conn.detach()  # the fd is the process's for its next request
     if "error" in answer:
         raise RunnerError(answer["error"])
-    return ArtifactRun(answer["exit"], answer["timed_out"], base64.b64decode(answer["stdout"]),
-                       base64.b64decode(answer["stderr"]), answer["seconds"])
+    return ArtifactRun(answer["exit"], answer["timed_out"], _b64decode(answer["stdout"]),
+                       _b64decode(answer["stderr"]), answer["seconds"])
 
 
 def run_python(harness: str, args: list[str] = (), *, stdin: bytes = b"", timeout: float) -> ArtifactRun:
@@ -117,7 +158,7 @@ _KINDS = [  # (tag, base, payload of an instance, read with the base's own metho
     ("i", int, lambda v, d: int.__index__(v)),
     ("f", float, lambda v, d: float.__float__(v)),
     ("s", str, lambda v, d: str.__str__(v)),
-    ("by", bytes, lambda v, d: base64.b64encode(bytes.__getitem__(v, slice(None))).decode()),
+    ("by", bytes, lambda v, d: _b64encode(bytes.__getitem__(v, slice(None))).decode()),
     ("dec", decimal.Decimal, lambda v, d: decimal.Decimal.__str__(v)),
     ("dt", datetime.datetime, lambda v, d: datetime.datetime.isoformat(v)),
     ("date", datetime.date, lambda v, d: datetime.date.isoformat(v)),
@@ -170,10 +211,9 @@ class Opaque:
         return f"<{self.type_name}: {self.shown}>"
 
 
-@dataclass(frozen=True)
-class Ref:
+class Ref(_Record):
     """An argument of a call: the value call `index` (of the same `call`) returned, the very object."""
-    index: int
+    _fields = ("index",)
 
 
 _SUBCLASSES: dict = {}
@@ -199,7 +239,7 @@ def _rebuild(tag: str, cls: type, x, depth: int):
     if tag == "s" and type(x) is str:
         return cls(x)
     if tag == "by" and type(x) is str:
-        return cls(base64.b64decode(x, validate=True))
+        return cls(_b64decode(x, strict=True))
     if tag == "dec" and type(x) is str:
         try:
             return cls(x)
@@ -271,21 +311,14 @@ def _builtin_bases(t: type) -> list:
 
 # --- calls into the artifact ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Observed:
+class Observed(_Record):
     """One call into the artifact: what it returned (`type`: its exact class name; `value` when JSON can hold it;
     `repr`; `got`: the value rebuilt judge-side, see decode) or raised (`error`: the exception's class name,
     `message`, `timed_out` when the call got no answer in time). `bases`: the builtin classes the value's or the
     exception's class derives from, by name (so `raised(ValueError)` holds for a subclass of ValueError too)."""
-    returned: bool
-    type: str | None = None
-    value: object = None
-    repr: str | None = None
-    error: str | None = None
-    message: str | None = None
-    got: object = None
-    bases: tuple = ()
-    timed_out: bool = False
+    _fields = ("returned", "type", "value", "repr", "error", "message", "got", "bases", "timed_out")
+    _defaults = {"type": None, "value": None, "repr": None, "error": None, "message": None, "got": None, "bases": (),
+                 "timed_out": False}
 
     def raised(self, exc: type | str) -> bool:
         """The call raised `exc` or a subclass of it (a builtin exception class, or its name)."""

@@ -5,9 +5,9 @@ Network none, the artifact at /artifact (root-owned, read-only for all) and the 
 only the judge (the task's checker and detector, user `checker`) reads it: artifact code runs as
 another user (`artifact`), through memgrid_check, on the inputs the judge hands it. The task's checker
 runs first (exit 0 = pass; timeout or crash = fail, with the detail recorded), then its damage
-detector, which names the conditions whose wrong rule it recognises in the artifact. memgrid-grade
-writes the grade to a root-only file once every process either started is gone; it is read from there,
-never from a stream the artifact could reach (images/checker/memgrid-grade says how).
+detector, which names the conditions whose wrong rule it recognises in the artifact. memgrid-grade's
+output, written by root once every process either user started is gone, is the grade and nothing else;
+no process of the judge or the artifact can write to it (images/checker/memgrid-grade says why).
 
 The container may be started ahead of need (a coding cell starts it beside its sandbox, so its start
 overlaps the session instead of following it): until its inputs arrive it only sleeps, and nothing but
@@ -20,9 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-import docker
-
-from runner.env.archive import Entry, is_bytecode, pack, safe_entries
+from runner.env.archive import Entry, is_bytecode, pack
 from runner.env.bundle import tree_entries
 from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, exec_in, hardened, remove_quietly
 from runner.plan.spec import TaskSpec
@@ -41,7 +39,6 @@ class CheckerVerdict:
     detector_detail: str
 
 
-GRADE_FILE = "/run/memgrid/grade.json"
 JUDGE_GID = 1001  # the checker image's `checker` group: the judge's, never the artifact user's
 
 
@@ -60,17 +57,13 @@ def checker_inputs(task: TaskSpec, artifact: list[Entry]) -> bytes:
     return grading_inputs(artifact, tree_entries(task.oracle, "oracle"))
 
 
-def read_grade(container) -> dict | None:
-    """The grade memgrid-grade left in its root-only file; None when it wrote none."""
+def parse_grade(stdout: str) -> dict | None:
+    """memgrid-grade's output is the grade and nothing else (one JSON object); anything more or less is none."""
     try:
-        chunks, _ = container.get_archive(GRADE_FILE)
-    except docker.errors.NotFound:
-        return None
-    entries = safe_entries(b"".join(chunks))
-    try:
-        return json.loads(entries[0].data) if len(entries) == 1 else None
+        grade = json.loads(stdout)
     except ValueError:
         return None
+    return grade if isinstance(grade, dict) and isinstance(grade.get("checker"), dict) else None
 
 
 class CheckerContainer:
@@ -113,8 +106,8 @@ class CheckerContainer:
             raise RuntimeError("placing the checker's inputs was refused")
         result = exec_in(self.client, self.container.id, ["memgrid-grade"], timeout=max(1, int(bound)), workdir="/tmp",
                          user="root")
-        log = result.stdout + (f"\n{result.stderr}" if result.stderr else "")
-        grade = read_grade(self.container) if result.exit_code == 0 else None
+        grade = parse_grade(result.stdout) if result.exit_code == 0 and not result.dropped_bytes else None
+        log = (grade["checker"].get("output", "") if grade else result.stdout) + (f"\n{result.stderr}" if result.stderr else "")
         return grade, log, round(time.monotonic() - started, 3)
 
     def stop(self) -> None:
