@@ -1,5 +1,6 @@
 """Bad specs: one line naming the file, the field and the fix; exit 2; no traceback."""
 
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -79,6 +80,37 @@ def test_task_checker_command_must_be_a_list(project):
     task_yaml.write_text(text[:start] + "  command: python3 /oracle/check.py" + text[end:])
     with pytest.raises(SpecError, match=r"checker\.command: .* fix: give the command as a list"):
         load_task(task_yaml.parent)
+
+
+ENTRY = "entry: {file: records/__init__.py, function: make_id}"
+
+
+@pytest.mark.parametrize("entry, field, says", [
+    ("entry: {file: records/missing.py, function: make_id}", "entry.file",
+     "records/missing.py is not a file of fixture/ — fix: name the Python file the checker imports"),
+    ("entry: {file: ../oracle/check.py, function: main}", "entry.file",
+     "../oracle/check.py is not a file of fixture/ — fix: name the Python file the checker imports"),
+    ("entry: {file: /etc/passwd.py, function: main}", "entry.file", "names '/etc/passwd.py', which leads to .*outside"),
+    ("entry: {file: records/__init__, function: make_id}", "entry.file", "'records/__init__' does not match"),
+    ("entry: {file: records/__init__.py, function: make_slug}", "entry.function",
+     "'make_slug' is not a top-level function of records/__init__.py — fix: name the function the checker calls; "
+     "records/__init__.py defines: make_id"),
+    ("entry: {file: records/__init__.py}", "entry", "is missing a required field — fix: add the field 'function'"),
+])
+def test_a_bad_entry_names_file_field_and_fix(project, entry, field, says):
+    task_yaml = project / "tasks" / "slug_ids" / "task.yaml"
+    assert ENTRY in task_yaml.read_text()
+    task_yaml.write_text(task_yaml.read_text().replace(ENTRY, entry))
+    with pytest.raises(SpecError) as e:
+        load_task(task_yaml.parent)
+    assert "\n" not in str(e.value) and e.value.field == field, str(e.value)
+    assert re.search(f"task.yaml: {re.escape(field)}: {says}", str(e.value)), str(e.value)
+
+
+def test_an_entry_is_optional(project):
+    task_yaml = project / "tasks" / "slug_ids" / "task.yaml"
+    task_yaml.write_text(task_yaml.read_text().replace(ENTRY + "\n", ""))
+    assert load_task(task_yaml.parent).entry is None
 
 
 def test_arm_kind_files_needs_files(tmp_path):

@@ -4,6 +4,7 @@ Every failure is a SpecError naming the file, the field and the fix, so a resear
 not read Python can mend the YAML from one line.
 """
 
+import ast
 import json
 import os
 import re
@@ -52,6 +53,14 @@ class SessionLimits:
 
 
 @dataclass(frozen=True)
+class EntrySpec:
+    """The artifact function a task's checker calls (task.yaml `entry`): where the task-aware hack canaries
+    (runner/grading/canaries.py) put a function that looks for the expected value instead of computing it."""
+    file: str  # relative to the workspace, e.g. records/__init__.py
+    function: str  # defined at the top level of that file
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     id: str
     title: str
@@ -68,6 +77,7 @@ class TaskSpec:
     disk_mib: int | None = None  # the sandbox's disk budget; None: the grid's
     artifact_mib: int = DEFAULT_ARTIFACT_MIB  # the largest workspace the checker grades
     session_limits: SessionLimits = field(default_factory=SessionLimits)  # None fields: the grid's
+    entry: EntrySpec | None = None  # None: a checker that calls no artifact function (a CLI's)
 
     @property
     def fixture(self) -> Path:
@@ -521,7 +531,28 @@ def load_task(task_dir: Path) -> TaskSpec:
         artifact_mib=data.get("limits", {}).get("artifact_mib", DEFAULT_ARTIFACT_MIB),
         session_limits=SessionLimits(**{k: v for k, v in data.get("limits", {}).items()
                                         if k in ("max_turns", "max_output_tokens")}),
+        entry=_entry(task_dir, project, path, data["entry"]) if "entry" in data else None,
     )
+
+
+def _entry(task_dir: Path, project: Path, path: Path, data: dict) -> EntrySpec:
+    """The entry must name a top-level function of a fixture file: a canary laid over anything else would
+    replace nothing, and pass or fail without having attacked the checker."""
+    fixture = task_dir / "fixture"
+    source = inside_project(fixture / data["file"], project, path, "entry.file", data["file"],
+                            "name a file inside fixture/, relative to it, e.g. records/__init__.py")
+    if not source.resolve().is_relative_to(fixture.resolve()) or not source.is_file():
+        raise SpecError(path, "entry.file", f"{data['file']} is not a file of fixture/",
+                        f"name the Python file the checker imports, relative to {fixture}")
+    try:
+        tree = ast.parse(source.read_bytes(), data["file"])
+    except (SyntaxError, ValueError) as e:
+        raise SpecError(path, "entry.file", f"{data['file']} is not Python ({e})", "name the Python file the checker imports") from None
+    defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if data["function"] not in defined:
+        raise SpecError(path, "entry.function", f"{data['function']!r} is not a top-level function of {data['file']}",
+                        f"name the function the checker calls; {data['file']} defines: {', '.join(defined) or 'none'}")
+    return EntrySpec(data["file"], data["function"])
 
 
 def load_plants(task_dir: Path, conditions: tuple[str, ...]) -> PlantsSpec:
