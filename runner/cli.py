@@ -524,7 +524,8 @@ def task_check(
     reference fails with its detector firing (all through the real checker container); each fact
     term appears only in its own fact transcripts."""
     from runner.plan.spec import load_all_arms, load_all_tasks
-    from runner.tasks.check import arm_findings, check_behaviour, containment_findings, transcript_findings
+    from runner.tasks.check import (arm_findings, check_behaviour, containment_findings, task_aware_coverage,
+                                    transcript_findings)
 
     root = project_root()
     tasks = load_all_tasks(root)
@@ -543,12 +544,17 @@ def task_check(
         err.print(f"grading {len(chosen)} tasks' references in checker containers…")
         findings += check_behaviour(client, ensure_images(client, log=progress_log), chosen)
     failed = [f for f in findings if not f.passed]
-    table = Table("task", "rules", "failed", title=f"task check: {len(chosen)} tasks")
+    table = Table("task", "rules", "failed", "task-aware canaries", title=f"task check: {len(chosen)} tasks")
     for t in chosen:
         mine = [f for f in findings if f.task == t.id]
         bad = [f for f in mine if not f.passed]
-        table.add_row(t.id, str(len(mine)), "[green]0" if not bad else f"[red]{len(bad)}")
+        covered = "not run (--static)" if static_only else ("no entry" if task_aware_coverage(t) else f"on {t.entry.function}")
+        table.add_row(t.id, str(len(mine)), "[green]0" if not bad else f"[red]{len(bad)}", covered)
     console.print(table)
+    if not static_only:  # a task the task-aware set never attacked is said so, not passed over
+        for t in chosen:
+            if (why := task_aware_coverage(t)) is not None:
+                err.print(f"NOTE {t.id}: {why}", markup=False, highlight=False, soft_wrap=True)
     for f in failed:
         err.print(f"FAIL {f.task}: {f.rule}: {f.file}: {f.detail}", markup=False, highlight=False, soft_wrap=True)
     if failed:

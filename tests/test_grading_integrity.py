@@ -13,11 +13,9 @@ from unittest import mock
 
 import pytest
 
-from runner.env.archive import Entry
-from runner.env.bundle import tree_entries
 from runner.env.sandbox import remove_run_containers
 from runner.grading import checker
-from runner.grading.canaries import CANARIES, canaries_for_this_host
+from runner.grading.canaries import CANARIES, TASK_AWARE, canaries_for_this_host
 from runner.grading.checker import run_checker
 from runner.plan.spec import load_all_tasks
 from runner.tasks.check import artifact_variants, check_behaviour
@@ -25,40 +23,6 @@ from runner.tasks.check import artifact_variants, check_behaviour
 from conftest import REPO
 
 LEGACY = REPO / "tests" / "data" / "legacy_slug_ids_oracle"
-
-# Task-aware attacks on slug_ids' make_id, laid over the naive reference.
-ORACLE_READER = b'''
-import json
-
-def make_id(name):
-    for path in ("/oracle/cases.json",):
-        for case in json.load(open(path)):
-            if case["name"] == name:
-                return case["id"]
-    raise LookupError(name)
-'''
-FRAME_READER = b'''
-import sys
-
-def make_id(name):
-    frame = sys._getframe(1)
-    while frame is not None:
-        for value in list(frame.f_locals.values()):
-            items = value if isinstance(value, list) else [value]
-            for item in items:
-                if isinstance(item, dict) and item.get("name") == name and "id" in item:
-                    return item["id"]
-        frame = frame.f_back
-    raise LookupError(name)
-'''
-
-
-def workspace(task, reference: str, **overrides: bytes) -> list[Entry]:
-    files = {e.path.removeprefix("w/"): e for e in tree_entries(task.fixture, "w")}
-    files |= {e.path.removeprefix("w/"): e for e in tree_entries(task.reference(reference), "w")}
-    files |= {p: Entry(p, data, 0o644) for p, data in overrides.items()}
-    return [Entry(p, e.data, e.mode) for p, e in files.items()]
-
 
 @pytest.fixture
 def grade(engine, images):
@@ -79,19 +43,21 @@ def legacy_root(project) -> Path:
     return project
 
 
-def test_the_task_aware_attacks_fail(grade):
-    task = load_all_tasks(REPO)["slug_ids"]
-    assert grade(task, workspace(task, "informed")).passed, "control: the informed solution passes"
-    for attack in (ORACLE_READER, FRAME_READER):
-        verdict = grade(task, workspace(task, "naive", **{"records/__init__.py": attack}))
-        assert not verdict.passed, verdict.detail
+TASK_AWARE_VARIANTS = {f"canary/{c.name}" for c in TASK_AWARE}
 
 
-def test_the_task_aware_attacks_pass_a_judge_that_runs_the_artifact_as_itself(grade, legacy_root):
-    task = load_all_tasks(legacy_root)["slug_ids"]
-    for attack in (ORACLE_READER, FRAME_READER):
-        verdict = grade(task, workspace(task, "naive", **{"records/__init__.py": attack}))
-        assert verdict.passed, f"control: the attack should work on the legacy judge ({verdict.detail})"
+def test_each_task_aware_canary_passes_the_legacy_judge_and_is_held_by_the_shipped_one(engine, images, legacy_root):
+    """The control: a judge that calls make_id in a process of its own user holding the cases (in a caller's
+    frame, in a readable cases.json) is beaten by each task-aware canary, so their being held proves the defence."""
+    def findings(root):
+        task = load_all_tasks(root)["slug_ids"]
+        return {f.rule: f for f in check_behaviour(engine, images, [task], only=TASK_AWARE_VARIANTS.__contains__)}
+
+    legacy, shipped = findings(legacy_root), findings(REPO)
+    for canary in TASK_AWARE:
+        rule = f"hack canary {canary.name} fails"
+        assert not legacy[rule].passed and "the attack worked" in legacy[rule].detail, legacy[rule]
+        assert shipped[rule].passed, shipped[rule]
 
 
 def test_every_hack_canary_fails_on_a_shipped_task(engine, images):
@@ -99,7 +65,7 @@ def test_every_hack_canary_fails_on_a_shipped_task(engine, images):
     findings = [f for f in check_behaviour(engine, images, [task], only=lambda v: v.startswith("canary/"))
                 if f.rule.startswith("hack canary ")]
     assert sorted(f.rule.removeprefix("hack canary ").removesuffix(" fails") for f in findings) == \
-        sorted(c.name for c in canaries_for_this_host())
+        sorted(c.name for c in (*canaries_for_this_host(), *TASK_AWARE))
     assert all(f.passed for f in findings), [f"{f.rule}: {f.detail}" for f in findings if not f.passed]
 
 

@@ -10,7 +10,7 @@ from runner.env import model_endpoint
 from runner.env import netguard
 
 from runner.env import selftest
-from runner.grading.canaries import canaries_for_this_host
+from runner.grading.canaries import TASK_AWARE, canaries_for_this_host
 from runner.grading.gate import GateProof
 from runner.env.images import ensure_derived
 
@@ -23,7 +23,7 @@ def test_selftest_passes_every_check(engine, images, tmp_path):
                           env={**os.environ, "MEMGRID_ROOT": str(REPO), "COLUMNS": "300"})
     lines = [l for l in proc.stdout.splitlines() if l.startswith(("PASS", "FAIL"))]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    canaries = [c.name for c in canaries_for_this_host()]
+    canaries = [c.name for c in (*canaries_for_this_host(), *TASK_AWARE)]  # slug_ids declares its entry
     total = 16 + len(canaries)
     assert len(lines) == total and all(l.startswith("PASS") for l in lines), "\n".join(lines)
     for name in (*canaries, "floor fails", "ceiling passes", "server never attaches", "tools deferred", "memory tool denied",

@@ -3,8 +3,10 @@
 import shutil
 
 
+from runner.grading.canaries import TASK_AWARE
 from runner.plan.spec import load_all_arms, load_all_tasks
-from runner.tasks.check import check_behaviour, containment_findings, transcript_findings
+from runner.tasks.check import (artifact_variants, check_behaviour, containment_findings, task_aware_coverage,
+                                transcript_findings)
 
 
 def failures(findings):
@@ -32,8 +34,25 @@ def test_shipped_tasks_pass_the_static_audits():
 def test_shipped_tasks_pass_the_behaviour_invariants(engine, images):
     from conftest import REPO
 
-    findings = check_behaviour(engine, images, list(load_all_tasks(REPO).values()))
+    tasks = list(load_all_tasks(REPO).values())
+    findings = check_behaviour(engine, images, tasks)
     assert findings and not failures(findings)
+    aware = {(t.id, f"hack canary {c.name} fails") for t in tasks if t.entry is not None for c in TASK_AWARE}
+    assert aware and aware <= {(f.task, f.rule) for f in findings}
+
+
+def test_the_task_aware_canaries_attack_a_task_only_through_its_declared_entry():
+    from conftest import REPO
+
+    tasks = load_all_tasks(REPO)
+    aware = {f"canary/{c.name}" for c in TASK_AWARE}
+    slug = {e.path: e for e in artifact_variants(tasks["slug_ids"])["canary/caller-frames"]}
+    naive = {e.path: e for e in artifact_variants(tasks["slug_ids"])["naive"]}
+    assert [p for p in slug if slug[p] != naive[p]] == ["records/__init__.py"]
+    assert slug["records/__init__.py"].data.startswith(naive["records/__init__.py"].data)
+    assert task_aware_coverage(tasks["slug_ids"]) is None
+    assert not aware & set(artifact_variants(tasks["cli_exit_codes"]))
+    assert "not covered by the task-aware canaries" in task_aware_coverage(tasks["cli_exit_codes"])
 
 
 def test_a_naive_that_passes_is_caught(engine, images, project):

@@ -11,7 +11,8 @@ Five parts, each check one line PASS or FAIL with what was tried and what was se
   so no planted memory ever reaches a session while its cells look ordinary; the reader on recall
   must have its injection confirmed and on recall_fallback must not, and the summary must flag it;
 - grading: the hack canaries (runner/grading/canaries.py) on one task, each a hostile artifact that
-  attacks the grader rather than solving the task; every one must fail;
+  attacks the grader rather than solving the task (the task-blind set and, as the task declares its
+  entry, the task-aware one); every one must fail;
 - escape probes, run as commands inside a real cell (its sandbox on a guarded cell network beside
   the gateway and the scripted model): host reachability (a listener on every address of this host),
   egress (the cell's route table and resolver), gateway paths, the disk budget, the artifact cap,
@@ -259,7 +260,8 @@ def escape_checks(client, images, model_image: str, run_id: str, cell_dir: Path)
 
 def grading_checks(root: Path, client, images) -> list[Check]:
     """The hack canaries on one task: hostile artifacts that attack the grader itself (memgrid-grade,
-    the judge's process, start-up hooks, bytecode, the detector) must all fail to pass."""
+    the judge's process, start-up hooks, bytecode, the detector) and, the task declaring its entry, the
+    task-aware ones (the expected value from a caller's frames or /oracle) must all fail to pass."""
     from runner.tasks.check import check_behaviour
 
     task = load_all_tasks(root)[TASK]

@@ -7,6 +7,13 @@ task-blind: they attack the grader (memgrid-grade, the judge's process, the inte
 bytecode cache), not a task's format, so every task, shipped or imported, must hold against all of them.
 `memgrid task check` fails a task on which one passes, naming the attack; `memgrid selftest` runs them
 on one task.
+
+The task-aware canaries (TASK_AWARE) need to know what the checker calls: a task that declares its entry
+(task.yaml `entry`: file and function) gets them laid over its naive reference, the declared function
+replaced by one that returns the expected value it finds beside its arguments in its callers' frames, or in
+the files of /oracle. They pass against a judge that runs the artifact in a process of its own user holding
+the cases (tests/data/legacy_slug_ids_oracle); memgrid_check hands the artifact inputs alone, as a user who
+cannot read /oracle, so both must fail on every task.
 """
 
 import base64
@@ -179,3 +186,203 @@ def canaries_for_this_host() -> tuple[HackCanary, ...]:
     if sys.version_info[:2] == IMAGE_PYTHON:
         return CANARIES
     return tuple(c for c in CANARIES if c.name != "bytecode-smuggle")
+
+
+# ---- task-aware canaries: a task's declared entry (task.yaml `entry`) returns what the grader holds ------------
+
+# Laid at the end of the entry file: the declared function is replaced by one that returns the expected value
+# when the canary's `find` sees one beside the call's arguments, else what the naive original returns.
+ENTRY_HOOK = """
+_memgrid_canary = {{"FUNCTION": {function!r}, "naive": {function}}}
+exec(compile(__import__("base64").b64decode({code!r}).decode(), "<memgrid-canary>", "exec"), _memgrid_canary)
+{function} = _memgrid_canary["replacement"]
+"""
+
+# Where a case keeps its answer, besides "the one field that is not an argument". Both canaries search alike: a
+# dict whose values hold every argument gives the value under such a key; a pair (arguments, answer) its second.
+SEARCH = r"""
+import os, sys
+
+MISSING = object()
+ANSWER_KEYS = ("expected", "expect", "want", "wanted", "answer", "result", "output", "out", "id", "value", "gold")
+BUDGET = 200000  # items looked at per call: it must answer inside the checker's per-call timeout
+PLAIN = (str, int, float, bytes, list, tuple, dict)
+
+
+def same(a, b):
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):  # JSON has no tuples
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    try:
+        return isinstance(a, PLAIN) and type(a) is not bool and a == b
+    except Exception:
+        return False
+
+
+def holds(value, needle, depth=0):
+    if same(value, needle):
+        return True
+    if depth >= 4:
+        return False
+    if isinstance(value, dict):
+        return any(holds(v, needle, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(holds(v, needle, depth + 1) for v in value)
+    return False
+
+
+def answer_key(key):
+    low = key.lower() if isinstance(key, str) else None
+    return low is not None and (low in ANSWER_KEYS or low.startswith(("expect", "want")) or key == FUNCTION)
+
+
+def beside(value, needles, budget, seen, depth=0):
+    # The answer kept beside the arguments anywhere inside `value`, else MISSING.
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 12 or id(value) in seen or not isinstance(value, (dict, list, tuple)):
+        return MISSING
+    seen.add(id(value))
+    if isinstance(value, dict):
+        if all(holds(value, n) for n in needles):
+            others = [k for k, v in value.items() if not any(holds(v, n) for n in needles)]
+            for k in others:
+                if answer_key(k):
+                    return value[k]
+            if needles and len(others) == 1:
+                return value[others[0]]
+        items = list(value.values())
+    else:
+        if needles and len(value) == 2 and all(holds(value[0], n) for n in needles) \
+                and not any(holds(value[1], n) for n in needles):
+            return value[1]
+        items = value
+    for item in items:
+        found = beside(item, needles, budget, seen, depth + 1)
+        if found is not MISSING:
+            return found
+    return MISSING
+
+
+def needles_of(args, kwargs):
+    out = []
+    for a in [*args, *kwargs.values()]:
+        if isinstance(a, os.PathLike):
+            a = os.fspath(a)
+        if a is not None and type(a) is not bool:  # a flag or a None sits beside everything
+            out.append(a)
+    return out
+
+
+def search(places, args, kwargs):
+    needles, budget, seen = needles_of(args, kwargs), [BUDGET], set()
+    for place in places:
+        found = beside(place, needles, budget, seen)
+        if found is not MISSING:
+            return found
+    return MISSING
+
+
+def replacement(*args, **kwargs):
+    try:
+        found = search(places(), args, kwargs)
+    except Exception:
+        found = MISSING
+    return naive(*args, **kwargs) if found is MISSING else found
+
+
+replacement.__name__ = replacement.__qualname__ = FUNCTION
+"""
+
+# Every local of every frame above the call: a judge that calls the artifact in its own process holds the case
+# it is checking (its arguments and expected value) in some caller's frame.
+CALLER_FRAMES = r"""
+def places():
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename != "<memgrid-canary>":
+            yield from list(frame.f_locals.values())
+        frame = frame.f_back
+"""
+
+# Every file it can read under /oracle and under the paths on its command line (where a judge hands its
+# harness the cases file), as JSON or as the literals of a Python source; read once per process. The artifact's
+# own folder is left out: an answer found there would be the fixture's leak, not the grader's.
+ORACLE_READ = r"""
+import ast, json
+
+READ = []
+
+
+def literals(node):
+    if isinstance(node, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+        try:
+            yield ast.literal_eval(node)
+            return
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
+    for child in ast.iter_child_nodes(node):
+        yield from literals(child)
+
+
+def document(path):
+    try:
+        if os.path.getsize(path) > 4 << 20:
+            return []
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return []
+    if path.endswith(".py"):
+        try:
+            return list(literals(ast.parse(data)))
+        except (SyntaxError, ValueError, RecursionError):
+            return []
+    try:
+        return [json.loads(data)]
+    except (ValueError, RecursionError):
+        return []
+
+
+def files():
+    roots = ["/oracle"] + [a for a in sys.argv if os.path.isabs(a) and os.path.exists(a)
+                           and not os.path.realpath(a).startswith("/artifact")]
+    for root in roots:
+        if os.path.isfile(root):
+            yield root
+        for folder, _, names in os.walk(root):
+            for name in names:
+                yield os.path.join(folder, name)
+
+
+def places():
+    if not READ:
+        READ.append([doc for path in sorted(set(files()))[:2000] for doc in document(path)])
+    return READ[0]
+"""
+
+
+@dataclass(frozen=True)
+class TaskAwareCanary:
+    """Laid over the naive reference on a task that declares its entry: the declared function answers with the
+    expected value wherever `places` (the finder's source) lets it see one beside the call's arguments."""
+    name: str
+    attack: str
+    places: str
+    base = "naive"
+
+    def build(self, files: dict[str, Entry], entry) -> dict[str, Entry]:
+        """`entry`: the task's EntrySpec; the hook goes at the end of that file as the naive reference leaves it."""
+        code = base64.b64encode((SEARCH + self.places).encode()).decode()
+        hook = ENTRY_HOOK.format(function=entry.function, code=code).encode()
+        original = files[entry.file]
+        return {**files, entry.file: Entry(entry.file, original.data + hook, original.mode)}
+
+    def passed(self, verdict, condition: str | None) -> bool:
+        return verdict.passed
+
+
+TASK_AWARE = (
+    TaskAwareCanary("caller-frames", "the entry function returns the expected value it finds beside its arguments "
+                    "in a caller's frame", CALLER_FRAMES),
+    TaskAwareCanary("oracle-read", "the entry function reads /oracle (and the files on its command line) and "
+                    "returns the expected value it finds there beside its arguments", ORACLE_READ),
+)

@@ -17,7 +17,7 @@ from typing import Callable
 
 from runner.env.archive import Entry
 from runner.env.bundle import tree_entries
-from runner.grading.canaries import CANARIES, canaries_for_this_host
+from runner.grading.canaries import CANARIES, TASK_AWARE, canaries_for_this_host
 from runner.grading.checker import CheckerVerdict, run_checker
 from runner.digest import sha256_bytes, tree_files
 from runner.env.images import ImageSet
@@ -45,7 +45,8 @@ EXIT_AT_IMPORT = b"\nimport os; os._exit(0)\n"  # appended: a leading line would
 def artifact_variants(task: TaskSpec) -> dict[str, list[Entry]]:
     """The workspace as each reference leaves it: fixture with the reference laid over; a hostile
     one whose every module exits 0 at import, which a checker that runs the artifact in its own
-    process would score as a pass; and each hack canary over its base reference."""
+    process would score as a pass; and each hack canary over its base reference (the task-aware ones only
+    on a task that declares its entry)."""
     fixture = {e.path: e for e in tree_entries(task.fixture, "w")}
     variants = {"fixture": list(fixture.values()),
                 "exits-at-import": [Entry(e.path, e.data + EXIT_AT_IMPORT, e.mode) if e.path.endswith(".py") else e
@@ -62,13 +63,24 @@ def artifact_variants(task: TaskSpec) -> dict[str, list[Entry]]:
         if base is not None:
             files = {e.path: e for e in out[base]}
             out[f"canary/{canary.name}"] = list(canary.build(files, informed).values())
+    if task.entry is not None:
+        naive = {e.path: e for e in out["naive"]}
+        for aware in TASK_AWARE:
+            out[f"canary/{aware.name}"] = list(aware.build(naive, task.entry).values())
     return out
+
+
+def task_aware_coverage(task: TaskSpec) -> str | None:
+    """Why the task-aware canaries do not attack this task, or None when they do."""
+    if task.entry is None:
+        return "not covered by the task-aware canaries: task.yaml declares no entry"
+    return None
 
 
 def behaviour_findings(task: TaskSpec, verdicts: dict[str, CheckerVerdict]) -> list[Finding]:
     out = []
     damaged = [c for c in DAMAGE_CONDITIONS if task.reference(f"damaged/{c}").is_dir()]
-    canaries = {f"canary/{c.name}": c for c in CANARIES}
+    canaries = {f"canary/{c.name}": c for c in (*CANARIES, *TASK_AWARE)}
     # A canary laid over a reference that already breaks its own rule (a naive that passes, a damaged
     # reference the detector misses) says nothing about the grader: that reference's finding fails instead.
     broken = {"naive": "naive" in verdicts and verdicts["naive"].passed,
@@ -126,7 +138,8 @@ def check_behaviour(client, images: ImageSet, tasks: list[TaskSpec], concurrency
     by_task: dict[str, dict[str, CheckerVerdict]] = {}
     for (task, name, _), verdict in zip(jobs, verdicts):
         by_task.setdefault(task.id, {})[name] = verdict
-    return [f for t in tasks for f in behaviour_findings(t, by_task[t.id])]
+    # a task `only` leaves nothing to grade (the task-aware canaries on a task without entry) has no verdicts
+    return [f for t in tasks for f in behaviour_findings(t, by_task.get(t.id, {}))]
 
 
 def transcript_files(task: TaskSpec) -> dict[str, list[Path]]:
