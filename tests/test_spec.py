@@ -93,8 +93,8 @@ ENTRY = "entry: {file: records/__init__.py, function: make_id}"
     ("entry: {file: /etc/passwd.py, function: main}", "entry.file", "names '/etc/passwd.py', which leads to .*outside"),
     ("entry: {file: records/__init__, function: make_id}", "entry.file", "'records/__init__' does not match"),
     ("entry: {file: records/__init__.py, function: make_slug}", "entry.function",
-     "'make_slug' is not a top-level function of records/__init__.py — fix: name the function the checker calls; "
-     "records/__init__.py defines: make_id"),
+     "'make_slug' is not a top-level function of fixture/records/__init__.py — fix: name the function the checker "
+     "calls; fixture/records/__init__.py defines: make_id"),
     ("entry: {file: records/__init__.py}", "entry", "is missing a required field — fix: add the field 'function'"),
 ])
 def test_a_bad_entry_names_file_field_and_fix(project, entry, field, says):
@@ -105,6 +105,14 @@ def test_a_bad_entry_names_file_field_and_fix(project, entry, field, says):
         load_task(task_yaml.parent)
     assert "\n" not in str(e.value) and e.value.field == field, str(e.value)
     assert re.search(f"task.yaml: {re.escape(field)}: {says}", str(e.value)), str(e.value)
+
+
+def test_an_entry_the_naive_reference_drops_is_named(project):
+    naive = project / "tasks" / "slug_ids" / "references" / "naive" / "records" / "__init__.py"
+    naive.write_text(naive.read_text().replace("def make_id(", "def make_key("))
+    with pytest.raises(SpecError, match=r"entry\.function: 'make_id' is not a top-level function of "
+                                        r"references/naive/records/__init__\.py — fix: "):
+        load_task(naive.parents[3])
 
 
 def test_an_entry_is_optional(project):

@@ -536,22 +536,28 @@ def load_task(task_dir: Path) -> TaskSpec:
 
 
 def _entry(task_dir: Path, project: Path, path: Path, data: dict) -> EntrySpec:
-    """The entry must name a top-level function of a fixture file: a canary laid over anything else would
-    replace nothing, and pass or fail without having attacked the checker."""
-    fixture = task_dir / "fixture"
+    """The entry must name a top-level function of a fixture file, and of the naive reference's copy if it has
+    one (the canaries are laid over naive): a canary laid over anything else would replace nothing, and pass
+    or fail without having attacked the checker."""
+    fixture, naive = task_dir / "fixture", task_dir / "references" / "naive"
     source = inside_project(fixture / data["file"], project, path, "entry.file", data["file"],
                             "name a file inside fixture/, relative to it, e.g. records/__init__.py")
     if not source.resolve().is_relative_to(fixture.resolve()) or not source.is_file():
         raise SpecError(path, "entry.file", f"{data['file']} is not a file of fixture/",
                         f"name the Python file the checker imports, relative to {fixture}")
-    try:
-        tree = ast.parse(source.read_bytes(), data["file"])
-    except (SyntaxError, ValueError) as e:
-        raise SpecError(path, "entry.file", f"{data['file']} is not Python ({e})", "name the Python file the checker imports") from None
-    defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    if data["function"] not in defined:
-        raise SpecError(path, "entry.function", f"{data['function']!r} is not a top-level function of {data['file']}",
-                        f"name the function the checker calls; {data['file']} defines: {', '.join(defined) or 'none'}")
+    for folder in (fixture, naive):
+        if not (folder / data["file"]).is_file():
+            continue
+        shown = f"{folder.relative_to(task_dir).as_posix()}/{data['file']}"
+        try:
+            tree = ast.parse((folder / data["file"]).read_bytes(), shown)
+        except (SyntaxError, ValueError) as e:
+            raise SpecError(path, "entry.file", f"{shown} is not Python ({e})",
+                            "name the Python file the checker imports") from None
+        defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if data["function"] not in defined:
+            raise SpecError(path, "entry.function", f"{data['function']!r} is not a top-level function of {shown}",
+                            f"name the function the checker calls; {shown} defines: {', '.join(defined) or 'none'}")
     return EntrySpec(data["file"], data["function"])
 
 
