@@ -191,7 +191,7 @@ def canaries_for_this_host() -> tuple[HackCanary, ...]:
 # ---- task-aware canaries: a task's declared entry (task.yaml `entry`) returns what the grader holds ------------
 
 # Laid at the end of the entry file: the declared function is replaced by one that returns the expected value
-# when the canary's `find` sees one beside the call's arguments, else what the naive original returns.
+# when the canary's `places` show one beside the call's arguments, else what the naive original returns.
 ENTRY_HOOK = """
 _memgrid_canary = {{"FUNCTION": {function!r}, "naive": {function}}}
 exec(compile(__import__("base64").b64decode({code!r}).decode(), "<memgrid-canary>", "exec"), _memgrid_canary)
