@@ -25,12 +25,13 @@ import docker.errors
 
 from runner.env import netguard
 from runner.grading.gate import GateProof
-from runner.env.sandbox import CELL_LABEL, RUN_LABEL, ROLE_LABEL, Limits, hardened, remove_quietly
+from runner.env.sandbox import CELL_LABEL, RUN_LABEL, ROLE_LABEL, Limits, hardened, remove_network, remove_quietly
 
 SCRIPTED = "scripted"
 PLACEHOLDER_KEY = "sk-memgrid-placeholder"  # what the sandbox holds; the gateway swaps in the real key
 LIVE_UPSTREAM = "https://api.anthropic.com"
 READY_SECONDS = 30
+NETWORK_REMOVAL_SECONDS = 30  # the engine can list a just-removed member's endpoint for a moment
 SIDECAR_LIMITS = Limits(memory="256m", cpus=0.5, pids=64)
 
 
@@ -191,8 +192,5 @@ class ModelEndpoint:
         """The sidecars, then the network: the caller has removed every other container it put on it."""
         self.stop_containers()
         if self.network is not None:
-            try:
-                self.network.remove()
-            except docker.errors.NotFound:
-                pass
+            remove_network(self.client, self.network.id, time.monotonic() + NETWORK_REMOVAL_SECONDS)
             self.network = None

@@ -209,31 +209,56 @@ def remove_quietly(container) -> None:
             raise
 
 
-def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds: float = 30) -> None:
+def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds: float = 30) -> list[str]:
     """Remove every container of one run, found by its run label, waiting (bounded) until none is
-    left; then the run's networks.
+    left; then the run's networks. Returns what it removed ("role container-name", "network name").
 
     Uses the bare list call: the model-level list inspects each container, which races with
     containers being removed concurrently (a finishing cell) and fails with NotFound."""
     label = {"label": f"{RUN_LABEL}={run_id}"}
     deadline = time.monotonic() + wait_seconds
-    while ids := [c["Id"] for c in client.api.containers(all=True, filters=label)]:
+    removed = []
+    while listed := client.api.containers(all=True, filters=label):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{len(ids)} containers of run {run_id} could not be removed")
-        for container_id in ids:
+            raise RuntimeError(f"{len(listed)} containers of run {run_id} could not be removed")
+        for c in listed:
             try:
-                client.api.remove_container(container_id, force=True, v=True)
+                client.api.remove_container(c["Id"], force=True, v=True)
+                removed.append(f"{c['Labels'].get(ROLE_LABEL, 'container')} {c['Names'][0].lstrip('/')}")
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError as e:
                 if e.status_code != 409:  # 409: a removal is already in progress
                     raise
         time.sleep(0.1)
-    for net in client.api.networks(filters={"label": f"{RUN_LABEL}={run_id}"}):  # claude-code cells' networks
+    for net in client.api.networks(filters=label):  # claude-code cells' networks
+        remove_network(client, net["Id"], deadline)
+        removed.append(f"network {net['Name']}")
+    return removed
+
+
+def remove_network(client: docker.DockerClient, network_id: str, deadline: float) -> None:
+    """Remove a network whose containers are gone. The engine can still list an endpoint of a container it
+    has just removed ("has active endpoints", 403): that endpoint is disconnected by force, until `deadline`."""
+    while True:
         try:
-            client.api.remove_network(net["Id"])
+            client.api.remove_network(network_id)
+            return
         except docker.errors.NotFound:
-            pass
+            return
+        except docker.errors.APIError as e:
+            if e.status_code != 403 or time.monotonic() > deadline:
+                raise
+        try:
+            endpoints = client.api.inspect_network(network_id).get("Containers") or {}
+        except docker.errors.NotFound:
+            return
+        for endpoint in endpoints:
+            try:
+                client.api.disconnect_container_from_network(endpoint, network_id, force=True)
+            except docker.errors.APIError:  # gone meanwhile, or already being disconnected
+                pass
+        time.sleep(0.1)
 
 
 class Sandbox:

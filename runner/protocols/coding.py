@@ -168,6 +168,8 @@ class CodingProtocol(Protocol):
         except Exception as e:
             return finish(**cell_failure(ctx, e))
         finally:
-            removals.append(threading.Thread(target=checker.stop, daemon=True))
+            # After its start has ended: a start still creating the container removes it itself, and the
+            # run waits for this removal, not for the start.
+            removals.append(threading.Thread(target=lambda: (ahead.wait(SETUP_SECONDS), checker.stop()), daemon=True))
             removals[-1].start()
             behind(ctx, removals)

@@ -2,6 +2,7 @@
 hands off its sandbox, the next cell's sandbox starts (trial.SandboxesAhead), so that its start overlaps
 the earlier cell's checker."""
 
+import sys
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from runner.env.sandbox import remove_run_containers
@@ -37,6 +38,13 @@ class LocalExecutor(Executor):
         self.pool.shutdown(wait=True)
         self.ctx.ahead.close()  # what no cell took (the run stopped, or its budget did)
         self.ctx.ahead = None
+        # Every cell has removed what it started by now; whatever the engine still holds (a removal that
+        # failed on a thread of its own, an endpoint it kept) goes here, and is named, so the run ends with
+        # none of its containers or networks and a removal that goes wrong is seen.
+        left = remove_run_containers(self.ctx.client, self.ctx.run_id)
+        if left:
+            print(f"memgrid: run {self.ctx.run_id}: removed at its end what its cells left: {', '.join(left)}",
+                  file=sys.stderr)
 
 
 EXECUTOR = LocalExecutor
