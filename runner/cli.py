@@ -365,6 +365,7 @@ def _print_summary(run_dir: Path) -> None:
     cells whose agent ended with an error (scored as they ended)."""
     from runner.agents.base import ERROR_ENDINGS
     from runner.results.ledger import Ledger, latest_attempts
+    from runner.results.report import unisolated_lines
 
     groups: dict[tuple, list[dict]] = {}
     for r in latest_attempts(Ledger(run_dir).rows()).values():
@@ -379,6 +380,8 @@ def _print_summary(run_dir: Path) -> None:
         rate = f"{passed / len(admitted):.2f}" if admitted else "-"
         table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), str(damaged), rate, str(errors))
     console.print(table)
+    for line in unisolated_lines(json.loads((run_dir / "run.json").read_text())):
+        console.print(line, style="yellow", markup=False, highlight=False)
     discards: dict[tuple[str, str], int] = {}
     for rows in groups.values():
         for r in rows:
