@@ -365,6 +365,7 @@ def _print_summary(run_dir: Path) -> None:
     cells whose agent ended with an error (scored as they ended)."""
     from runner.agents.base import ERROR_ENDINGS
     from runner.results.ledger import Ledger, latest_attempts
+    from runner.results.report import unisolated_lines
 
     groups: dict[tuple, list[dict]] = {}
     for r in latest_attempts(Ledger(run_dir).rows()).values():
@@ -379,6 +380,8 @@ def _print_summary(run_dir: Path) -> None:
         rate = f"{passed / len(admitted):.2f}" if admitted else "-"
         table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), str(damaged), rate, str(errors))
     console.print(table)
+    for line in unisolated_lines(json.loads((run_dir / "run.json").read_text())):
+        console.print(line, style="yellow", markup=False, highlight=False)
     discards: dict[tuple[str, str], int] = {}
     for rows in groups.values():
         for r in rows:
@@ -519,10 +522,15 @@ def task_list():
 def task_check(
     task_id: Optional[str] = typer.Argument(None, help="Check one task (default: all)."),
     static_only: bool = typer.Option(False, "--static", help="Only the file audits, no containers."),
+    unisolated_checkers: Optional[str] = typer.Option(None, "--unisolated-checkers", help="Comma-separated ids of "
+                                                      "tasks whose checkers are not isolated (task.yaml checker.unisolated) "
+                                                      "to grade anyway; without it such a task is refused unless --static."),
 ):
     """Prove each task is about memory: fixture and naive fail, informed passes, each damaged
     reference fails with its detector firing (all through the real checker container); each fact
     term appears only in its own fact transcripts."""
+    from runner.plan.grid import check_unisolated_names
+    from runner.plan.preflight import refuse_unisolated
     from runner.plan.spec import load_all_arms, load_all_tasks
     from runner.tasks.check import (arm_findings, check_behaviour, containment_findings, task_aware_coverage,
                                     transcript_findings)
@@ -532,6 +540,11 @@ def task_check(
     if task_id is not None and task_id not in tasks:
         raise UserError(f"task '{task_id}' does not exist: fix: use one of {', '.join(sorted(tasks))}")
     chosen = [tasks[task_id]] if task_id else list(tasks.values())
+    accepted = _csv(unisolated_checkers) or ()
+    check_unisolated_names(accepted, tasks, Path("(command line)"), "--unisolated-checkers")
+    if not static_only:  # the hack canaries and references are graded by the task's checker
+        refuse_unisolated(chosen, accepted, "task check",
+                          lambda t: f"check it with --static, or accept its checker by naming it: --unisolated-checkers {t}")
     arms = list(load_all_arms(root).values())
     findings = containment_findings(list(tasks.values()), arms)
     findings = [f for f in findings if f.task in {t.id for t in chosen}]
@@ -579,6 +592,8 @@ def task_import(
     verb = "would import" if dry_run else "imported"
     for plan in result.plans:
         console.print(("(dry run) " if dry_run else "") + plan.line(), markup=False, highlight=False, soft_wrap=True)
+        if unisolated := plan.unisolated_line():
+            err.print(unisolated, markup=False, highlight=False, soft_wrap=True)
     for refusal in result.refusals:
         err.print(refusal.line(), markup=False, highlight=False, soft_wrap=True)
     console.print(f"{verb} {len(result.plans)}, refused {len(result.refusals)}"

@@ -1,6 +1,7 @@
 """`memgrid task import --format amb`: a synthetic agent-memory-bench checkout (tests/data/amb/, written for
 these tests in amb's layout, none of amb's content) imports into a memgrid task that passes `task check`
-through the real checker container; each reason a task cannot be imported refuses that task alone."""
+through the real checker container; each reason a task cannot be imported refuses that task alone, and a
+checker that runs artifact code outside run_bounded is imported marked unisolated, by name."""
 
 import json
 import os
@@ -69,16 +70,19 @@ def check(workdir, oracle_dir):
 '''
 
 
-def test_an_amb_checker_that_runs_the_artifact_in_process_is_refused_by_name(project, amb):
+def test_an_amb_checker_that_runs_the_artifact_in_process_is_imported_marked_unisolated_by_name(project, amb):
     """amb calls check() in its own process, which here is the judge's (it can read /oracle): a checker that
-    imports the artifact there would hand it the answers. It is refused at import, naming the construct."""
+    imports the artifact there would hand it the answers. It is imported, marked in task.yaml with the file,
+    the line and the construct, and the import says what that means."""
     (amb / "tasks" / GOOD / "checker.py").write_text(IN_PROCESS_CHECKER)
     result = import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
-    assert not result.plans and len(result.refusals) == 1
-    line = result.refusals[0].line()
-    assert f"tasks/{GOOD}/checker.py: sys.path.insert: (line 5)" in line, line
-    assert "— fix: run artifact code through harness.checker_run.run_bounded, which memgrid runs as the artifact's user" in line
-    assert not (project / "tasks" / IMPORTED).exists()
+    assert [p.task_id for p in result.plans] == [IMPORTED] and not result.refusals
+    why = load_all_tasks(project)[IMPORTED].checker.unisolated
+    assert why.startswith("oracle/amb/checker.py line 5: sys.path.insert can run artifact code in the judge's process"), why
+    line = result.plans[0].unisolated_line()
+    assert line.startswith(f"unisolated {IMPORTED}: {why}; ") and "\n" not in line, line
+    assert "a grid grades it only when it names it under unisolated_checkers" in line
+    assert "to isolate it: run artifact code through harness.checker_run.run_bounded" in line
 
 
 # The graded function of a hostile artifact that does not solve the task: it reads amb's held-out cases where
@@ -287,21 +291,6 @@ REFUSALS = {
     "checker runs git": (lambda t, r: (t / "checker.py").write_text(
         "import subprocess\n\ndef check(workdir, oracle_dir):\n    subprocess.run(['git', 'diff'])\n    return True, ''\n"),
         "checker.py: git: needs git or bash"),
-    "checker runs the artifact with subprocess": (lambda t, r: (t / "checker.py").write_text(
-        "import subprocess, sys\n\ndef check(workdir, oracle_dir):\n"
-        "    return subprocess.run([sys.executable, 'report.py'], cwd=workdir).returncode == 0, ''\n"),
-        "checker.py: import subprocess: (line 1) can run artifact code in the judge's process or as the judge's user"),
-    "detector runs the artifact with os.system": (lambda t, r: (t / "damage.py").write_text(
-        "import os\n\ndef detect(workdir, oracle_dir, condition):\n    return os.system('python3 report.py') == 0, ''\n"),
-        "damage.py: os.system: (line 4)"),
-    "harness module runs the artifact with exec": (lambda t, r: (
-        (r / "harness/probe.py").write_text("def probe(source):\n    exec(source, {})\n"),
-        (t / "damage.py").write_text("from harness.probe import probe\n\ndef detect(workdir, oracle_dir, c):\n"
-                                     "    return False, ''\n")),
-        "harness/probe.py: exec(): (line 2)"),
-    "checker imports the artifact with importlib": (lambda t, r: (t / "checker.py").write_text(
-        "from importlib import util\n\ndef check(workdir, oracle_dir):\n    return False, ''\n"),
-        "checker.py: from importlib import util: (line 1)"),
     "checker needs a third-party module": (lambda t, r: (t / "checker.py").write_text(
         "import yaml\n\ndef check(workdir, oracle_dir):\n    return True, ''\n"), "import: needs 'yaml'"),
     "harness module missing": (lambda t, r: (t / "damage.py").write_text(
@@ -342,6 +331,49 @@ def test_a_task_that_cannot_be_imported_is_refused_and_the_others_go_on(case, pr
     assert case == "already imported" or not (project / "tasks/amb_zz_broken").exists()
 
 
+MARKS = {
+    "checker runs the artifact with subprocess": (lambda t, r: (t / "checker.py").write_text(
+        "import subprocess, sys\n\ndef check(workdir, oracle_dir):\n"
+        "    return subprocess.run([sys.executable, 'report.py'], cwd=workdir).returncode == 0, ''\n"),
+        "oracle/amb/checker.py line 1: import subprocess can run artifact code in the judge's process or as the "
+        "judge's user, who can read the expected values"),
+    "detector runs the artifact with os.system": (lambda t, r: (t / "damage.py").write_text(
+        "import os\n\ndef detect(workdir, oracle_dir, condition):\n    return os.system('python3 report.py') == 0, ''\n"),
+        "oracle/amb/damage.py line 4: os.system can run"),
+    "harness module runs the artifact with exec": (lambda t, r: (
+        (r / "harness/probe.py").write_text("def probe(source):\n    exec(source, {})\n"),
+        (t / "damage.py").write_text("from harness.probe import probe\n\ndef detect(workdir, oracle_dir, c):\n"
+                                     "    return False, ''\n")),
+        "oracle/amb/harness/probe.py line 2: exec() can run"),
+    "checker imports the artifact with importlib": (lambda t, r: (t / "checker.py").write_text(
+        "from importlib import util\n\ndef check(workdir, oracle_dir):\n    return False, ''\n"),
+        "oracle/amb/checker.py line 1: from importlib import util can run"),
+    "checker with several such uses": (lambda t, r: (t / "checker.py").write_text(
+        "import os, sys\n\ndef check(workdir, oracle_dir):\n    sys.path.insert(0, str(workdir))\n"
+        "    return os.system('true') == 0, ''\n"),
+        "oracle/amb/checker.py line 4: sys.path.insert can run artifact code in the judge's process or as the judge's "
+        "user, who can read the expected values (and 1 more such use)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MARKS))
+def test_a_checker_that_runs_artifact_code_outside_run_bounded_is_imported_marked_by_name(case, project, amb):
+    breaks, why = MARKS[case]
+    marked = clone(amb, "zz-broken")
+    breaks(marked, amb)
+    result = import_tasks(amb / "tasks", project, Path("tasks"))
+    plans = {p.task_id: p for p in result.plans}
+    assert sorted(plans) == ["amb_zz_broken", IMPORTED] and not result.refusals
+    tasks = load_all_tasks(project)
+    assert tasks["amb_zz_broken"].checker.unisolated.startswith(why), tasks["amb_zz_broken"].checker.unisolated
+    assert tasks[IMPORTED].checker.unisolated is None and plans[IMPORTED].unisolated_line() is None
+    assert "unisolated:" not in (project / "tasks" / IMPORTED / "task.yaml").read_text()  # absent means isolated
+
+
+def test_every_shipped_task_has_an_isolated_checker():
+    assert [t.id for t in load_all_tasks(REPO).values() if t.checker.unisolated is not None] == []
+
+
 def memgrid(*args, root: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(REPO / ".venv/bin/memgrid"), "task", "import", *args], capture_output=True, text=True,
                           env={**os.environ, "MEMGRID_ROOT": str(root)}, timeout=120)
@@ -355,6 +387,14 @@ def test_the_command_line_reports_one_line_per_task_and_bad_input_in_one_line(pr
     assert f"(dry run) import {GOOD} -> tasks/{IMPORTED}: conditions absent, present, superseded" in dry.stdout
     assert "refuse zz-broken: tasks/zz-broken: tree/: is missing — fix: add the fixture repository as tree/" in dry.stderr
     assert not (project / "tasks" / IMPORTED).exists()
+    (amb / "tasks/zz-broken/gone").rename(amb / "tasks/zz-broken/tree")
+    (amb / "tasks/zz-broken/checker.py").write_text(IN_PROCESS_CHECKER)
+    done = memgrid(str(amb / "tasks"), root=project)
+    assert done.returncode == 0, done.stderr  # a marked task is imported, not refused
+    marked = [line for line in done.stderr.splitlines() if line.startswith("unisolated ")]
+    assert marked == [line for line in done.stderr.splitlines() if line], done.stderr
+    assert len(marked) == 1 and marked[0].startswith("unisolated amb_zz_broken: oracle/amb/checker.py line 5: "
+                                                     "sys.path.insert can run artifact code"), done.stderr
     for args, expected in (([str(amb / "nowhere")], "does not exist or is not a folder"),
                            ([str(amb / "harness")], "holds no task.json"),
                            ([str(amb / "tasks"), "--format", "swe"], "--format: 'swe' is not a format")):

@@ -3,6 +3,7 @@ resource, and --append-to-prereg writes the record `reproduce` reads."""
 
 import base64
 import io
+import json
 import os
 import re
 import shutil
@@ -285,3 +286,24 @@ def test_the_ingest_of_each_store_arm_is_a_table_of_its_own(tmp_path):
     assert "ingest per arm" in console.export_text()
     bare_only = write_run(tmp_path / "bare", [cell("t0", "bare", False)])
     assert 'id="ingest"' not in make_report(str(bare_only), html_path=bare_only / "report.html").html_path.read_text()
+
+
+def test_a_task_graded_by_an_unisolated_checker_is_named_on_the_page_and_the_terminal(tmp_path, monkeypatch):
+    from runner import cli
+
+    run = write_run(tmp_path / "run", [cell("amb_x", "bare", True), cell("t0", "bare", False)])
+    why = "oracle/amb/checker.py line 5: sys.path.insert can run artifact code in the judge's process"
+    lock = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**lock, "unisolated_checkers": {"amb_x": why}}))
+    said = (f"task amb_x: its pass rates rest on a checker that runs artifact code unisolated, as the judge who can "
+            f"read the expected values ({why}); the grid accepted it by name (unisolated_checkers)")
+    console = Console(record=True, width=400)
+    html = make_report(str(run), html_path=run / "report.html", console=console).html_path.read_text()
+    assert re.findall(r'<p class="bad unisolated">(.*?)</p>', html) == [said.replace("'", "&#x27;")]
+    assert said in console.export_text()
+    summary = Console(record=True, width=400)
+    monkeypatch.setattr(cli, "console", summary)
+    cli._print_summary(run)  # what `memgrid grid` prints when the run ends
+    assert said in summary.export_text()
+    plain = write_run(tmp_path / "plain", [cell("t0", "bare", False)])
+    assert "unisolated" not in make_report(str(plain), html_path=plain / "report.html").html_path.read_text()

@@ -29,6 +29,7 @@ from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import UserError
 from runner.grading.gate import HARNESS_ERROR, WIRING
 from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
+from runner.plan.preflight import unisolated_graded
 from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm
@@ -46,6 +47,7 @@ class RunPlan:
     task_ids: list[str]
     inputs: GridInputs
     cells: list[CellSpec]
+    unisolated_checkers: dict[str, str]  # the graded tasks whose checkers are not isolated -> why (opted in by name)
 
 
 @dataclass
@@ -137,7 +139,7 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     corpus_arms = frozenset(a for a in arm_names if kind_of(arms[a]).reads_corpus and protocol.reads_corpus())
     model_agents = frozenset(a for a in grid.agents if agent_class(a, command_agents).needs_model)
     cells = expand(grid, task_ids, tasks, inputs, corpus_arms, model_agents, protocol.pairs(grid, task_ids, tasks))
-    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells)
+    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells, unisolated_graded(grid, tasks, task_ids))
 
 
 def arm_digest(arm: ArmSpec, arms: dict[str, ArmSpec]) -> str:
@@ -178,6 +180,8 @@ def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: lis
                      "docker_engine": version.get("Version"), "docker_api": version.get("ApiVersion")},
         "git_commit": git_commit(root),
         "prices": None,
+        # a lock without unisolated checkers stays as it was before they could be imported
+        **({"unisolated_checkers": plan.unisolated_checkers} if plan.unisolated_checkers else {}),
     }
 
 

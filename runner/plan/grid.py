@@ -75,7 +75,19 @@ def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
             raise SpecError(grid_path, "arms", f"names unknown arm '{a}'", f"use one of: {', '.join(sorted(arms))}")
     if not task_ids:
         raise SpecError(grid_path, "tasks", "selects no task", "add a task under tasks/ or list existing ones")
+    check_unisolated_names(grid.unisolated_checkers, tasks, grid_path, "unisolated_checkers")
     return task_ids, list(grid.arms)
+
+
+def check_unisolated_names(names, tasks: dict[str, TaskSpec], where, field: str) -> None:
+    """An opt-in to unisolated checkers names only tasks that have one: a misspelt id would leave the task it
+    meant refused, and an isolated task named would have the report say its checker is not isolated."""
+    unisolated = sorted(t for t, spec in tasks.items() if spec.checker.unisolated)
+    for name in names:
+        if name not in unisolated:
+            problem = f"names unknown task '{name}'" if name not in tasks else f"names '{name}', whose checker is isolated"
+            raise SpecError(where, field, problem, "name only tasks whose task.yaml has checker.unisolated"
+                            + (f": {', '.join(unisolated)}" if unisolated else " (this project has none): remove it"))
 
 
 def check_agent_names(grid: GridSpec, grid_path) -> None:

@@ -1,4 +1,4 @@
-"""What each arm needs from a task, checked before anything runs.
+"""What each arm needs from a task, and whether the grid accepts each task's checker, checked before anything runs.
 
 An arm declares the files it places in a task's workspace (arm.yaml `files`, '{task}' standing for
 the task id). A file that is missing, or that would overwrite a fixture file, is the author's error:
@@ -6,10 +6,15 @@ found only when a cell builds its bundle, it would discard every cell of that ar
 harness error and intention-to-treat would count them as failures. `memgrid task check` reports
 these needs per task; the grid refuses to start on any unmet one, before engine work and before a
 run folder exists.
+
+A task whose checker is not isolated (task.yaml `checker.unisolated`: an imported checker that can run
+artifact code as the judge, who can read the expected values) would grade a hostile artifact on its word.
+The grid refuses to start on one unless the grid names it under `unisolated_checkers`.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from runner.errors import UserError
 from runner.plan.grid import select
@@ -65,11 +70,33 @@ def arm_needs(task: TaskSpec, arms: list[ArmSpec]) -> list[ArmNeed]:
     return needs
 
 
+def tasks_with_cells(grid: GridSpec, tasks: dict[str, TaskSpec], task_ids: list[str]) -> list[TaskSpec]:
+    # Only coding tasks are under tasks/<id>; another protocol's units are not.
+    return [tasks[t] for t in task_ids if t in tasks and set(tasks[t].conditions) & set(grid.conditions)]
+
+
+def unisolated_graded(grid: GridSpec, tasks: dict[str, TaskSpec], task_ids: list[str]) -> dict[str, str]:
+    """The tasks the grid grades whose checkers are not isolated, each with why (what run.json records)."""
+    return {t.id: t.checker.unisolated for t in tasks_with_cells(grid, tasks, task_ids) if t.checker.unisolated}
+
+
+def refuse_unisolated(tasks: list[TaskSpec], accepted: tuple[str, ...], where, fix: Callable[[str], str]) -> None:
+    """One line per task whose checker is not isolated and is not accepted by name: `where` it was asked for
+    and `fix(task id)`."""
+    refused = [t for t in tasks if t.checker.unisolated and t.id not in accepted]
+    if refused:
+        raise UserError("\n".join(f"{where}: task '{t.id}' has a checker that is not isolated ({t.checker.unisolated}); "
+                                  f"nothing was run — fix: {fix(t.id)}" for t in refused))
+
+
 def check_grid(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec]) -> None:
-    """Refuse the grid when an arm cannot place a file for a task that has cells; one line per unmet need."""
+    """Refuse the grid when it grades a task whose checker is not isolated without naming it under
+    unisolated_checkers, or when an arm cannot place a file for a task that has cells; one line each."""
     task_ids, arm_names = select(grid, tasks, arms, grid_path)
-    # Only coding tasks place arm files; another protocol's units are not under tasks/<id>.
-    with_cells = [tasks[t] for t in task_ids if t in tasks and set(tasks[t].conditions) & set(grid.conditions)]
+    with_cells = tasks_with_cells(grid, tasks, task_ids)
+    refuse_unisolated(with_cells, grid.unisolated_checkers, grid_path,
+                      lambda t: f"drop '{t}' from the grid's tasks, or accept its checker by naming it in the grid: "
+                                f"unisolated_checkers: [{t}]")
     unmet = [n for t in with_cells for n in arm_needs(t, [arms[a] for a in arm_names]) if not n.met]
     if unmet:
         raise UserError(f"{grid_path}: the grid's arms need {len(unmet)} file(s) that are missing or misplaced; nothing "

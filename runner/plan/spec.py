@@ -28,6 +28,7 @@ DEFAULT_ARTIFACT_MIB = 64  # the largest workspace the checker grades unless the
 class CheckerSpec:
     command: tuple[str, ...]
     timeout_seconds: int = 60
+    unisolated: str | None = None  # why it can run artifact code as the judge (task.yaml checker.unisolated); None: isolated
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,7 @@ class GridSpec:
     budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
     limits: SessionLimits = field(default_factory=SessionLimits)
     judges: tuple[str, ...] = ()  # personal: the model judge panel, one model id per judge; () : deterministic judges only
+    unisolated_checkers: tuple[str, ...] = ()  # tasks whose unisolated checkers the researcher accepts, each by name
     # Where the cells run: not an input (never in the lock), so a resume may move to other machines.
     executor: str = "local"
     scheduler: str | None = None  # the dask scheduler's address
@@ -263,6 +265,8 @@ class GridSpec:
             data["limits"] = self.limits.as_dict()
         if self.judges:
             data["judges"] = list(self.judges)
+        if self.unisolated_checkers:
+            data["unisolated_checkers"] = list(self.unisolated_checkers)
         return data
 
 
@@ -521,7 +525,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         fact_summary=data["fact"]["summary"],
         fact_terms=tuple(data["fact"]["terms"]),
         conditions=tuple(data["conditions"]),
-        checker=CheckerSpec(tuple(checker["command"]), checker.get("timeout_seconds", 60)),
+        checker=CheckerSpec(tuple(checker["command"]), checker.get("timeout_seconds", 60), checker.get("unisolated")),
         detector=CheckerSpec(tuple(detector["command"]), detector.get("timeout_seconds", 60)),
         agent_seconds=data.get("limits", {}).get("agent_seconds", 600),
         wrong_rules={c: tuple(m) for c, m in data.get("wrong_rules", {}).items()},
@@ -751,6 +755,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         budget_usd=data.get("budget_usd"),
         limits=SessionLimits(**data.get("limits", {})),
         judges=tuple(data.get("judges", ())),
+        unisolated_checkers=tuple(data.get("unisolated_checkers", ())),
         executor=data.get("executor", "local"),
         scheduler=data.get("scheduler"),
     )

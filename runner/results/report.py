@@ -106,6 +106,13 @@ def _harm_matrix(a: Analysis) -> Matrix:
                        else f"{h.harmed}/{h.pairs} (net {h.net_harm:+.2f})" for h in a.harm}, skip=frozenset({FLOOR}))
 
 
+def unisolated_lines(lock: dict) -> list[str]:
+    """One line per task graded by a checker that is not isolated, which the grid accepted by name (run.json)."""
+    return [f"task {task}: its pass rates rest on a checker that runs artifact code unisolated, as the judge who can "
+            f"read the expected values ({why}); the grid accepted it by name (unisolated_checkers)"
+            for task, why in sorted(lock.get("unisolated_checkers", {}).items())]
+
+
 # ---------------------------------------------------------------- terminal
 
 def _rt(*columns: str, title: str, wrap: tuple[str, ...] = ("note", "why")) -> Table:
@@ -124,6 +131,8 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
                   f"minimum effect {a.min_effect:.2f} · bootstrap {a.resamples:,} task resamples (seed {a.seed})")
     for stop in a.lock.get("budget_stops", []):
         console.print(f"[yellow]stopped at its budget at {stop['at']}: {stop['detail']}", highlight=False)
+    for line in unisolated_lines(a.lock):
+        console.print(line, style="yellow", markup=False, highlight=False)
     head = _rt("agent", "arm", "condition", "cells", "adm.", "ITT [Wilson 95%]", "PP [Wilson 95%]", "solved", "damaged",
                "disc.", "agent err.", title="headline: intention-to-treat (ITT) beside per-protocol (PP, admitted cells); "
                "damaged = the damage detector's class; agent err. = admitted cells whose agent ended with an error, scored")
@@ -325,6 +334,7 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
 
     for stop in lock.get("budget_stops", []):
         parts.append(f"<p class=\"bad budget-stop\">stopped at its budget at {_e(stop['at'])}: {_e(stop['detail'])}</p>")
+    parts += [f"<p class=\"bad unisolated\">{_e(line)}</p>" for line in unisolated_lines(lock)]
     parts.append("<h2>Grid</h2>" + _table(["field", "value"], [
         ["agents", ", ".join(grid.get("agents", []))], ["arms", ", ".join(grid.get("arms", []))],
         ["conditions", ", ".join(grid.get("conditions", []))], ["tasks", (_e(", ".join(grid.get("tasks", []))), "wrap")],
@@ -464,6 +474,7 @@ def prereg_markdown(a: Analysis, scored: list[ScoredPrediction]) -> str:
     lines = [f"## Results: run `{a.run_id}`", "",
              f"{a.cells} finished cells; git `{(a.lock.get('git_commit') or 'unknown')[:12]}`; minimum effect {a.min_effect:.2f}; "
              f"intervals: Wilson 95 % for rates, task-cluster bootstrap 95 % ({a.resamples:,} resamples, seed {a.seed}) for deltas.", "",
+             *(f"**Unisolated checker:** {line}\n" for line in unisolated_lines(a.lock)),
              "| agent | arm | condition | cells | admitted | ITT pass | per-protocol pass |",
              "|---|---|---|---:|---:|---|---|"]
     lines += [f"| {g.agent} | {g.arm} | {g.condition} | {g.cells} | {g.admitted} | {fmt_rate(g.itt)} | {fmt_rate(g.pp)} |"

@@ -16,7 +16,8 @@ process is the judge (it can read /oracle): amb's checkers run artifact code thr
 (CHECKER_RUN), which runs the command as the artifact user through memgrid_check. A checker, detector
 or vendored harness module that could run artifact code another way (subprocess, os.system/exec*/
 spawn*, multiprocessing, runpy, importlib, exec/eval/compile/__import__, sys.path.insert/append) is
-refused by name.
+imported but marked by name (task.yaml `checker.unisolated`): no grid grades it unless it names the task
+under `unisolated_checkers`.
 """
 
 import ast
@@ -67,10 +68,17 @@ class Plan:
     conditions: tuple[str, ...]
     files: dict[str, bytes]
     notes: tuple[str, ...]
+    unisolated: str | None = None  # why its checker is not isolated (task.yaml checker.unisolated); None: it is
 
     def line(self) -> str:
         return (f"import {self.source.name} -> tasks/{self.task_id}: conditions {', '.join(self.conditions)}; "
                 f"{len(self.files)} files" + (f"; {'; '.join(self.notes)}" if self.notes else ""))
+
+    def unisolated_line(self) -> str | None:
+        if self.unisolated is None:
+            return None
+        return (f"unisolated {self.task_id}: {self.unisolated}; marked checker.unisolated in its task.yaml, so a grid "
+                f"grades it only when it names it under unisolated_checkers — to isolate it: {RUN_BOUNDED_ONLY}")
 
 
 @dataclass(frozen=True)
@@ -355,7 +363,7 @@ def plant_map(task_dir: Path, src: Source) -> PlantMap:
 # ---------------------------------------------------------------- oracle
 
 # What runs artifact code other than through harness.checker_run.run_bounded: in the judge's process (which can
-# read the expected values) or as the judge's user. A checker that uses one is refused by name.
+# read the expected values) or as the judge's user. A checker that uses one is imported marked unisolated, by name.
 RUNS_CODE_MODULES = frozenset({"subprocess", "multiprocessing", "runpy", "importlib"})
 RUNS_CODE_OS = re.compile(r"system|popen|exec\w*|spawn\w*|posix_spawn\w*")
 RUNS_CODE_CALLS = frozenset({"exec", "eval", "compile", "__import__"})
@@ -415,11 +423,13 @@ def module_imports(source: str, path: str) -> tuple[set[str], set[str], set[str]
     return tops, harness, calls, sorted(runs)
 
 
-def oracle_code(task_dir: Path, src: Source, local: set[str]) -> tuple[dict[str, bytes], list[str]]:
-    """checker.py, damage.py and the harness modules they import (transitively), as files under oracle/amb/.
-    Refused when one needs something the checker image lacks: a third-party module, git or bash. `local`:
-    the top-level modules of the fixture and the oracle, which a checker may import from the artifact."""
+def oracle_code(task_dir: Path, src: Source, local: set[str]) -> tuple[dict[str, bytes], list[str], str | None]:
+    """checker.py, damage.py and the harness modules they import (transitively), as files under oracle/amb/,
+    and why the checker is not isolated (None when it is). Refused when one needs something the checker image
+    lacks: a third-party module, git or bash. `local`: the top-level modules of the fixture and the oracle,
+    which a checker may import from the artifact."""
     out: dict[str, bytes] = {}
+    unisolated: list[tuple[str, int, str]] = []  # (file under oracle/amb/, line, construct)
     pending = [("checker.py", task_dir / "checker.py")]
     if (task_dir / "damage.py").is_file():
         pending.append(("damage.py", task_dir / "damage.py"))
@@ -442,16 +452,24 @@ def oracle_code(task_dir: Path, src: Source, local: set[str]) -> tuple[dict[str,
             raise Refused(src.rel(path), needed, "needs git or bash: amb fixtures are git repositories, memgrid "
                           "fixtures are plain files graded in an image without git or bash",
                           "grade the working tree's files instead")
-        if runs and dest != "harness/checker_run.py":  # amb's chokepoint itself: memgrid writes its own instead
-            line, construct = runs[0]
-            raise Refused(src.rel(path), construct, f"(line {line}) can run artifact code in the judge's process or "
-                          "as the judge's user, who can read the expected values", RUN_BOUNDED_ONLY)
+        if dest != "harness/checker_run.py":  # amb's chokepoint itself: memgrid writes its own instead
+            unisolated += [(dest, line, construct) for line, construct in runs]
         for name in sorted(harness):
             pending.append((f"harness/{name}.py", src.root / "harness" / f"{name}.py"))
             vendored.append(f"harness/{name}.py")
     if any(d.startswith("harness/") for d in out):
         out["harness/__init__.py"] = b""  # amb's own package __init__ imports the whole harness
-    return out, sorted(set(vendored))
+    return out, sorted(set(vendored)), unisolated_why(sorted(unisolated))
+
+
+def unisolated_why(uses: list[tuple[str, int, str]]) -> str | None:
+    """The first use, by file and line, that keeps a checker from being isolated, and how many more there are."""
+    if not uses:
+        return None
+    dest, line, construct = uses[0]
+    more = f" (and {len(uses) - 1} more such use{'s' if len(uses) > 2 else ''})" if len(uses) > 1 else ""
+    return (f"oracle/amb/{dest} line {line}: {construct} can run artifact code in the judge's process or as the "
+            f"judge's user, who can read the expected values{more}")
 
 
 def top_modules(files: dict[str, bytes]) -> set[str]:
@@ -470,8 +488,9 @@ check ARTIFACT | detect ARTIFACT CONDITIONS_JSON
 amb calls check(workdir, oracle_dir) and detect(workdir, oracle_dir, condition) on a writable sandbox;
 each call here gets a fresh writable copy of the read-only artifact, in this judge's private TMPDIR. This
 process is the judge's and never runs artifact code: amb's code runs it only through run_bounded, which
-memgrid's harness/checker_run.py runs as the artifact user. The report is one JSON line on a private copy
-of stdout, written only after the call returned; no report is judged a failure.
+memgrid's harness/checker_run.py runs as the artifact user (unless task.yaml says checker.unisolated).
+The report is one JSON line on a private copy of stdout, written only after the call returned; no report
+is judged a failure.
 """
 import sys
 
@@ -621,7 +640,8 @@ CHECKER_RUN = r'''"""memgrid's harness/checker_run.py: it replaces agent-memory-
 amb's checkers run the artifact only through `run_bounded(command, *, cwd, timeout_s, env)`, and amb runs
 that command as the checker's own user. Here the checker is memgrid's judge, which can read /oracle, so
 this `run_bounded` runs the command as the artifact user through memgrid_check.run_artifact, and the
-judge never runs artifact code itself (memgrid's importer refuses a checker that runs it another way):
+judge never runs artifact code itself (a checker that runs it another way is marked checker.unisolated
+by memgrid's importer, and no grid grades it without naming it under unisolated_checkers):
 
 - `cwd`, the folder the checker staged in its private TMPDIR (the artifact user cannot read it), travels
   as a tar on stdin to BOOTSTRAP, which unpacks it into a folder of its own, puts that folder's path
@@ -921,7 +941,7 @@ def reference_overlays(task_dir: Path, damage_conditions: list[str], fixture: di
 
 
 def spec_documents(task_id: str, amb_id: str, prompt: str, terms: tuple[str, ...], summary: str,
-                   corpus: Corpus) -> tuple[dict, dict]:
+                   corpus: Corpus, unisolated: str | None) -> tuple[dict, dict]:
     """task.yaml and plants.yaml as data."""
     task = {
         "id": task_id,
@@ -930,7 +950,8 @@ def spec_documents(task_id: str, amb_id: str, prompt: str, terms: tuple[str, ...
         "fact": {"summary": summary or f"The governing fact of amb task {amb_id} ({', '.join(terms)}).",
                  "terms": list(terms)},
         "conditions": corpus.conditions,
-        "checker": {"command": ["python3", "/oracle/check.py", "/artifact"], "timeout_seconds": CHECKER_SECONDS},
+        "checker": {"command": ["python3", "/oracle/check.py", "/artifact"], "timeout_seconds": CHECKER_SECONDS,
+                    **({"unisolated": unisolated} if unisolated else {})},
         "detector": {"command": ["python3", "/oracle/detect.py", "/artifact"], "timeout_seconds": CHECKER_SECONDS},
         **({"wrong_rules": corpus.wrong_rules} if corpus.wrong_rules else {}),
         "limits": {"agent_seconds": 600},
@@ -990,11 +1011,11 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     refs = reference_overlays(task_dir, damage_conditions, fixture, src)
     oracle_src = src.root / "oracles" / amb_id
     held_out = files_under(oracle_src, src) if oracle_src.is_dir() else {}
-    code, vendored = oracle_code(task_dir, src, top_modules(fixture) | top_modules(held_out))
+    code, vendored, unisolated = oracle_code(task_dir, src, top_modules(fixture) | top_modules(held_out))
     if not held_out and any(uses_oracle_dir(code[f]) for f in ("checker.py", "damage.py") if f in code):
         raise Refused(src.rel(oracle_src), "(folder)", "is missing but the checker reads oracle_dir",
                       "add the held-out checker inputs to oracles/<id>/")
-    task_yaml, plants_yaml = spec_documents(task_id, amb_id, prompt, terms, summary, corpus)
+    task_yaml, plants_yaml = spec_documents(task_id, amb_id, prompt, terms, summary, corpus, unisolated)
     for data, schema, name in ((task_yaml, "task", "task.yaml"), (plants_yaml, "plants", "plants.yaml")):
         try:
             validate(data, schema, target / name)
@@ -1025,7 +1046,7 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     inputs.update({f"oracle/{rel}": data for rel, data in {**code, **held_out}.items()})
     record = provenance(task_dir, amb_id, src, inputs, corpus, damage_conditions, vendored)
     files[f"{base}/provenance.json"] = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
-    return Plan(task_dir, task_id, base, tuple(corpus.conditions), files, tuple(corpus.notes))
+    return Plan(task_dir, task_id, base, tuple(corpus.conditions), files, tuple(corpus.notes), unisolated)
 
 
 def import_tasks(path: Path, project: Path, into: Path, *, fmt: str = "amb", dry_run: bool = False,
