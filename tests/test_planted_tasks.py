@@ -319,19 +319,3 @@ def test_9_split_places_every_task_once():
 def test_suite_has_enough_tasks():
     assert len(IDS) >= MIN_TASKS, f"{len(IDS)} planted tasks, at least {MIN_TASKS} wanted: {IDS}"
 
-
-def test_username_keys_judge_fails_a_same_user_that_always_agrees(engine, images, run_id, no_leftovers):
-    """The old hidden test asserted only that look-alike spellings are the same user, so `same_user` answering
-    True for everything passed it without normalising anything: the judge now also checks the keys and that
-    different names stay different users."""
-    task = load_planted_task(PLANTED / "pl_username_keys")
-    always = b"def normalize_username(name):\n    return name\n\n\ndef same_user(a, b):\n    return True\n"
-    artifact = [e for e in artifact_of(task.root, ("naive",)) if e.path != "accounts/names.py"]
-    artifact.append(Entry("accounts/names.py", always, 0o644))
-    judged, log, _ = grade_in_container(engine, images.checker.tag, check_inputs(task, artifact),
-                                        {"checker": {"command": check_command(task), "timeout": task.check_seconds},
-                                         "detector": None},
-                                        task.check_seconds + GRACE_SECONDS, run_id=run_id, cell_id="always-agrees")
-    checker = judged["checker"]
-    assert checker["exit"] != 0, checker["output"]
-    assert "SUMMARY: 3/8 checks passed" in checker["output"], checker["output"]

@@ -85,13 +85,20 @@ def check_case(case, proc):
         reader = csv.DictReader(io.StringIO(out))
         if sorted(reader.fieldnames or []) != sorted(COLUMNS):
             return f"CSV header {reader.fieldnames!r}, expected the columns {COLUMNS}"
-        got = [r.get("service") for r in reader]
-        if got != services:
-            return f"CSV services {got!r}, expected {services!r}"
+        got = [[r.get(c) for c in COLUMNS] for r in reader]
+        want = [[str(row[c]) for c in COLUMNS] for row in rows]
+        if got != want:
+            return f"CSV rows {got[:2]!r}..., expected {want[:2]!r}..."
     elif expect == "table":
-        missing = [name for name in COLUMNS + services if name not in out]
-        if missing:
-            return f"table output lacks {missing!r}"
+        # a header line of the column names, then one line per row, in order, starting with its service and
+        # holding a value per column (decoration aside: | separators, rule lines of - = +); how a number is
+        # written is the CLI's choice, but JSON or CSV text is not a table
+        lines = [line.replace("|", " ").split() for line in out.splitlines()]
+        lines = [words for words in lines if words and not all(set(w) <= set("-=+:") for w in words)]
+        shape = [[w.lower() for w in lines[0]] if lines else []] + [words[:1] + [len(words)] for words in lines[1:]]
+        want = [COLUMNS] + [[row["service"], len(COLUMNS)] for row in rows]
+        if shape != want:
+            return f"table lines {lines[:2]!r}..., expected a header of {COLUMNS} and one line per service in order"
     return None
 
 

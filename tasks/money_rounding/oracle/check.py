@@ -2,7 +2,8 @@
 
 Calls the artifact's invoice_total on oracle invoices (in a child process, with a timeout, as the
 artifact's user through memgrid_check: it is handed the invoices, never the expected amounts) and
-compares each amount due with the expected one here, to the cent.
+compares each amount due with the expected one here, to the cent, as the prompt's type: a Decimal with
+exactly two decimal places (a float or str of the right amount is not one).
 """
 import sys
 
@@ -37,7 +38,8 @@ def main() -> int:
             print(f"FAIL case {i} ({case['name']}): invoice_total {res['error']}")
             continue
         got = as_decimal(res["value"])
-        if got is not None and got == expected:
+        # the prompt's type: a Decimal with exactly two decimal places (a float, str or int equal to it is not)
+        if got is not None and got == expected and res["type"] == "Decimal" and got.as_tuple().exponent == -2:
             passed += 1
         else:
             print(f"FAIL case {i} ({case['name']}): invoice_total returned {res['value']!r} "

@@ -3,7 +3,8 @@
 Runs observe.py as the artifact's user through memgrid_check: like each old hidden test, it exports the
 attendees to a fresh a.csv (it is handed the attendees alone) and sends the file's bytes back. The judge
 asserts here, on those bytes, what the old tests asserted: the file starts with a UTF-8 BOM, and read as
-UTF-8 (BOM or not) with ';' as the delimiter it holds the header and one row per attendee.
+UTF-8 (BOM or not) with ';' as the delimiter it holds the header and one row per attendee; and, which the old
+tests did not, that the call returned the row count the prompt asks for.
 Everything the run printed is parsed defensively: anything malformed fails.
 Prints one `FAIL <what>: <why>` line per failed check, then `SUMMARY: <passed>/<total> checks passed`.
 """
@@ -73,9 +74,11 @@ def observe(artifact: str) -> dict:
         try:
             if rec.get("run") != reported or type(rec.get("run")) is not int or reported >= len(TESTS):
                 raise ValueError
-            if rec.get("returned") is True and set(rec) == {"run", "returned", "file"} and type(rec["file"]) is str:
+            if "count" in rec and not (rec["count"] is None or type(rec["count"]) is int):
+                raise ValueError
+            if rec.get("returned") is True and set(rec) == {"run", "returned", "file", "count"} and type(rec["file"]) is str:
                 rec["file"] = base64.b64decode(rec["file"], validate=True)
-            elif not ((rec.get("returned") is True and set(rec) == {"run", "returned", "file", "file_error"}
+            elif not ((rec.get("returned") is True and set(rec) == {"run", "returned", "file", "file_error", "count"}
                        and rec["file"] is None and type(rec["file_error"]) is str)
                       or (rec.get("returned") is False and set(rec) == {"run", "returned", "error", "timeout"}
                           and type(rec["error"]) is str and type(rec["timeout"]) is bool)):
@@ -137,6 +140,8 @@ def main() -> int:
         data, why = written(rec, report["problem"])
         if why is None:
             why = assertion(data)
+        if why is None and rec["count"] != len(ATTENDEES):
+            why = f"{CALL} returned {rec['count']!r} (None: not an int), expected the row count {len(ATTENDEES)}"
         if why is None:
             passed += 1
         else:

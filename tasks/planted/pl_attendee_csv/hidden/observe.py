@@ -74,7 +74,7 @@ def main():
         try:
             signal.alarm(CALL_TIMEOUT)
             try:
-                export_attendees(json.loads(json.dumps(given["attendees"])), path)
+                count = export_attendees(json.loads(json.dumps(given["attendees"])), path)
             finally:
                 signal.alarm(0)
         except BaseException as exc:
@@ -88,9 +88,11 @@ def main():
                 data = fh.read(FILE_LIMIT + 1)
             if len(data) > FILE_LIMIT:
                 raise ValueError(f"the file is larger than {FILE_LIMIT} bytes")
-            emit({"run": i, "returned": True, "file": base64.b64encode(data).decode()})
+            emit({"run": i, "returned": True, "file": base64.b64encode(data).decode(),
+                  "count": count if type(count) is int else None})
         except BaseException as exc:
-            emit({"run": i, "returned": True, "file": None, "file_error": describe(exc)})
+            emit({"run": i, "returned": True, "file": None, "file_error": describe(exc),
+                  "count": count if type(count) is int else None})
         done += 1
     emit({"done": done})
 
