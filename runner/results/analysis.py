@@ -287,6 +287,14 @@ def paired_stat(tasks: np.ndarray, arm_pass: np.ndarray, base_pass: np.ndarray, 
 
 # ---------------------------------------------------------------- per group
 
+def damage_rate(outcomes: pd.Series) -> Rate:
+    """The damage detector's rate over admitted cells' outcomes: damaged over those it scored."""
+    scored = int(outcomes.notna().sum())
+    if not scored:
+        return Rate(0, 0, None, None, None, "no admitted cell was scored")
+    return wilson(int((outcomes == "damaged").sum()), scored)
+
+
 def group_stats(df: pd.DataFrame) -> list[GroupStats]:
     out = []
     for (agent, arm, condition), g in df.groupby(["agent", "arm", "condition"], sort=True):
@@ -294,9 +302,7 @@ def group_stats(df: pd.DataFrame) -> list[GroupStats]:
         passed = int(g["passed"].sum())
         discards = g.loc[~g["admitted"], "discard_reason"].fillna("unknown").value_counts()
         outcomes = admitted["outcome"].fillna("unscored").value_counts()
-        scored = int(admitted["outcome"].notna().sum())
-        damage = (wilson(int((admitted["outcome"] == "damaged").sum()), scored) if scored
-                  else Rate(0, 0, None, None, None, "no admitted cell was scored"))
+        damage = damage_rate(admitted["outcome"])
         ended = admitted["agent_ended"] if "agent_ended" in admitted.columns else pd.Series(dtype=object)
         endings = ended[ended.isin(ERROR_ENDINGS)].value_counts()
         out.append(GroupStats(agent, arm, condition, len(g), len(admitted), passed,
@@ -307,36 +313,43 @@ def group_stats(df: pd.DataFrame) -> list[GroupStats]:
     return out
 
 
-def _paired_frames(df: pd.DataFrame) -> dict[tuple[str, str], pd.DataFrame]:
-    """Per (agent, condition): one row per (task, seed), columns (passed|admitted, arm). Cells that share
+def paired_frames(df: pd.DataFrame, columns: tuple[str, ...] = ("passed", "admitted")) -> dict[tuple[str, str], pd.DataFrame]:
+    """Per (agent, condition): one row per (task, seed), columns (column, arm). Cells that share
     their coordinates (selftest's canaries: one arm, broken several ways) have no one partner: they count in
     the rates but pair with nothing."""
     out = {}
     for (agent, condition), g in df.groupby(["agent", "condition"], sort=True):
         g = g[~g.duplicated(["task", "seed", "arm"], keep=False)]
-        out[(agent, condition)] = g.set_index(["task", "seed", "arm"])[["passed", "admitted"]].unstack("arm")
+        out[(agent, condition)] = g.set_index(["task", "seed", "arm"])[list(columns)].unstack("arm")
     return out
+
+
+def paired_bases(wide: pd.DataFrame, arm: str, baseline: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of a paired frame a contrast is judged on: (per-protocol: both cells admitted, intention-to-treat:
+    both cells ran, a discarded one counting as a failure)."""
+    both_ran = wide[("passed", arm)].notna() & wide[("passed", baseline)].notna()
+    itt = wide[both_ran]
+    return itt[itt[("admitted", arm)].astype(bool) & itt[("admitted", baseline)].astype(bool)], itt
+
+
+def paired_rows_stat(rows: pd.DataFrame, arm: str, baseline: str, min_effect: float, resamples: int,
+                     seed: int) -> PairedStat:
+    """`paired_stat` over rows of a paired frame, the task of each row its cluster."""
+    return paired_stat(rows.index.get_level_values("task").to_numpy(), rows[("passed", arm)].astype(bool).to_numpy(),
+                       rows[("passed", baseline)].astype(bool).to_numpy(), min_effect, resamples, seed)
 
 
 def _contrast(wide: pd.DataFrame, arm: str, baseline: str, agent: str, condition: str, kind: str, measures: str,
               min_effect: float, resamples: int, seed: int) -> Contrast:
-    both_ran = wide[("passed", arm)].notna() & wide[("passed", baseline)].notna()
-    itt = wide[both_ran]
-    admitted = itt[itt[("admitted", arm)].astype(bool) & itt[("admitted", baseline)].astype(bool)]
-
-    def stat(rows: pd.DataFrame) -> PairedStat:
-        tasks = rows.index.get_level_values("task").to_numpy()
-        return paired_stat(tasks, rows[("passed", arm)].astype(bool).to_numpy(),
-                           rows[("passed", baseline)].astype(bool).to_numpy(), min_effect, resamples, seed)
-
-    return Contrast(f"{arm} - {baseline}", arm, baseline, agent, condition, kind, measures, stat(admitted), stat(itt))
+    pp, itt = (paired_rows_stat(rows, arm, baseline, min_effect, resamples, seed) for rows in paired_bases(wide, arm, baseline))
+    return Contrast(f"{arm} - {baseline}", arm, baseline, agent, condition, kind, measures, pp, itt)
 
 
 def contrasts(df: pd.DataFrame, min_effect: float, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED,
               arms: list[str] | None = None) -> tuple[list[Contrast], list[Contrast], list[Omitted]]:
     """Primary contrasts (every ranked arm against claude_md) and the spec's diagnostic ones."""
     arms = arms or list(dict.fromkeys(df["arm"]))
-    wides = _paired_frames(df)
+    wides = paired_frames(df)
     primary, diagnostic, omitted = [], [], []
     if BASELINE not in arms:
         omitted.append(Omitted(f"* - {BASELINE}", f"the baseline arm {BASELINE} is not in this run"))
@@ -364,7 +377,7 @@ def harm(df: pd.DataFrame) -> list[HarmStats]:
     """Per agent x arm x condition, against bare. Never pooled across conditions: a harm under
     `superseded` and a rescue under `present` are different facts, not a wash."""
     out = []
-    for (agent, condition), wide in _paired_frames(df).items():
+    for (agent, condition), wide in paired_frames(df).items():
         if ("passed", FLOOR) not in wide.columns:
             continue
         for arm in wide["passed"].columns:
@@ -412,7 +425,8 @@ def costs(df: pd.DataFrame) -> list[CostStats]:
 
 # ---------------------------------------------------------------- entry points
 
-def _grid_order(values, preferred) -> list[str]:
+def grid_order(values, preferred) -> list[str]:
+    """The values present, in the grid's order (run.json), then any the grid does not name, sorted."""
     present = list(dict.fromkeys(sorted(values)))
     return [v for v in preferred if v in present] + [v for v in present if v not in preferred]
 
@@ -421,9 +435,9 @@ def analyse_frame(df: pd.DataFrame, lock: dict, run_dir: Path | None = None, min
                   resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, ingest: list[IngestStats] = ()) -> Analysis:
     min_effect = DEFAULT_MIN_EFFECT if min_effect is None else float(min_effect)
     grid = lock.get("grid", {})
-    agents = _grid_order(df["agent"].unique(), grid.get("agents", []))
-    arms = _grid_order(df["arm"].unique(), grid.get("arms", []))
-    conditions = _grid_order(df["condition"].unique(), grid.get("conditions", []))
+    agents = grid_order(df["agent"].unique(), grid.get("agents", []))
+    arms = grid_order(df["arm"].unique(), grid.get("arms", []))
+    conditions = grid_order(df["condition"].unique(), grid.get("conditions", []))
 
     def key(x) -> tuple:
         return agents.index(x.agent), conditions.index(x.condition) if hasattr(x, "condition") else 0, arms.index(x.arm)
