@@ -299,6 +299,39 @@ def report(
         console.print(f"results appended to {append_to_prereg} ({len(result.scored)} predictions scored)")
 
 
+@app.command()
+def compare(
+    run_a: str = typer.Argument(..., metavar="RUN_A", help="The earlier run (v1): a run id under --runs-dir or a run folder path."),
+    run_b: str = typer.Argument(..., metavar="RUN_B", help="The run to compare against it (v2), the same way."),
+    arm: Optional[str] = typer.Option(None, "--arm", metavar="A[:B]", help="Compare run A's arm A with run B's arm B "
+                                      "(recall:recall_v2, a renamed arm), or one name in both; default: every arm with "
+                                      "finished cells in both runs."),
+    allow_drift: bool = typer.Option(False, "--allow-drift", help="Compare even when tasks, corpora, the grid, images or "
+                                     "agent inputs differ; every drifted thing is then named at the top of each output."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Also write the comparison as a self-contained HTML page here."),
+    as_json: Optional[Path] = typer.Option(None, "--json", help="Also write the comparison as JSON here."),
+    min_effect: Optional[float] = typer.Option(None, "--min-effect", min=0.0, max=1.0, help="Smallest delta that is not "
+                                               "noise (default 0.10)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
+):
+    """Is run B better than run A on the same cells? Pairs the two runs' cells by task, condition, seed and agent,
+    and per agent x condition x arm prints pass and damage rates side by side, the paired delta B − A with its
+    task-cluster bootstrap 95 % interval, exact McNemar on the discordant pairs, and the cells left unpaired.
+    Judged as the report judges contrasts: over pairs whose two cells were admitted, the intention-to-treat delta
+    beside it. Refuses (exit 2, one line per difference) runs whose task, corpus, grid, image or agent-input digests
+    differ, unless --allow-drift; the compared arms' own digests are expected to differ.
+
+    Example: memgrid compare 20261129-recall-v1 20261206-recall-v2 --arm recall:recall_v2 --html compare.html"""
+    from runner.results.compare import compare_runs, print_terminal, write_html, write_json
+
+    comparison = compare_runs(run_a, run_b, runs_dir, arm, allow_drift, min_effect)
+    print_terminal(comparison, console)
+    if html is not None:
+        console.print(f"html: {write_html(comparison, html)}", markup=False, highlight=False)
+    if as_json is not None:
+        console.print(f"json: {write_json(comparison, as_json)}", markup=False, highlight=False)
+
+
 def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bool = False) -> None:
     from runner.results.ledger import Ledger, latest_attempts
 
