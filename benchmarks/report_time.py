@@ -71,29 +71,41 @@ def synthetic_rows(agents: list[str], tasks: int, seeds: int, rng: random.Random
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=40)
-    parser.add_argument("--seeds", type=int, default=24)  # 3 agents x 40 x 24 x 5 x 7 = 100,800 rows
-    parser.add_argument("--keep", action="store_true", help="Keep the temp run folder and print its path.")
-    parser.add_argument("--quick", action="store_true", help=f"smallest ledger that still bootstraps every contrast: {QUICK}")
-    args = parser.parse_args()
-    agents, resamples = AGENTS, RESAMPLES
-    if args.quick:
-        args.tasks, args.seeds, resamples, agents = QUICK["tasks"], QUICK["seeds"], QUICK["resamples"], QUICK["agents"]
-    tmp = Path(tempfile.mkdtemp(prefix="memgrid-report-bench-"))
-    run_dir = tmp / "bench"
-    run_dir.mkdir()
-    rows = synthetic_rows(agents, args.tasks, args.seeds, random.Random(7))
+def write_run(run_dir: Path, agents: list[str], tasks: int, seeds: int, rng: random.Random) -> list[LedgerRow]:
+    """A run folder of synthetic rows: run.json, ledger.jsonl and ledger.parquet."""
+    run_dir.mkdir(parents=True)
+    rows = synthetic_rows(agents, tasks, seeds, rng)
     (run_dir / "run.json").write_text(json.dumps({
-        "run_id": "bench", "created_at": "2026-11-29T12:00:00+00:00", "cells": len(rows), "git_commit": None,
-        "grid": {"name": "bench", "agents": agents, "arms": ARMS, "conditions": CONDITIONS, "seeds": args.seeds,
-                 "tasks": [f"task_{t:03d}" for t in range(args.tasks)], "network": "none"},
+        "run_id": run_dir.name, "created_at": "2026-11-29T12:00:00+00:00", "cells": len(rows), "git_commit": None,
+        "grid": {"name": "bench", "agents": agents, "arms": ARMS, "conditions": CONDITIONS, "seeds": seeds,
+                 "tasks": [f"task_{t:03d}" for t in range(tasks)], "network": "none"},
         "inputs": {"tasks": {}, "arms": {}, "images": {}, "corpora": {}}, "image_tags": {}}))
     # Ledger.append fsyncs per row (crash safety); 100k fsyncs would time the disk, not the report.
     with open(run_dir / "ledger.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(asdict(r), sort_keys=True) + "\n" for r in rows)
     Ledger(run_dir).compact()
+    return rows
+
+
+def sized_arguments(parser: argparse.ArgumentParser) -> tuple[argparse.Namespace, list[str], int]:
+    """The parser's arguments with --tasks, --seeds and --quick, and the agents and bootstrap resamples they size."""
+    parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--seeds", type=int, default=24)  # 3 agents x 40 x 24 x 5 x 7 = 100,800 rows
+    parser.add_argument("--quick", action="store_true", help=f"smallest ledger that still bootstraps every contrast: {QUICK}")
+    args = parser.parse_args()
+    if args.quick:
+        args.tasks, args.seeds = QUICK["tasks"], QUICK["seeds"]
+        return args, QUICK["agents"], QUICK["resamples"]
+    return args, AGENTS, RESAMPLES
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="Keep the temp run folder and print its path.")
+    args, agents, resamples = sized_arguments(parser)
+    tmp = Path(tempfile.mkdtemp(prefix="memgrid-report-bench-"))
+    run_dir = tmp / "bench"
+    rows = write_run(run_dir, agents, args.tasks, args.seeds, random.Random(7))
     print(f"ledger: {len(rows):,} rows, {(run_dir / 'ledger.jsonl').stat().st_size / 1e6:.1f} MB journal")
 
     import numpy as np
