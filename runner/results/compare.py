@@ -13,7 +13,6 @@ drift: refused unless allowed, and then named at the top of every output.
 """
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from runner.plan.grid import corpus_key
 from runner.results.analysis import (BOOTSTRAP_SEED, DEFAULT_MIN_EFFECT, RESAMPLES, PairedStat, Rate, damage_rate,
                                      grid_order, load_cells, load_lock, paired_bases, paired_frames, paired_rows_stat,
                                      wilson)
-from runner.results.report import CSS, _delta, _e, _p, _rt, _table
+from runner.results.report import CSS, _delta, _e, _p, _rt, _table, write_page
 
 # The two sides' labels in the one frame both runs' cells are paired in (arm names never hold a colon).
 SIDE_A, SIDE_B = "run:A", "run:B"
@@ -318,18 +317,10 @@ def render_html(c: Comparison) -> str:
         "</body></html>"])
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)  # a reader never sees half a file
-    return path
-
-
 def write_html(c: Comparison, path: Path) -> Path:
-    return _write(path, render_html(c))
+    return write_page(path, render_html(c))
 
 
 def write_json(c: Comparison, path: Path) -> Path:
     record = {**asdict(c), "unpaired_a": c.unpaired_a, "unpaired_b": c.unpaired_b}
-    return _write(path, json.dumps(record, indent=1) + "\n")
+    return write_page(path, json.dumps(record, indent=1) + "\n")

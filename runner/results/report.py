@@ -443,9 +443,13 @@ def _digests(lock: dict) -> str:
 
 
 def write_html(a: Analysis, path: Path, scored: list[ScoredPrediction] = ()) -> Path:
+    return write_page(path, render_html(a, scored))
+
+
+def write_page(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render_html(a, scored), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)  # a reader never sees half a page
     return path
 
