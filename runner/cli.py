@@ -20,7 +20,8 @@ app = typer.Typer(help="memgrid: run every arm x task x seed x condition cell of
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 images_app = typer.Typer(help="Build the content-addressed images (base, sandbox, checker).", no_args_is_help=True)
 task_app = typer.Typer(help="The tasks under tasks/.", no_args_is_help=True)
-corpus_app = typer.Typer(help="The condition corpora under corpus/build/ (generated; digests committed).", no_args_is_help=True)
+corpus_app = typer.Typer(help="The condition corpora of each task suite, under corpus/build/ (memgrid's own) and "
+                              "corpus/suites/<suite>/build/ (generated; digests committed).", no_args_is_help=True)
 arm_app = typer.Typer(help="The arms under arms/.", no_args_is_help=True)
 app.add_typer(images_app, name="images")
 app.add_typer(task_app, name="task")
@@ -108,6 +109,8 @@ def grid(
     protocol: Optional[str] = typer.Option(None, help="The protocol to run (memgrid protocol list); without --spec, "
                                                       "its own preset. Default: the spec's (coding)."),
     tasks: Optional[str] = typer.Option(None, help="Comma-separated task ids (overrides the spec)."),
+    suite: Optional[str] = typer.Option(None, help="The task suite whose tasks and corpus a coding grid runs (memgrid "
+                                                   "task list shows them; overrides the spec's, default memgrid)."),
     arms: Optional[str] = typer.Option(None, help="Comma-separated arm names (overrides the spec)."),
     seeds: Optional[int] = typer.Option(None, min=1, help="Number of seeds 0..N-1 (overrides the spec)."),
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (overrides the spec)."),
@@ -148,13 +151,13 @@ def grid(
 
     from runner.plan.grid import check_names
     from runner.exec.job import run_grid
-    from runner.plan.spec import load_all_arms, load_all_tasks, load_grid, preset_path
+    from runner.plan.spec import load_all_arms, load_grid, load_suite_tasks, preset_path, suite_named
 
     root = project_root()
     if prereg is not None:
         from runner.plan.prereg import check_clean, check_location, check_sizing, load_prereg
 
-        given = [name for name, value in (("--spec", spec), ("--tasks", tasks), ("--arms", arms), ("--seeds", seeds),
+        given = [name for name, value in (("--spec", spec), ("--tasks", tasks), ("--suite", suite), ("--arms", arms), ("--seeds", seeds),
                                           ("--conditions", conditions), ("--agent", agent), ("--model", model))
                  if value is not None] + (["--protocol"] if protocol is not None else [])
         if given or preset != "default":
@@ -181,11 +184,13 @@ def grid(
     if protocol is not None and protocol != grid_spec.protocol:
         raise UserError(f"{grid_path}: its protocol is {grid_spec.protocol}, not {protocol}: fix: drop --protocol, "
                         f"or give a spec of the {protocol} protocol")
-    overrides = {k: v for k, v in {"tasks": _csv(tasks), "arms": _csv(arms), "seeds": seeds,
+    overrides = {k: v for k, v in {"tasks": _csv(tasks), "suite": suite, "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
                                     "model": model, "budget_usd": max_usd}.items() if v}
     grid_spec = _where_cells_run(replace(grid_spec, **overrides), executor, scheduler)
-    check_names(grid_spec, grid_path, load_all_tasks(root), load_all_arms(root), frozenset(overrides))
+    where = (Path("(command line)"), "--suite") if suite else (grid_path, "suite")
+    suite_tasks = load_suite_tasks(root, suite_named(root, grid_spec.suite, *where))
+    check_names(grid_spec, grid_path, suite_tasks, load_all_arms(root), frozenset(overrides))
     if estimate:
         _print_estimate(grid_spec, grid_path, root, runs_dir, output_allowance, estimate_from)
         return
@@ -540,20 +545,27 @@ def cell_show(
             console.print(f"  {event['type']:10} {json.dumps(detail, sort_keys=True)[:150]}", markup=False, highlight=False)
 
 
-@task_app.command("list")
-def task_list():
-    """List the tasks with their conditions."""
-    from runner.plan.spec import load_all_tasks
+SUITE_HELP = "The task suite (memgrid task list shows them; default: memgrid, the tasks directly under tasks/)."
 
-    table = Table("task", "title", "conditions")
-    for t in load_all_tasks(project_root()).values():
-        table.add_row(t.id, t.title, ", ".join(t.conditions))
+
+@task_app.command("list")
+def task_list(suite: Optional[str] = typer.Option(None, help="List only this suite's tasks (default: every suite).")):
+    """List the tasks of each suite with their conditions."""
+    from runner.plan.spec import load_suite_tasks, load_suites, suite_named
+
+    root = project_root()
+    suites = [suite_named(root, suite)] if suite else list(load_suites(root).values())
+    table = Table("suite", "task", "title", "conditions")
+    for s in suites:
+        for t in load_suite_tasks(root, s).values():
+            table.add_row(s.name, t.id, t.title, ", ".join(t.conditions))
     console.print(table)
 
 
 @task_app.command("check")
 def task_check(
-    task_id: Optional[str] = typer.Argument(None, help="Check one task (default: all)."),
+    task_id: Optional[str] = typer.Argument(None, help="Check one task (default: every task of the suite)."),
+    suite: Optional[str] = typer.Option(None, help=SUITE_HELP + " Containment is audited within the suite."),
     static_only: bool = typer.Option(False, "--static", help="Only the file audits, no containers."),
     unisolated_checkers: Optional[str] = typer.Option(None, "--unisolated-checkers", help="Comma-separated ids of "
                                                       "tasks whose checkers are not isolated (task.yaml checker.unisolated) "
@@ -564,14 +576,16 @@ def task_check(
     term appears only in its own fact transcripts."""
     from runner.plan.grid import check_unisolated_names
     from runner.plan.preflight import refuse_unisolated
-    from runner.plan.spec import load_all_arms, load_all_tasks
-    from runner.tasks.check import (arm_findings, check_behaviour, containment_findings, task_aware_coverage,
-                                    transcript_findings)
+    from runner.plan.spec import DEFAULT_SUITE, load_all_arms, load_suite_tasks, suite_named, suite_of_task
+    from runner.tasks.check import (arm_findings, check_behaviour, containment_findings, source_notes,
+                                    task_aware_coverage, transcript_findings)
 
     root = project_root()
-    tasks = load_all_tasks(root)
+    home = suite_of_task(root, task_id) if task_id is not None and suite is None else None
+    chosen_suite = suite_named(root, suite or (home.name if home else DEFAULT_SUITE))
+    tasks = load_suite_tasks(root, chosen_suite)
     if task_id is not None and task_id not in tasks:
-        raise UserError(f"task '{task_id}' does not exist: fix: use one of {', '.join(sorted(tasks))}")
+        raise UserError(f"task '{task_id}' is not a task of suite '{chosen_suite.name}': fix: use one of {', '.join(sorted(tasks))}")
     chosen = [tasks[task_id]] if task_id else list(tasks.values())
     accepted = _csv(unisolated_checkers) or ()
     check_unisolated_names(accepted, tasks, Path("(command line)"), "--unisolated-checkers")
@@ -601,6 +615,9 @@ def task_check(
         for t in chosen:
             if (why := task_aware_coverage(t)) is not None:
                 err.print(f"NOTE {t.id}: {why}", markup=False, highlight=False, soft_wrap=True)
+    for t in chosen:  # what an imported task brings from its source is reported, not hidden and not "fixed"
+        for note in source_notes(t):
+            err.print(f"NOTE {t.id}: {note}", markup=False, highlight=False, soft_wrap=True)
     for f in failed:
         err.print(f"FAIL {f.task}: {f.rule}: {f.file}: {f.detail}", markup=False, highlight=False, soft_wrap=True)
     if failed:
@@ -611,17 +628,20 @@ def task_check(
 def task_import(
     path: Path = typer.Argument(..., help="An agent-memory-bench task folder (tasks/<id>/) or its tasks/ folder."),
     fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench)."),
-    into: Path = typer.Option(Path("tasks"), "--into", help="Where the memgrid tasks are written."),
+    suite: Optional[str] = typer.Option(None, help="The suite the tasks are written into, tasks/<suite>/, created with "
+                                                   "its corpus settings if new (default: the format's name, e.g. amb). "
+                                                   "Never memgrid's own: an import changes no other suite's benchmark."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported or refused; write nothing."),
     render_unrecorded: bool = typer.Option(False, "--render-unrecorded",
                                            help="Render a staged but unrecorded session from its prompt, stage files "
                                                 "and followup instead of refusing the task."),
 ):
-    """Convert agent-memory-bench tasks into memgrid tasks (one line per task: imported or refused, and why).
-    Then run `memgrid task check` on them."""
+    """Convert agent-memory-bench tasks into a memgrid task suite of their own (one line per task: imported or
+    refused, and why). Then build its corpus and check its tasks (the last line says how)."""
     from runner.tasks.importer import import_tasks
 
-    result = import_tasks(path, project_root(), into, fmt=fmt, dry_run=dry_run, render=render_unrecorded)
+    suite = suite or fmt
+    result = import_tasks(path, project_root(), suite, fmt=fmt, dry_run=dry_run, render=render_unrecorded)
     verb = "would import" if dry_run else "imported"
     for plan in result.plans:
         console.print(("(dry run) " if dry_run else "") + plan.line(), markup=False, highlight=False, soft_wrap=True)
@@ -629,8 +649,11 @@ def task_import(
             err.print(unisolated, markup=False, highlight=False, soft_wrap=True)
     for refusal in result.refusals:
         err.print(refusal.line(), markup=False, highlight=False, soft_wrap=True)
-    console.print(f"{verb} {len(result.plans)}, refused {len(result.refusals)}"
-                  + ("" if dry_run or not result.plans else "; next: memgrid task check <id>"))
+    for created in result.created:
+        console.print(f"new suite {suite}: wrote {created}", markup=False, highlight=False)
+    console.print(f"{verb} {len(result.plans)} into suite {suite}, refused {len(result.refusals)}"
+                  + ("" if dry_run or not result.plans else f"; next: memgrid corpus build --suite {suite}, commit "
+                     f"corpus/suites/{suite}/digests.yaml, then memgrid task check --suite {suite}"), soft_wrap=True)
     if result.refusals:
         raise typer.Exit(1)
 
@@ -639,16 +662,17 @@ def task_import(
 def corpus_build(
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (default: all five)."),
     seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds (default: corpus/corpus.yaml)."),
-    check: bool = typer.Option(False, "--check", help="Rebuild in a scratch folder and compare with corpus/digests.yaml; writes nothing."),
+    check: bool = typer.Option(False, "--check", help="Rebuild in a scratch folder and compare with the suite's digests.yaml; writes nothing."),
+    suite: str = typer.Option("memgrid", help=SUITE_HELP),
 ):
     """Generate each condition x seed corpus (haystack + the tasks' plants) with its sha256 manifest."""
     import time
 
     from runner.corpus.build import build, check as check_corpus, load_settings, save_digests
-    from runner.plan.spec import CONDITIONS, load_all_tasks
+    from runner.plan.spec import CONDITIONS, load_suite_tasks
 
     root = project_root()
-    settings, tasks = load_settings(root), list(load_all_tasks(root).values())
+    settings, tasks = load_settings(root, suite), list(load_suite_tasks(root, suite).values())
     conds = _csv(conditions) or CONDITIONS
     for c in conds:
         if c not in CONDITIONS:
@@ -671,15 +695,16 @@ def corpus_build(
 
 
 @corpus_app.command("verify")
-def corpus_verify():
-    """Check every built corpus byte for byte against its manifest, and that fact terms stay in their fact documents."""
+def corpus_verify(suite: str = typer.Option("memgrid", help=SUITE_HELP)):
+    """Check every built corpus of the suite byte for byte against its manifest, and that its fact terms stay in their
+    fact documents (another suite's terms are not its business)."""
     import time
 
     from runner.corpus.build import load_settings, locus_findings, verify_dir
-    from runner.plan.spec import load_all_tasks
+    from runner.plan.spec import load_suite_tasks
 
     root = project_root()
-    settings, tasks = load_settings(root), list(load_all_tasks(root).values())
+    settings, tasks = load_settings(root, suite), list(load_suite_tasks(root, suite).values())
     built = sorted(p for p in settings.build_dir.glob("*/seed-*") if p.is_dir())
     if not built:
         raise UserError(f"{settings.build_dir}: nothing built: fix: run 'memgrid corpus build'")
@@ -693,13 +718,14 @@ def corpus_verify():
 
 
 @corpus_app.command("probe")
-def corpus_probe(as_json: bool = typer.Option(False, "--json", help="Print each task's rank as JSON.")):
+def corpus_probe(as_json: bool = typer.Option(False, "--json", help="Print each task's rank as JSON."),
+                 suite: str = typer.Option("memgrid", help=SUITE_HELP)):
     """Retrieval difficulty: BM25 with each task's prompt as the query; hit@1 and hit@10 of its fact documents."""
     from runner.corpus.build import load_settings, probe
-    from runner.plan.spec import load_all_tasks
+    from runner.plan.spec import load_suite_tasks
 
     root = project_root()
-    results = probe(load_settings(root), list(load_all_tasks(root).values()))
+    results = probe(load_settings(root, suite), list(load_suite_tasks(root, suite).values()))
     if as_json:
         sys.stdout.write(json.dumps([r.__dict__ for r in results], indent=1) + "\n")
         return

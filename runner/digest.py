@@ -45,8 +45,9 @@ def tree_files(root: Path, skip: frozenset[str] = CACHES) -> list[Path]:
     return files
 
 
-def tree_digest(root: Path) -> str:
-    """sha256 over (relative path, file sha256) pairs: renames and edits both change it."""
+def tree_digest(root: Path, leave_out: tuple[str, ...] = ()) -> str:
+    """sha256 over (relative path, file sha256) pairs: renames and edits both change it. `leave_out`: relative
+    paths (a file, or a folder with all under it) that are not part of what is digested."""
     entries = [[p.relative_to(root).as_posix(), sha256_file(p)] for p in tree_files(root, GENERATED)
                if not any(part.endswith(".egg-info") for part in p.relative_to(root).parts)]
-    return sha256_json(entries)
+    return sha256_json([e for e in entries if not any(e[0] == o or e[0].startswith(o.rstrip("/") + "/") for o in leave_out)])

@@ -81,6 +81,9 @@ def project(tmp_path) -> Path:
         # node_modules and assets (hundreds of MB for a product) are installed again from their pins if a test builds them.
         shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__", "node_modules", "assets"),
                         copy_function=_link_resolved_wheels)
+    # the corpus settings a new suite's are made from (memgrid task import); no corpus is built here
+    (root / "corpus").mkdir()
+    shutil.copy(REPO / "corpus" / "corpus.yaml", root / "corpus" / "corpus.yaml")
     return root
 
 

@@ -18,9 +18,7 @@ TASK = "slug_ids"
 
 @pytest.fixture
 def root(project):
-    """The project copy plus the corpus settings, so grids can build their corpora inside it."""
-    (project / "corpus").mkdir()
-    shutil.copy(REPO / "corpus" / "corpus.yaml", project / "corpus" / "corpus.yaml")
+    """The project copy (with the corpus settings, so grids can build their corpora inside it)."""
     return project
 
 

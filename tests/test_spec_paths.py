@@ -185,7 +185,7 @@ def test_an_imported_fixture_linked_to_a_host_folder_is_refused(project, amb, tm
     tree = amb / "tasks" / GOOD / "tree"
     shutil.rmtree(tree)
     tree.symlink_to(host_folder(tmp_path), target_is_directory=True)
-    line = refusal(import_tasks(amb / "tasks" / GOOD, project, Path("tasks")))
+    line = refusal(import_tasks(amb / "tasks" / GOOD, project, "amb"))
     assert "tree" in line and "outside the amb checkout" in line
     assert "BEGIN SECRET" not in imported_text(project)
 
@@ -194,7 +194,7 @@ def test_an_imported_oracle_linked_to_a_host_folder_is_refused(project, amb, tmp
     oracle = amb / "oracles" / GOOD
     shutil.rmtree(oracle)
     oracle.symlink_to(host_folder(tmp_path), target_is_directory=True)
-    line = refusal(import_tasks(amb / "tasks" / GOOD, project, Path("tasks")))
+    line = refusal(import_tasks(amb / "tasks" / GOOD, project, "amb"))
     assert f"oracles/{GOOD}" in line and "outside the amb checkout" in line
 
 
@@ -209,7 +209,7 @@ def test_an_imported_plant_named_out_of_the_checkout_is_refused(project, amb, tm
     data["plants"][escape] = data["plants"]["adjacent_mib_dashboard"]
     data["conditions"]["adjacent"]["plants"] = [escape]
     plants.write_text(json.dumps(data))
-    line = refusal(import_tasks(amb / "tasks" / GOOD, project, Path("tasks"), render=True))
+    line = refusal(import_tasks(amb / "tasks" / GOOD, project, "amb", render=True))
     assert "outside the amb checkout" in line
     assert "BEGIN SECRET" not in imported_text(project)
 
@@ -218,7 +218,7 @@ def test_an_imported_checkouts_git_head_cannot_name_a_host_file(project, amb, tm
     (amb / ".git").mkdir()
     secret = host_folder(tmp_path) / "id_rsa"
     (amb / ".git" / "HEAD").write_text(f"ref: {os.path.relpath(secret, amb / '.git')}\n")
-    line = refusal(import_tasks(amb / "tasks" / GOOD, project, Path("tasks")))
+    line = refusal(import_tasks(amb / "tasks" / GOOD, project, "amb"))
     assert ".git" in line and "ref" in line and "outside the amb checkout" in line
 
 

@@ -38,14 +38,14 @@ def unisolated(project, tmp_path) -> Path:
     amb = tmp_path / "amb"
     shutil.copytree(AMB, amb, ignore=shutil.ignore_patterns("__pycache__"))
     (amb / "tasks" / GOOD / "checker.py").write_text(IN_PROCESS_CHECKER)
-    assert import_tasks(amb / "tasks" / GOOD, project, Path("tasks")).plans
+    assert import_tasks(amb / "tasks" / GOOD, project, "amb").plans
     assert load_all_tasks(project)[IMPORTED].checker.unisolated.startswith(WHY)
     return project
 
 
 def grid_file(tmp_path: Path, tasks=(IMPORTED,), **fields) -> Path:
     path = tmp_path / "grid.yaml"
-    path.write_text(yaml.safe_dump({"name": "test", "tasks": tasks if tasks == "all" else list(tasks), "arms": ["bare"],
+    path.write_text(yaml.safe_dump({"name": "test", "suite": "amb", "tasks": tasks if tasks == "all" else list(tasks), "arms": ["bare"],
                                     "agents": ["floor"], "seeds": 1, "conditions": ["present"], **fields}))
     return path
 
@@ -100,13 +100,15 @@ def test_a_grid_that_names_the_task_is_planned_and_its_lock_records_why(unisolat
     assert "unisolated_checkers" not in lock_document(plan, images, engine, unisolated)
 
 
-@pytest.mark.parametrize("named, problem", [
-    ("amb_nope", "unisolated_checkers: names unknown task 'amb_nope' — fix: name only tasks whose task.yaml has "
-                 f"checker.unisolated: {IMPORTED}"),
-    ("slug_ids", "unisolated_checkers: names 'slug_ids', whose checker is isolated — fix: name only tasks"),
+@pytest.mark.parametrize("suite, named, problem", [
+    ("amb", "amb_nope", "unisolated_checkers: names unknown task 'amb_nope' — fix: name only tasks whose task.yaml has "
+                        f"checker.unisolated: {IMPORTED}"),
+    ("amb", "slug_ids", "unisolated_checkers: names unknown task 'slug_ids' — fix: name only tasks"),  # another suite's
+    ("memgrid", "slug_ids", "unisolated_checkers: names 'slug_ids', whose checker is isolated — fix: name only tasks"),
 ])
-def test_an_opt_in_that_names_no_unisolated_task_is_one_line_exit_2(unisolated, tmp_path, named, problem):
-    path = grid_file(tmp_path, unisolated_checkers=[IMPORTED, named])
+def test_an_opt_in_that_names_no_unisolated_task_is_one_line_exit_2(unisolated, tmp_path, suite, named, problem):
+    path = grid_file(tmp_path, ("slug_ids",) if suite == "memgrid" else (IMPORTED,), suite=suite,
+                     unisolated_checkers=[named] if suite == "memgrid" else [IMPORTED, named])
     done = memgrid("grid", "--spec", str(path), "--runs-dir", str(tmp_path / "runs"), root=unisolated, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith(f"memgrid: {path}: {problem}"), done.stderr
@@ -131,5 +133,8 @@ def test_task_check_refuses_to_grade_it_unless_named_and_audits_it_with_static(u
     static = memgrid("task", "check", IMPORTED, "--static", root=unisolated, cwd=tmp_path)
     assert "not isolated" not in static.stderr and "Traceback" not in static.stderr, static.stderr
     wrong = memgrid("task", "check", IMPORTED, "--unisolated-checkers", "slug_ids", root=unisolated, cwd=tmp_path)
-    assert wrong.returncode == 2 and wrong.stderr.strip().startswith(
-        "memgrid: (command line): --unisolated-checkers: names 'slug_ids', whose checker is isolated"), wrong.stderr
+    assert wrong.returncode == 2 and wrong.stderr.strip().startswith(  # slug_ids is a task of memgrid's suite, not amb's
+        "memgrid: (command line): --unisolated-checkers: names unknown task 'slug_ids'"), wrong.stderr
+    isolated = memgrid("task", "check", "slug_ids", "--unisolated-checkers", "slug_ids", root=unisolated, cwd=tmp_path)
+    assert isolated.returncode == 2 and isolated.stderr.strip().startswith(
+        "memgrid: (command line): --unisolated-checkers: names 'slug_ids', whose checker is isolated"), isolated.stderr

@@ -114,7 +114,9 @@ def scaffold(root: Path, name: str, kind: str = "mcp", *, npm: str | None = None
              if p.is_file() and "__pycache__" not in p.parts}
     if kind == "files":  # one file per task, from the template
         template = files[Path("TEMPLATE.md")]
-        for task_dir in sorted(p.parent for p in (root / "tasks").glob("*/task.yaml")):
+        from runner.plan.spec import load_suites
+
+        for task_dir in sorted((d for s in load_suites(root).values() for d in s.task_dirs()), key=lambda d: d.name):
             files[Path("tasks", task_dir.name, "CLAUDE.md")] = template.replace("__TASK__", task_dir.name)
     values = {}
     if published is not None:

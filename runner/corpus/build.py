@@ -1,6 +1,7 @@
-"""Build, verify and probe the condition corpora.
+"""Build, verify and probe the condition corpora, one set per task suite (memgrid's own: corpus/;
+another suite's: corpus/suites/<suite>/), each generated from its own suite's tasks alone.
 
-corpus/build/<condition>/seed-<n>/
+<corpus folder>/build/<condition>/seed-<n>/
   docs/<name>.jsonl   one session per file; names are a hash of salt + logical path, so they reveal no role
   MANIFEST.sha256     sha256sum format over docs/; its own sha256 is the corpus digest
   key.json            name -> {task, role, file} for planted documents (the answer key; never enters a sandbox)
@@ -24,7 +25,7 @@ from runner.corpus import haystack
 from runner.digest import sha256_bytes, sha256_file, sha256_json
 from runner.errors import UserError
 from runner.hostlock import host_lock
-from runner.plan.spec import CONDITIONS, TaskSpec, read_yaml, validate
+from runner.plan.spec import CONDITIONS, DEFAULT_SUITE, TaskSpec, read_yaml, suite_named, validate
 
 MANIFEST = "MANIFEST.sha256"
 
@@ -36,7 +37,7 @@ class CorpusSettings:
     salt: str
     start: date
     end: date
-    root: Path  # the corpus/ folder
+    root: Path  # the suite's corpus folder: corpus/, or corpus/suites/<suite>/
 
     @property
     def build_dir(self) -> Path:
@@ -50,8 +51,12 @@ class CorpusSettings:
         return (build_dir or self.build_dir) / condition / f"seed-{seed}"
 
 
-def load_settings(project_root: Path) -> CorpusSettings:
-    path = project_root / "corpus" / "corpus.yaml"
+def load_settings(project_root: Path, suite: str = DEFAULT_SUITE) -> CorpusSettings:
+    folder = project_root / "corpus" if suite == DEFAULT_SUITE else suite_named(project_root, suite).corpus_dir
+    path = folder / "corpus.yaml"
+    if suite != DEFAULT_SUITE and not path.is_file():
+        raise UserError(f"{path}: missing: the corpus settings of suite '{suite}': fix: copy corpus/corpus.yaml there "
+                        f"and give it a salt of its own (memgrid task import writes one)")
     data = read_yaml(path)
     validate(data, "corpus", path)
     return CorpusSettings(data["scale"], tuple(data["seeds"]), data["salt"], date.fromisoformat(data["start"]),
@@ -90,7 +95,8 @@ def random_start(settings: CorpusSettings, rng: random.Random, lo: date | None =
 
 
 def read_events(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    # utf-8-sig: a byte-order mark before the first line belongs to the file, not to its first event
+    return [json.loads(line) for line in path.read_text(encoding="utf-8-sig").splitlines() if line.strip()]
 
 
 def plant_documents(settings: CorpusSettings, task: TaskSpec, condition: str, seed: int) -> tuple[list[tuple], dict]:
@@ -247,6 +253,23 @@ def corpus_text(path: Path) -> str:
     return "\n".join(parts)
 
 
+def session_text(path: Path) -> str:
+    """A transcript's text as its author wrote it: every event's content and the strings of its tool input, decoded
+    from JSON. The file itself escapes a backslash, a quote or a line ending (a term written `\\r\\n line endings`
+    is stored `\\\\r\\\\n line endings`), so a phrase is looked for here, never in the file's raw text."""
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from strings(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from strings(v)
+
+    return "\n".join(s for event in read_events(path) for s in strings([event.get("content", ""), event.get("tool_input", {})]))
+
+
 def phrases_by_role(task: TaskSpec) -> dict[str, tuple[str, ...]]:
     """The phrases each of a task's roles alone may hold: fact terms, and each wrong rule's markers."""
     roles = {"superseded": "stale", "contradictory": "rival", "adjacent": "adjacent"}
@@ -258,7 +281,7 @@ def locus_findings(path: Path, tasks: list[TaskSpec]) -> list[str]:
     key = json.loads((path / "key.json").read_text())
     problems = []
     for doc in sorted((path / "docs").glob("*.jsonl")):
-        text = doc.read_text(encoding="utf-8").lower()
+        text = session_text(doc).lower()
         entry = key.get(doc.stem)
         for t in tasks:
             for role, phrases in phrases_by_role(t).items():

@@ -23,7 +23,7 @@ from runner.arms.ingest import store_costs
 from runner.exec.run import (RunPlan, RunSummary, amend_lock, check_run_id, corpus_pairs, execute, lock_document,
                              open_run, plan_run)
 from runner.errors import SpecError
-from runner.plan.spec import GridSpec, image_arm, load_all_arms, load_all_tasks, provider
+from runner.plan.spec import GridSpec, grid_tasks, image_arm, load_all_arms, provider
 from runner.exec.trial import TrialContext
 
 
@@ -68,7 +68,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
                 verify_lock: Callable[[dict], None] | None = None) -> PreparedRun:
     """Everything before the first cell: inputs checked, images, corpora, the plan, arm images, the lock
     (run.json), the arms' stores."""
-    all_tasks, all_arms = load_all_tasks(root), load_all_arms(root)
+    all_tasks, all_arms = grid_tasks(root, grid_spec, grid_path), load_all_arms(root)
     check_grid(grid_spec, grid_path, all_tasks, all_arms)
     protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
     if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
@@ -86,7 +86,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     if pairs:
         from runner.corpus.build import MemorySource, ensure_built, load_settings
 
-        settings = load_settings(root)
+        settings = load_settings(root, grid_spec.suite)
         corpora = ensure_built(settings, list(all_tasks.values()), pairs, log=log)
         memory = MemorySource(settings, locked=corpora)
 

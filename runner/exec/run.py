@@ -32,7 +32,7 @@ from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand
 from runner.plan.preflight import unisolated_graded
 from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
-from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm, other_suites_tasks
 from runner.protocols.registry import protocol_named, protocol_of
 from runner.agents.registry import agent_class
 from runner.exec.executors import Executor, ExecutorSettings, open_executor
@@ -132,7 +132,8 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     units = protocol.units(grid, tasks, grid_path)
     task_ids = list(units)
     inputs = GridInputs(tasks=units,
-                        arms={a: arm_digest(arms[a], arms) for a in arm_names},
+                        arms={a: arm_digest(arms[a], arms, other_suites_tasks(arms[a].root.parent.parent, grid.suite))
+                              for a in arm_names},
                         images=images.ids() | ({"embedder": embedder.id} if embedder else {}),
                         corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())},
                         agent=dict(agent_inputs or {}))
@@ -142,10 +143,19 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells, unisolated_graded(grid, tasks, task_ids))
 
 
-def arm_digest(arm: ArmSpec, arms: dict[str, ArmSpec]) -> str:
-    """An arm folder's digest; an arm that runs in another arm's image also hashes that folder, which defines it."""
+def arm_digest(arm: ArmSpec, arms: dict[str, ArmSpec], foreign_tasks: frozenset[str] = frozenset()) -> str:
+    """An arm folder's digest; an arm that runs in another arm's image also hashes that folder, which defines it.
+    `foreign_tasks`: tasks of other suites than the grid's, whose per-task files (files: tasks/{task}/...) the
+    digest leaves out, so importing a suite (which writes claude_md's and placebo's files for its tasks) changes no
+    cell id of another suite."""
     source = image_arm(arm, arms)
-    return tree_digest(arm.root) if source is arm else sha256_json([tree_digest(arm.root), tree_digest(source.root)])
+    own = tree_digest(arm.root, per_task_paths(arm, foreign_tasks))
+    return own if source is arm else sha256_json([own, tree_digest(source.root)])
+
+
+def per_task_paths(arm: ArmSpec, task_ids) -> tuple[str, ...]:
+    """The arm's files for these tasks (its files whose source names {task}), relative to the arm's folder."""
+    return tuple(sorted(f.source.replace("{task}", t) for f in arm.files if "{task}" in f.source for t in task_ids))
 
 
 def embedders(arms: list[ArmSpec], embedder: ImageRef | None) -> dict[str, dict]:

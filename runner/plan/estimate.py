@@ -20,7 +20,7 @@ from pathlib import Path
 from runner.agents.registry import agent_class
 from runner.env.model_endpoint import SCRIPTED
 from runner.errors import UserError
-from runner.plan.spec import GridSpec, load_all_tasks
+from runner.plan.spec import GridSpec, grid_tasks
 from runner.protocols.registry import protocol_named
 from runner.results.costs import price_for
 from runner.results.ledger import Ledger, latest_attempts
@@ -46,7 +46,7 @@ Key = tuple[str, str, str, int, str]  # task, arm, condition, seed, agent
 
 def planned_cells(grid: GridSpec, grid_path, root: Path) -> list[Key]:
     """The coordinates of the grid's cells whose agent needs a model (no image or digest needed)."""
-    tasks = load_all_tasks(root)
+    tasks = grid_tasks(root, grid, grid_path)
     protocol = protocol_named(grid.protocol, grid_path)
     units = protocol.unit_ids(grid, tasks, grid_path)
     pairs = protocol.pairs(grid, units, tasks)

@@ -15,7 +15,7 @@ from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, validate
 
 # The `memgrid grid` options that replace a grid spec field, by the field they replace.
 FLAGS = {"tasks": "--tasks", "arms": "--arms", "agents": "--agent", "seeds": "--seeds", "conditions": "--conditions",
-         "model": "--model"}
+         "model": "--model", "suite": "--suite"}
 
 
 @dataclass(frozen=True)

@@ -132,10 +132,10 @@ def load_prereg(path: Path) -> Prereg:
 def count_cells(grid: GridSpec, root: Path, where: Path) -> int:
     """How many cells the grid expands to in this checkout (the real expansion, with placeholder digests)."""
     from runner.plan.grid import GridInputs, expand, select
-    from runner.plan.spec import load_all_arms, load_all_tasks
+    from runner.plan.spec import grid_tasks, load_all_arms
     from runner.protocols.registry import protocol_named
 
-    tasks, arms = load_all_tasks(root), load_all_arms(root)
+    tasks, arms = grid_tasks(root, grid, where), load_all_arms(root)
     task_ids, arm_names = select(grid, tasks, arms, where)
     inputs = GridInputs({t: "" for t in task_ids}, {a: "" for a in arm_names}, {}, {})
     return len(expand(grid, task_ids, tasks, inputs, pairs=protocol_named(grid.protocol, where).pairs(grid, task_ids, tasks)))

@@ -13,7 +13,7 @@ from pathlib import Path
 from runner.errors import UserError
 from runner.results.ledger import Ledger, latest_attempts
 from runner.plan.prereg import Prereg, read_results
-from runner.plan.spec import GridSpec
+from runner.plan.spec import DEFAULT_SUITE, GridSpec
 from runner.exec.run import lock_differences
 
 
@@ -54,7 +54,9 @@ def reads_and_runs(grid: GridSpec) -> list[str]:
     anything runs: a preregistration may be someone else's, and its grid names programs (command agents) and
     the files handed to them."""
     if grid.protocol == "coding":
-        units = "every task under tasks/" if grid.tasks == "all" else ", ".join(f"tasks/{t}/" for t in grid.tasks)
+        folder = "tasks/" if grid.suite == DEFAULT_SUITE else f"tasks/{grid.suite}/"
+        units = (f"every task under {folder}" + ("" if grid.suite == DEFAULT_SUITE else f" (suite {grid.suite})")
+                 if grid.tasks == "all" else ", ".join(f"{folder}{t}/" for t in grid.tasks))
     elif grid.protocol == "planted":
         units = "every task under tasks/planted/" if grid.tasks == "all" else ", ".join(f"tasks/planted/{t}/" for t in grid.tasks)
     else:

@@ -20,6 +20,7 @@ from yaml.reader import ReaderError
 from runner.errors import SpecError
 
 CONDITIONS = ("absent", "superseded", "contradictory", "adjacent", "present")
+DEFAULT_SUITE = "memgrid"  # the tasks directly under tasks/, with their corpus under corpus/
 DEFAULT_DISK_MIB = 2048  # a sandbox's disk budget unless the grid or its task sets one
 DEFAULT_ARTIFACT_MIB = 64  # the largest workspace the checker grades unless the task sets one
 
@@ -214,7 +215,7 @@ class ArmSpec:
 @dataclass(frozen=True)
 class GridSpec:
     name: str
-    tasks: tuple[str, ...] | str  # "all" or task ids
+    tasks: tuple[str, ...] | str  # "all" (every task of the suite) or task ids
     arms: tuple[str, ...]
     agents: tuple[str, ...]
     seeds: int
@@ -225,6 +226,7 @@ class GridSpec:
     prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
     disk_mib: int = DEFAULT_DISK_MIB  # each sandbox's disk budget, unless its task sets its own
     protocol: str = "coding"  # what a cell is (memgrid protocol list)
+    suite: str = DEFAULT_SUITE  # the coding suite its tasks and corpus come from
     cases: int | None = None  # protocols whose units are generated: how many
     command_agents: dict = field(default_factory=dict)  # name -> {command, files}: any command line as an agent
     budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
@@ -255,6 +257,8 @@ class GridSpec:
             data["disk_mib"] = self.disk_mib
         if self.protocol != "coding":  # a coding grid's lock stays as it was before protocols had names
             data["protocol"] = self.protocol
+        if self.suite != DEFAULT_SUITE:  # and memgrid's own suite's as it was before there were suites
+            data["suite"] = self.suite
         if self.cases is not None:
             data["cases"] = self.cases
         if self.command_agents:
@@ -505,9 +509,10 @@ def _require_folder_name(path: Path, field: str, value: str) -> None:
                         f"make the {field} equal the folder name")
 
 
-def load_task(task_dir: Path) -> TaskSpec:
+def load_task(task_dir: Path, project: Path | None = None) -> TaskSpec:
+    """`project`: the checkout; by default the task is tasks/<id>/ of memgrid's own suite."""
     path = task_dir / "task.yaml"
-    project = task_dir.parent.parent  # tasks/<id>
+    project = project or task_dir.parent.parent
     inside_project(task_dir, project, path, "(task folder)", task_dir.name, FOLDER_FIX)
     inside_project(path, project, path, "(file)", path.name, "make it a file of the task folder, not a link out of it")
     data = read_yaml(path)
@@ -529,7 +534,7 @@ def load_task(task_dir: Path) -> TaskSpec:
         detector=CheckerSpec(tuple(detector["command"]), detector.get("timeout_seconds", 60)),
         agent_seconds=data.get("limits", {}).get("agent_seconds", 600),
         wrong_rules={c: tuple(m) for c, m in data.get("wrong_rules", {}).items()},
-        plants=load_plants(task_dir, tuple(data["conditions"])) if (task_dir / "plants.yaml").exists() else None,
+        plants=load_plants(task_dir, tuple(data["conditions"]), project) if (task_dir / "plants.yaml").exists() else None,
         root=task_dir,
         disk_mib=data.get("limits", {}).get("disk_mib"),
         artifact_mib=data.get("limits", {}).get("artifact_mib", DEFAULT_ARTIFACT_MIB),
@@ -565,9 +570,9 @@ def _entry(task_dir: Path, project: Path, path: Path, data: dict) -> EntrySpec:
     return EntrySpec(data["file"], data["function"])
 
 
-def load_plants(task_dir: Path, conditions: tuple[str, ...]) -> PlantsSpec:
+def load_plants(task_dir: Path, conditions: tuple[str, ...], project: Path | None = None) -> PlantsSpec:
     path = task_dir / "plants.yaml"
-    project = task_dir.parent.parent
+    project = project or task_dir.parent.parent
     inside_project(path, project, path, "(file)", path.name, "make it a file of the task folder, not a link out of it")
     data = read_yaml(path)
     validate(data, "plants", path)
@@ -750,6 +755,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         prices=data.get("prices", {}),
         disk_mib=data.get("disk_mib", DEFAULT_DISK_MIB),
         protocol=data.get("protocol", "coding"),
+        suite=data.get("suite", DEFAULT_SUITE),
         cases=data.get("cases"),
         command_agents=data.get("command_agents", {}),
         budget_usd=data.get("budget_usd"),
@@ -781,12 +787,86 @@ def _subdirs_with(root: Path, filename: str) -> list[Path]:
     return sorted(p.parent for p in root.glob(f"*/{filename}"))
 
 
-def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
+@dataclass(frozen=True)
+class SuiteSpec:
+    """A named set of coding tasks with a corpus of its own, so adding a task to one suite never changes another's
+    benchmark. memgrid's own suite is the tasks directly under tasks/ with its corpus settings in corpus/; any
+    other is tasks/<name>/ (a suite.yaml and its task folders) with its corpus settings in corpus/suites/<name>/."""
+    name: str
+    title: str
+    tasks_dir: Path
+    corpus_dir: Path  # holds corpus.yaml, digests.yaml and build/
+    source: dict = field(default_factory=dict, compare=False)  # where an imported suite came from
+
+    def task_dirs(self) -> list[Path]:
+        return _subdirs_with(self.tasks_dir, "task.yaml")
+
+
+def _tasks_dir(root: Path) -> Path:
     tasks_dir = root / "tasks"
     if not tasks_dir.is_dir():
         raise SpecError(tasks_dir, "(folder)", "does not exist",
                         "run memgrid from the project checkout, or set MEMGRID_ROOT to it")
-    return {t.id: t for t in map(load_task, _subdirs_with(tasks_dir, "task.yaml"))}
+    return tasks_dir
+
+
+def load_suites(root: Path) -> dict[str, SuiteSpec]:
+    """Every suite of the checkout, memgrid's own first; a task id names one task across all of them (an arm's
+    per-task files and the ledger know a task by its id alone)."""
+    tasks_dir = _tasks_dir(root)
+    suites = {DEFAULT_SUITE: SuiteSpec(DEFAULT_SUITE, "memgrid's own coding tasks (the default grid's)", tasks_dir,
+                                       root / "corpus")}
+    for path in sorted(tasks_dir.glob("*/suite.yaml")):
+        inside_project(path, root, path, "(file)", path.name, "make it a file of the suite folder, not a link out of it")
+        data = read_yaml(path)
+        validate(data, "suite", path)
+        _require_folder_name(path, "name", data["name"])
+        if (path.parent / "task.yaml").exists():
+            raise SpecError(path, "(folder)", "is both a task and a suite", "move the task into a folder of its own")
+        suites[data["name"]] = SuiteSpec(data["name"], data["title"], path.parent, root / "corpus" / "suites" / data["name"],
+                                         data.get("source", {}))
+    seen: dict[str, str] = {}
+    for suite in suites.values():
+        for task_dir in suite.task_dirs():
+            if task_dir.name in seen:
+                raise SpecError(task_dir / "task.yaml", "id", f"'{task_dir.name}' is also a task of suite '{seen[task_dir.name]}'",
+                                "give one of the two another id (and rename its folder)")
+            seen[task_dir.name] = suite.name
+    return suites
+
+
+def suite_named(root: Path, name: str, where="--suite", field_name: str = "suite") -> SuiteSpec:
+    suites = load_suites(root)
+    if name not in suites:
+        raise SpecError(where, field_name, f"names unknown suite '{name}'", f"use one of: {', '.join(suites)}")
+    return suites[name]
+
+
+def load_suite_tasks(root: Path, suite: SuiteSpec | str = DEFAULT_SUITE) -> dict[str, TaskSpec]:
+    """The tasks of one suite: what a grid of that suite runs and what its corpus is generated from."""
+    spec = suite if isinstance(suite, SuiteSpec) else suite_named(root, suite)
+    return {t.id: t for t in (load_task(d, root) for d in spec.task_dirs())}
+
+
+def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
+    """Every coding task of every suite, by id (ids are unique across suites)."""
+    return {t.id: t for suite in load_suites(root).values() for t in load_suite_tasks(root, suite).values()}
+
+
+def grid_tasks(root: Path, grid: GridSpec, grid_path) -> dict[str, TaskSpec]:
+    """The tasks a grid chooses from: its suite's (memgrid's own unless it names another)."""
+    return load_suite_tasks(root, suite_named(root, grid.suite, grid_path))
+
+
+def other_suites_tasks(root: Path, suite: str) -> frozenset[str]:
+    """The ids of every task in a suite other than `suite` (by folder: nothing is loaded)."""
+    if not (root / "tasks").is_dir():
+        return frozenset()
+    return frozenset(d.name for s in load_suites(root).values() if s.name != suite for d in s.task_dirs())
+
+
+def suite_of_task(root: Path, task_id: str) -> SuiteSpec | None:
+    return next((s for s in load_suites(root).values() if (s.tasks_dir / task_id / "task.yaml").is_file()), None)
 
 
 def load_all_arms(root: Path) -> dict[str, ArmSpec]:

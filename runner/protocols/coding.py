@@ -29,7 +29,7 @@ from runner.grading import gate
 from runner.env.overlap import Ahead
 from runner.grading.checker import CheckerContainer, checker_bound, checker_spec, outcome_of, run_checker
 from runner.plan.grid import CellSpec
-from runner.plan.spec import GridSpec, TaskSpec, provider
+from runner.plan.spec import GridSpec, TaskSpec, provider, suite_of_task
 from runner.protocols.base import Protocol
 from runner.results.ledger import LedgerRow
 
@@ -74,8 +74,9 @@ class CodingProtocol(Protocol):
         return [(t, c) for t in units for c in grid.conditions if c in tasks[t].conditions]
 
     def fixture(self, root, unit: str):
-        folder = root / "tasks" / unit / "fixture"
-        return folder if folder.is_dir() else None
+        suite = suite_of_task(root, unit)
+        folder = suite.tasks_dir / unit / "fixture" if suite else None
+        return folder if folder and folder.is_dir() else None
 
     def reads_corpus(self) -> bool:
         return True

@@ -9,12 +9,14 @@ A failing invariant names the task, the rule and the offending file.
 """
 
 import json
+import re
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from runner.corpus.build import session_text
 from runner.env.archive import Entry
 from runner.env.bundle import tree_entries
 from runner.grading.canaries import CANARIES, TASK_AWARE, canaries_for_this_host
@@ -177,23 +179,63 @@ def arm_findings(task: TaskSpec, arms: list[ArmSpec]) -> list[Finding]:
             for n in arm_needs(task, arms)]
 
 
+def _place(task: TaskSpec) -> str:
+    """The task folder as a person finds it: tasks/<id>, or tasks/<suite>/<id> in another suite."""
+    parts = task.root.parts
+    depth = next((n for n in (2, 3) if len(parts) > n and parts[-n] == "tasks"), None)
+    return "/".join(parts[-depth:]) if depth else task.root.as_posix()
+
+
+def _without(text: str, terms: set[str]) -> str:
+    for term in terms:
+        text = re.sub(re.escape(term), " ", text, flags=re.IGNORECASE)
+    return text
+
+
 def _hits(text: str, terms: tuple[str, ...]) -> list[str]:
     low = text.lower()
     return [t for t in terms if t.lower() in low]
 
 
+def source_properties(task: TaskSpec) -> dict:
+    """What an imported task's source is, recorded by the import in provenance.json ({} for a task written here)."""
+    path = task.root / "provenance.json"
+    return json.loads(path.read_text()).get("source_properties", {}) if path.is_file() else {}
+
+
+def source_notes(task: TaskSpec) -> list[str]:
+    """Lines `task check` prints about what the task brings from its source: reported, not hidden, not fixed."""
+    stated = source_properties(task).get("prompt_states_terms", [])
+    return [f"its prompt states its own fact term(s) {', '.join(repr(t) for t in stated)}, as the source's prompt does "
+            "(a property of the source kept by the import, see provenance.json): an agent reads them without any memory"
+            ] if stated else []
+
+
+def _transcript_text(path: Path) -> str:
+    try:
+        return session_text(path)
+    except (json.JSONDecodeError, UnicodeDecodeError):  # transcript_findings names the line; contain what is readable
+        return path.read_text(errors="replace")
+
+
 def containment_findings(tasks: list[TaskSpec], arms: list[ArmSpec]) -> list[Finding]:
     """Each fact term only in its own fact transcripts (not in any arm's files either); rival plants
-    not shared between tasks."""
+    not shared between tasks. `tasks`: one suite's (what a corpus is generated from): a term another suite
+    also uses is not a finding, since the two never share a corpus. Transcripts are matched on their text
+    as written (JSON-decoded), fixtures and prompts byte for byte."""
     out = []
     texts: list[tuple[str, str, str]] = []  # (owner task, place, text)
     for t in tasks:
-        texts.append((t.id, f"tasks/{t.id}/task.yaml (prompt)", t.prompt + "\n" + t.title))
+        where = _place(t)
+        stated = set(source_properties(t).get("prompt_states_terms", []))
+        prompt = t.prompt + "\n" + t.title
+        # the source's own prompt states these: kept as it is and reported (source_notes), not a leak of memgrid's
+        texts.append((t.id, f"{where}/task.yaml (prompt)", _without(prompt, stated)))
         for p in tree_files(t.fixture):
-            texts.append((t.id, f"tasks/{t.id}/{p.relative_to(t.root).as_posix()}", p.read_text(errors="replace")))
+            texts.append((t.id, f"{where}/{p.relative_to(t.root).as_posix()}", p.read_text(errors="replace")))
         for role, files in transcript_files(t).items():
             for f in files:
-                texts.append((f"{t.id}#{role}", f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}", f.read_text(errors="replace")))
+                texts.append((f"{t.id}#{role}", f"{where}/{f.relative_to(t.root).as_posix()}", _transcript_text(f)))
         for need in arm_needs(t, arms):
             if need.source.is_file():
                 texts.append((t.id, need.shown, need.source.read_text()))
@@ -202,30 +244,30 @@ def containment_findings(tasks: list[TaskSpec], arms: list[ArmSpec]) -> list[Fin
         for term in t.fact_terms:
             present = term.lower() in fact_text.lower()
             out.append(Finding(t.id, f"fact term '{term}' in its fact transcripts", present,
-                               f"tasks/{t.id}/plants.yaml", "" if present else "no fact transcript contains it"))
+                               f"{_place(t)}/plants.yaml", "" if present else "no fact transcript contains it"))
         leaks = [(place, hit) for owner, place, text in texts if owner != f"{t.id}#fact" for hit in _hits(text, t.fact_terms)]
         out.append(Finding(t.id, "fact terms appear nowhere else", not leaks,
-                           ", ".join(sorted({p for p, _ in leaks})) or f"tasks/{t.id}",
+                           ", ".join(sorted({p for p, _ in leaks})) or _place(t),
                            "; ".join(f"'{h}' in {p}" for p, h in leaks[:5])))
     for t in tasks:
         for condition, markers in sorted(t.wrong_rules.items()):
             own = f"{t.id}#{role_of[condition]}"
-            role_text = "\n".join(f.read_text(errors="replace") for f in transcript_files(t).get(role_of[condition], []))
+            role_text = "\n".join(_transcript_text(f) for f in transcript_files(t).get(role_of[condition], []))
             missing = [m for m in markers if m.lower() not in role_text.lower()]
             out.append(Finding(t.id, f"{condition} markers in its {role_of[condition]} transcript", not missing,
-                               f"tasks/{t.id}/task.yaml (wrong_rules.{condition})", "; ".join(f"'{m}' not found" for m in missing)))
+                               f"{_place(t)}/task.yaml (wrong_rules.{condition})", "; ".join(f"'{m}' not found" for m in missing)))
             elsewhere = [(place, m) for owner, place, text in texts if owner != own for m in _hits(text, markers)]
             out.append(Finding(t.id, f"{condition} markers appear nowhere else", not elsewhere,
-                               ", ".join(sorted({p for p, _ in elsewhere})) or f"tasks/{t.id}",
+                               ", ".join(sorted({p for p, _ in elsewhere})) or _place(t),
                                "; ".join(f"'{m}' in {p}" for p, m in elsewhere[:5])))
     seen: dict[str, str] = {}
     for t in tasks:
         for role in ("stale", "rival", "adjacent"):
             for f in transcript_files(t).get(role, []):
                 digest = sha256_bytes(f.read_bytes())
-                place = f"tasks/{t.id}/{f.relative_to(t.root).as_posix()}"
+                place = f"{_place(t)}/{f.relative_to(t.root).as_posix()}"
                 other = seen.get(digest)
-                if other and not other.startswith(f"tasks/{t.id}/"):
+                if other and not other.startswith(f"{_place(t)}/"):
                     out.append(Finding(t.id, "rival plants not shared across tasks", False, place, f"identical to {other}"))
                 seen.setdefault(digest, place)
     return out

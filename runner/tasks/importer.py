@@ -8,6 +8,10 @@ checkers import in `harness/`. Everything a task needs is decided first (a `Plan
 write, keyed by path under the project root); a task that cannot be mapped faithfully raises
 `Refused` with one line, and the others go on. Nothing is written on a dry run.
 
+The tasks go into a suite of their own (tasks/<suite>/, created with suite.yaml and its corpus settings
+corpus/suites/<suite>/corpus.yaml when new): memgrid's own suite, its corpus, store digests and cell ids
+are not touched by an import (runner/plan/spec.py SuiteSpec).
+
 The checker and the damage detector run unchanged: oracle/check.py and oracle/detect.py are
 wrappers that call amb's `check(workdir, oracle_dir)` and `detect(workdir, oracle_dir, condition)`
 in a child process, on a writable copy of the artifact, and judge only a complete report. That
@@ -35,7 +39,8 @@ import yaml
 
 from runner.digest import sha256_bytes, sha256_json, tree_files
 from runner.errors import SpecError, UserError
-from runner.plan.spec import validate
+from runner.corpus.build import load_settings
+from runner.plan.spec import DEFAULT_SUITE, load_suites, validate
 
 FORMATS = ("amb",)
 SOURCE_REPOSITORY = "GiulioDER/agent-memory-bench"
@@ -71,7 +76,7 @@ class Plan:
     unisolated: str | None = None  # why its checker is not isolated (task.yaml checker.unisolated); None: it is
 
     def line(self) -> str:
-        return (f"import {self.source.name} -> tasks/{self.task_id}: conditions {', '.join(self.conditions)}; "
+        return (f"import {self.source.name} -> {self.task_root}: conditions {', '.join(self.conditions)}; "
                 f"{len(self.files)} files" + (f"; {'; '.join(self.notes)}" if self.notes else ""))
 
     def unisolated_line(self) -> str | None:
@@ -94,6 +99,7 @@ class Refusal:
 class ImportResult:
     plans: list[Plan] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)  # the suite's own files, written when the suite was new
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,7 @@ def memgrid_id(amb_id: str) -> str:
 def read_json(path: Path, src: Source) -> dict:
     src.inside(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is the file's, not the JSON's
     except FileNotFoundError:
         raise Refused(src.rel(path), "(file)", "is missing", "add it") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -248,7 +254,7 @@ def recorded_events(path: Path, src: Source) -> list[dict]:
     """An amb recorded session as memgrid events: an assistant event's tool_result becomes a `tool` event,
     tool_input (JSON text) an object, and `ts` is dropped (the corpus build dates every session)."""
     events = []
-    for n, raw in enumerate(src.inside(path).read_text(encoding="utf-8").splitlines(), 1):
+    for n, raw in enumerate(src.inside(path).read_text(encoding="utf-8-sig").splitlines(), 1):
         if not raw.strip():
             continue
         try:
@@ -962,8 +968,39 @@ def spec_documents(task_id: str, amb_id: str, prompt: str, terms: tuple[str, ...
     return task, plants
 
 
+def decoded_text(data: bytes) -> str:
+    """A transcript's text as written (runner/corpus/build.py session_text, over bytes not yet on disk)."""
+    def strings(value):
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from strings(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from strings(v)
+
+    events = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    return "\n".join(s for e in events for s in strings([e.get("content", ""), e.get("tool_input", {})]))
+
+
+def term_mapping(prompt: str, terms: tuple[str, ...], corpus: Corpus) -> dict:
+    """Every fact term and wrong-rule marker: as the source wrote it (JSON-escaped, so an escape such as \\r\\n or a
+    byte-order mark is visible), what task.yaml holds, and which transcripts state it as written."""
+    texts = {name: decoded_text(data).lower() for name, data in corpus.files.items()}
+
+    def row(term: str, where: str) -> dict:
+        return {"source": json.dumps(term), "task.yaml": f"{where}: {json.dumps(term)}",
+                "in_transcripts": sorted(n for n, text in texts.items() if term.lower() in text),
+                "in_prompt": term.lower() in prompt.lower()}
+
+    return {"fact_terms": [row(t, "fact.terms") for t in terms],
+            "wrong_terms": {c: [row(m, f"wrong_rules.{c}") for m in markers] for c, markers in corpus.wrong_rules.items()}}
+
+
 def provenance(task_dir: Path, amb_id: str, src: Source, inputs: dict[str, bytes], corpus: Corpus,
-               damage_conditions: list[str], vendored: list[str]) -> dict:
+               damage_conditions: list[str], vendored: list[str], prompt: str, terms: tuple[str, ...]) -> dict:
+    stated = [t for t in terms if t.lower() in prompt.lower()]
     return {
         "format": "amb",
         "source": {**provenance_source(src), "task": src.rel(task_dir), "inputs_sha256": digest_files(inputs)},
@@ -986,12 +1023,15 @@ def provenance(task_dir: Path, amb_id: str, src: Source, inputs: dict[str, bytes
                                             "order where amb permutes them per seed",
                            "adjacent": "[adjacent]"},
             "transcripts": corpus.how,
+            "terms": term_mapping(prompt, terms, corpus),
             "claude_md": "two generic rules and tree/README.md, as amb's claude_md arm; placebo from "
                          "arms/placebo/generate.py",
         },
         "not_mapped": sorted(p.name for p in (task_dir / "reference").glob("*.py")
                              if p.stem not in {"naive", "informed", *(f"damaged_{c}" for c in damage_conditions)}),
         "notes": corpus.notes,
+        # what the source is and the import keeps as it is; memgrid task check reports each (source_notes)
+        "source_properties": {"prompt_states_terms": stated} if stated else {},
     }
 
 
@@ -1003,6 +1043,10 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     target = into / task_id
     if target.exists():
         raise Refused(str(target), "(folder)", "already exists", "remove it to import the task again")
+    elsewhere = next((s for s in load_suites(project).values() if (s.tasks_dir / task_id / "task.yaml").is_file()), None)
+    if elsewhere is not None:  # an arm's per-task files and the ledger know a task by its id alone
+        raise Refused(str(elsewhere.tasks_dir / task_id), "(folder)", f"is task '{task_id}' of suite '{elsewhere.name}'",
+                      "remove it there to import the task into this suite")
     fixture = fixture_files(task_dir, src)
     corpus = Corpus()
     summary = fact_sessions(task_dir, amb_id, src, render, corpus)
@@ -1044,17 +1088,60 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     inputs.update({f"{src.rel(task_dir)}/reference/{p.name}": src.inside(p).read_bytes()
                    for p in sorted((task_dir / "reference").glob("*.py"))})
     inputs.update({f"oracle/{rel}": data for rel, data in {**code, **held_out}.items()})
-    record = provenance(task_dir, amb_id, src, inputs, corpus, damage_conditions, vendored)
+    record = provenance(task_dir, amb_id, src, inputs, corpus, damage_conditions, vendored, prompt, terms)
     files[f"{base}/provenance.json"] = (json.dumps(record, indent=2, ensure_ascii=False) + "\n").encode()
     return Plan(task_dir, task_id, base, tuple(corpus.conditions), files, tuple(corpus.notes), unisolated)
 
 
-def import_tasks(path: Path, project: Path, into: Path, *, fmt: str = "amb", dry_run: bool = False,
+SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
+
+
+def suite_folder(project: Path, suite: str) -> Path:
+    """tasks/<suite>/, checked: never memgrid's own suite, never a task's folder."""
+    if suite == DEFAULT_SUITE:
+        raise UserError(f"--suite: '{suite}' is memgrid's own suite, which an import never changes — fix: name another, e.g. --suite amb")
+    if not SUITE_NAME.match(suite):
+        raise UserError(f"--suite: '{suite}' is not a suite name — fix: use lower case letters, digits and _ (2-48), e.g. amb")
+    folder = project / "tasks" / suite
+    if (folder / "task.yaml").exists() or (folder.is_dir() and not (folder / "suite.yaml").is_file()):
+        raise UserError(f"tasks/{suite}: is a folder but not a suite (no suite.yaml) — fix: choose another --suite")
+    return folder
+
+
+def create_suite(project: Path, suite: str, fmt: str, src: Source) -> list[str]:
+    """suite.yaml and the suite's corpus settings, when the suite is new: memgrid's own settings with a salt of its
+    own. Returns the files written."""
+    written = []
+    folder = project / "tasks" / suite
+    if not (folder / "suite.yaml").is_file():
+        source = {"format": fmt, **provenance_source(src)}
+        doc = {"name": suite, "title": f"Tasks imported from {source['repository']} by memgrid task import --format {fmt}",
+               "source": source}
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "suite.yaml").write_text("# A task suite: its tasks are the folders beside this file; its corpus settings are in\n"
+                                           f"# corpus/suites/{suite}/ (tasks/README.md, Suites).\n"
+                                           + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
+        written.append(f"tasks/{suite}/suite.yaml")
+    corpus = project / "corpus" / "suites" / suite / "corpus.yaml"
+    if not corpus.is_file():
+        own = load_settings(project)
+        settings = {"scale": own.scale, "seeds": list(own.seeds), "salt": f"{suite}-corpus-v1",
+                    "start": own.start.isoformat(), "end": own.end.isoformat()}
+        corpus.parent.mkdir(parents=True, exist_ok=True)
+        corpus.write_text(f"# Suite {suite}'s corpus settings: as corpus/corpus.yaml, with a salt of its own. `memgrid corpus build\n"
+                          f"# --suite {suite}` generates its corpora from its own tasks alone and writes digests.yaml here: commit it.\n"
+                          + yaml.safe_dump(settings, sort_keys=False))
+        written.append(f"corpus/suites/{suite}/corpus.yaml")
+    return written
+
+
+def import_tasks(path: Path, project: Path, suite: str, *, fmt: str = "amb", dry_run: bool = False,
                  render: bool = False) -> ImportResult:
+    """Import into suite `suite` (tasks/<suite>/), made when new."""
     if fmt not in FORMATS:
         raise UserError(f"--format: '{fmt}' is not a format memgrid imports — fix: use one of {', '.join(FORMATS)}")
+    into = suite_folder(project, suite)
     src, task_dirs = find_tasks(path)
-    into = (project / into).resolve() if not into.is_absolute() else into
     result = ImportResult()
     for task_dir in task_dirs:
         try:
@@ -1063,7 +1150,9 @@ def import_tasks(path: Path, project: Path, into: Path, *, fmt: str = "amb", dry
             result.refusals.append(Refusal(task_dir, str(e)))
             continue
         result.plans.append(plan)
-        if not dry_run:
+    if not dry_run and result.plans:
+        result.created = create_suite(project, suite, fmt, src)
+        for plan in result.plans:
             write(plan, project)
     return result
 
