@@ -651,6 +651,10 @@ def task_import(
         err.print(refusal.line(), markup=False, highlight=False, soft_wrap=True)
     for created in result.created:
         console.print(f"new suite {suite}: wrote {created}", markup=False, highlight=False)
+    if result.plans:  # so every shipped arm runs on the suite; each task's provenance.json says how they were made
+        console.print(f"{'would write' if dry_run else 'wrote'} each task's arm files: arms/claude_md/tasks/<id>/CLAUDE.md "
+                      f"(the source's claude_md baseline) and arms/placebo/tasks/<id>/CLAUDE.md (arms/placebo/generate.py)",
+                      markup=False, highlight=False, soft_wrap=True)
     console.print(f"{verb} {len(result.plans)} into suite {suite}, refused {len(result.refusals)}"
                   + ("" if dry_run or not result.plans else f"; next: memgrid corpus build --suite {suite}, commit "
                      f"corpus/suites/{suite}/digests.yaml, then memgrid task check --suite {suite}"), soft_wrap=True)

@@ -12,13 +12,20 @@ from pathlib import Path
 import pytest
 
 from runner.tasks.importer import CHECKER_RUN, import_tasks
-from runner.plan.spec import load_all_arms, load_all_tasks
-from runner.tasks.check import arm_findings, check_behaviour, containment_findings, transcript_findings
+from runner.plan.spec import load_all_arms, load_all_tasks, load_suite_tasks
+from runner.tasks.check import arm_findings, check_behaviour, containment_findings, source_notes, transcript_findings
 
 REPO = Path(__file__).resolve().parent.parent
 AMB = REPO / "tests" / "data" / "amb"
+SUITE_NAME = "amb"  # the suite the import writes into: tasks/amb/
 GOOD = "zz-size-report"
 IMPORTED = "amb_zz_size_report"
+# The whole synthetic checkout: six tasks (a suite), each passing task check once imported. Three carry what a
+# faithful import must keep as it is: a fact term with the two-character escapes \r\n (zz-crlf-handoff), held-out
+# outputs that start with a UTF-8 byte-order mark (zz-bom-manifest), a prompt that states one of its own fact
+# terms (zz-lap-clock).
+SUITE = ("zz-bom-manifest", "zz-crlf-handoff", "zz-fiscal-label", "zz-lap-clock", "zz-page-spans", GOOD)
+SUITE_IDS = ["amb_" + t.replace("-", "_") for t in SUITE]  # in import order: the task folders sorted
 
 
 def failures(findings):
@@ -43,7 +50,7 @@ def clone(root: Path, new_id: str) -> Path:
 
 
 def test_a_synthetic_amb_task_imports_and_passes_task_check(engine, images, project, amb):
-    result = import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
+    result = import_tasks(amb / "tasks" / GOOD, project, SUITE_NAME)
     assert [p.task_id for p in result.plans] == [IMPORTED] and not result.refusals
     task = load_all_tasks(project)[IMPORTED]
     assert task.conditions == ("absent", "present", "superseded", "contradictory", "adjacent")
@@ -55,6 +62,58 @@ def test_a_synthetic_amb_task_imports_and_passes_task_check(engine, images, proj
     # the verdicts are amb's own: its checker's reason reaches memgrid's detail line
     assert any("render(4096) gave 'total: 4096 bytes'" in f.detail for f in behaviour if f.rule == "naive fails")
     assert {f.rule for f in behaviour} >= {"exits-at-import fails", "detector names contradictory on damaged/contradictory"}
+
+
+def test_every_task_of_the_synthetic_suite_passes_task_check(engine, images, project, amb):
+    """The other five tasks of the checkout, as the first test does zz-size-report: each imports, and passes every
+    behaviour rule through the real checker container (fixture, naive and each damaged reference fail, informed
+    passes, the detector names exactly each damaged reference's condition and nothing on the others, the hack
+    canaries hold) and every static rule: zz-crlf-handoff's term '\\r\\n line endings' is found in its transcript's
+    text (the file on disk escapes its backslashes again), and zz-lap-clock's prompt stating its own term is the
+    source's property, reported as a note, not a containment failure."""
+    result = import_tasks(amb / "tasks", project, SUITE_NAME)
+    assert [p.task_id for p in result.plans] == SUITE_IDS and not result.refusals
+    tasks = load_all_tasks(project)
+    others = [tasks[i] for i in SUITE_IDS if i != IMPORTED]
+    for task in others:
+        assert task.conditions == ("absent", "present", "superseded", "contradictory", "adjacent"), task.id
+    arms = list(load_all_arms(project).values())
+    static = [f for f in containment_findings(list(load_suite_tasks(project, SUITE_NAME).values()), arms)
+              if f.task in SUITE_IDS]
+    static += [f for t in others for f in transcript_findings(t) + arm_findings(t, arms)]
+    assert not failures(static)
+    assert [bool(source_notes(t)) for t in others] == [t.id == "amb_zz_lap_clock" for t in others]
+    behaviour = check_behaviour(engine, images, others)
+    assert not failures(behaviour)
+    for task in others:
+        rules = {f.rule for f in behaviour if f.task == task.id}
+        assert {"fixture fails", "naive fails", "informed passes", "exits-at-import fails",
+                *(f"detector names {c} on damaged/{c}" for c in ("superseded", "contradictory", "adjacent"))} <= rules
+        assert any(r.startswith("hack canary ") for r in rules), task.id
+
+
+def test_the_import_keeps_escapes_byte_order_marks_and_a_prompt_that_states_a_term(project, amb):
+    """What the source is, the import keeps: a fact term with the two characters \\ and r (not a carriage return),
+    stated so in the fact session; held-out outputs whose first bytes are a UTF-8 byte-order mark, which the checker
+    compares byte for byte; a prompt that states its own fact term, not rewritten to hide it."""
+    import_tasks(amb / "tasks", project, SUITE_NAME)
+    tasks = load_all_tasks(project)
+    crlf = tasks["amb_zz_crlf_handoff"]
+    term = "\\r\\n line endings"
+    assert len(term) == 17 and "\r" not in term and term in crlf.fact_terms
+    assert json.loads((amb / "tasks/zz-crlf-handoff/task.json").read_text())["fact_terms"][0] == term
+    fact = [json.loads(line) for line in (crlf.root / "corpus/fact_p01.jsonl").read_text().splitlines()]
+    assert term in fact[-1]["content"] and term in crlf.fact_summary
+    cases = json.loads((crlf.root / "oracle/amb/oracle/cases.json").read_text())
+    assert cases[0]["expected"].endswith("000132.50\r\n")  # real CR LF bytes in the held-out output
+    bom = tasks["amb_zz_bom_manifest"].root / "oracle/amb/oracle/expected"
+    source = amb / "oracles/zz-bom-manifest/expected"
+    assert sorted(p.name for p in bom.iterdir()) == sorted(p.name for p in source.iterdir()) == ["01.txt", "02.txt", "03.txt"]
+    for path in source.iterdir():
+        assert (bom / path.name).read_bytes() == path.read_bytes() and path.read_bytes().startswith(b"\xef\xbb\xbf")
+    lap = tasks["amb_zz_lap_clock"]
+    stated = json.loads((amb / "tasks/zz-lap-clock/task.json").read_text())["prompt"]
+    assert lap.prompt == stated + "\n" and "lap-clock convention" in lap.prompt and "lap-clock convention" in lap.fact_terms
 
 
 IN_PROCESS_CHECKER = '''import json, sys
@@ -75,7 +134,7 @@ def test_an_amb_checker_that_runs_the_artifact_in_process_is_imported_marked_uni
     imports the artifact there would hand it the answers. It is imported, marked in task.yaml with the file,
     the line and the construct, and the import says what that means."""
     (amb / "tasks" / GOOD / "checker.py").write_text(IN_PROCESS_CHECKER)
-    result = import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
+    result = import_tasks(amb / "tasks" / GOOD, project, SUITE_NAME)
     assert [p.task_id for p in result.plans] == [IMPORTED] and not result.refusals
     why = load_all_tasks(project)[IMPORTED].checker.unisolated
     assert why.startswith("oracle/amb/checker.py line 5: sys.path.insert can run artifact code in the judge's process"), why
@@ -104,10 +163,12 @@ def test_an_artifact_that_reads_the_oracle_passes_with_ambs_checker_run_and_fail
     from runner.grading.checker import run_checker
     from runner.tasks.check import artifact_variants
 
-    import_tasks(amb / "tasks" / GOOD, project, Path("tasks"))
+    import_tasks(amb / "tasks" / GOOD, project, SUITE_NAME)
     control = project.parent / "control"  # the same import with amb's own checker_run.py vendored back
-    shutil.copytree(project / "tasks" / IMPORTED, control / "tasks" / IMPORTED)
-    shutil.copyfile(AMB / "harness/checker_run.py", control / "tasks" / IMPORTED / "oracle/amb/harness/checker_run.py")
+    shutil.copytree(project / "tasks" / SUITE_NAME / IMPORTED, control / "tasks" / SUITE_NAME / IMPORTED)
+    shutil.copyfile(project / "tasks" / SUITE_NAME / "suite.yaml", control / "tasks" / SUITE_NAME / "suite.yaml")
+    shutil.copyfile(AMB / "harness/checker_run.py",
+                    control / "tasks" / SUITE_NAME / IMPORTED / "oracle/amb/harness/checker_run.py")
     hostile = [Entry(e.path, READS_THE_ANSWERS.encode(), e.mode) if e.path == "report.py" else e
                for e in artifact_variants(load_all_tasks(project)[IMPORTED])["naive"]]
 
@@ -206,8 +267,9 @@ def test_memgrids_run_bounded_lays_back_only_regular_files_inside_cwd(tmp_path, 
 
 
 def test_import_maps_transcripts_references_plants_and_provenance(project, amb):
-    import_tasks(amb / "tasks", project, Path("tasks"))
-    root = project / "tasks" / IMPORTED
+    result = import_tasks(amb / "tasks", project, SUITE_NAME)
+    assert [p.task_id for p in result.plans] == SUITE_IDS and not result.refusals
+    root = project / "tasks" / SUITE_NAME / IMPORTED
     fact = [json.loads(line) for line in (root / "corpus/fact_p01.jsonl").read_text().splitlines()]
     # amb's assistant event carries its tool's result; memgrid's is a separate tool event; ts goes (the build dates)
     assert [e["role"] for e in fact] == ["user", "assistant", "tool", "assistant", "user"]
@@ -243,19 +305,22 @@ def test_import_maps_transcripts_references_plants_and_provenance(project, amb):
 
 def test_dry_run_lists_and_writes_nothing(project, amb):
     before = sorted(p for p in project.rglob("*"))
-    result = import_tasks(amb / "tasks", project, Path("tasks"), dry_run=True)
-    assert [p.task_id for p in result.plans] == [IMPORTED]
-    assert f"tasks/{IMPORTED}/task.yaml" in result.plans[0].files
+    result = import_tasks(amb / "tasks", project, SUITE_NAME, dry_run=True)
+    assert [p.task_id for p in result.plans] == SUITE_IDS and not result.refusals
+    assert all(f"tasks/{SUITE_NAME}/{p.task_id}/task.yaml" in p.files for p in result.plans)
     assert sorted(p for p in project.rglob("*")) == before
 
 
 def test_an_unrecorded_session_is_rendered_only_when_asked(project, amb):
     (amb / "corpus/sessions" / GOOD / "p01.jsonl").unlink()
-    refused = import_tasks(amb / "tasks", project, Path("tasks"))
-    assert [r.reason for r in refused.refusals][0].startswith(f"corpus/sessions/{GOOD}/p01.jsonl: (file): is missing")
-    result = import_tasks(amb / "tasks", project, Path("tasks"), render=True)
-    assert result.plans and "1 transcript(s) rendered from staging" in result.plans[0].notes
-    events = [json.loads(line) for line in (project / "tasks" / IMPORTED / "corpus/fact_p01.jsonl").read_text().splitlines()]
+    refused = import_tasks(amb / "tasks", project, SUITE_NAME)
+    assert [r.source.name for r in refused.refusals] == [GOOD]
+    assert refused.refusals[0].reason.startswith(f"corpus/sessions/{GOOD}/p01.jsonl: (file): is missing")
+    assert [p.task_id for p in refused.plans] == [i for i in SUITE_IDS if i != IMPORTED]  # the recorded ones go on
+    result = import_tasks(amb / "tasks" / GOOD, project, SUITE_NAME, render=True)
+    assert [p.task_id for p in result.plans] == [IMPORTED]
+    assert "1 transcript(s) rendered from staging" in result.plans[0].notes
+    events = [json.loads(line) for line in (project / "tasks" / SUITE_NAME / IMPORTED / "corpus/fact_p01.jsonl").read_text().splitlines()]
     assert [e["role"] for e in events] == ["user", "assistant", "tool", "user"]
     assert events[1]["tool_input"] == {"file_path": "incident/friday.txt"}
     assert events[2]["content"] == "dashboard: 10.24 kB\nnightly: 10240\n"
@@ -321,14 +386,14 @@ def test_a_task_that_cannot_be_imported_is_refused_and_the_others_go_on(case, pr
     broken = clone(amb, "zz-broken")
     breaks(broken, amb)
     if case == "already imported":
-        (project / "tasks/amb_zz_broken").mkdir()
-    result = import_tasks(amb / "tasks", project, Path("tasks"))
-    assert [p.task_id for p in result.plans] == [IMPORTED]
+        assert [p.task_id for p in import_tasks(broken, project, SUITE_NAME).plans] == ["amb_zz_broken"]
+    result = import_tasks(amb / "tasks", project, SUITE_NAME)
+    assert [p.task_id for p in result.plans] == SUITE_IDS
     assert len(result.refusals) == 1 and result.refusals[0].source.name == "zz-broken"
     line = result.refusals[0].line()
     assert line.startswith("refuse zz-broken: ") and reason in line and "— fix: " in line and "\n" not in line, line
-    assert (project / "tasks" / IMPORTED / "task.yaml").is_file()
-    assert case == "already imported" or not (project / "tasks/amb_zz_broken").exists()
+    assert all((project / "tasks" / SUITE_NAME / i / "task.yaml").is_file() for i in SUITE_IDS)
+    assert case == "already imported" or not (project / "tasks" / SUITE_NAME / "amb_zz_broken").exists()
 
 
 MARKS = {
@@ -361,13 +426,14 @@ def test_a_checker_that_runs_artifact_code_outside_run_bounded_is_imported_marke
     breaks, why = MARKS[case]
     marked = clone(amb, "zz-broken")
     breaks(marked, amb)
-    result = import_tasks(amb / "tasks", project, Path("tasks"))
+    result = import_tasks(amb / "tasks", project, SUITE_NAME)
     plans = {p.task_id: p for p in result.plans}
-    assert sorted(plans) == ["amb_zz_broken", IMPORTED] and not result.refusals
+    assert sorted(plans) == sorted(["amb_zz_broken", *SUITE_IDS]) and not result.refusals
     tasks = load_all_tasks(project)
     assert tasks["amb_zz_broken"].checker.unisolated.startswith(why), tasks["amb_zz_broken"].checker.unisolated
-    assert tasks[IMPORTED].checker.unisolated is None and plans[IMPORTED].unisolated_line() is None
-    assert "unisolated:" not in (project / "tasks" / IMPORTED / "task.yaml").read_text()  # absent means isolated
+    for good in SUITE_IDS:
+        assert tasks[good].checker.unisolated is None and plans[good].unisolated_line() is None, good
+        assert "unisolated:" not in (project / "tasks" / SUITE_NAME / good / "task.yaml").read_text()  # absent means isolated
 
 
 def test_every_shipped_task_has_an_isolated_checker():
@@ -384,13 +450,16 @@ def test_the_command_line_reports_one_line_per_task_and_bad_input_in_one_line(pr
     (amb / "tasks/zz-broken/tree").rename(amb / "tasks/zz-broken/gone")
     dry = memgrid(str(amb / "tasks"), "--dry-run", root=project)
     assert dry.returncode == 1, dry.stderr
-    assert f"(dry run) import {GOOD} -> tasks/{IMPORTED}: conditions absent, present, superseded" in dry.stdout
+    assert f"(dry run) import {GOOD} -> tasks/{SUITE_NAME}/{IMPORTED}: conditions absent, present, superseded" in dry.stdout
+    listed = [line for line in dry.stdout.splitlines() if line.startswith("(dry run) import ")]
+    assert len(listed) == len(SUITE) and all(f"import {t} -> tasks/{SUITE_NAME}/" in "\n".join(listed) for t in SUITE), dry.stdout
     assert "refuse zz-broken: tasks/zz-broken: tree/: is missing — fix: add the fixture repository as tree/" in dry.stderr
-    assert not (project / "tasks" / IMPORTED).exists()
+    assert not any((project / "tasks" / SUITE_NAME / i).exists() for i in SUITE_IDS)
     (amb / "tasks/zz-broken/gone").rename(amb / "tasks/zz-broken/tree")
     (amb / "tasks/zz-broken/checker.py").write_text(IN_PROCESS_CHECKER)
     done = memgrid(str(amb / "tasks"), root=project)
     assert done.returncode == 0, done.stderr  # a marked task is imported, not refused
+    assert f"imported {len(SUITE) + 1} into suite {SUITE_NAME}, refused 0" in done.stdout, done.stdout
     marked = [line for line in done.stderr.splitlines() if line.startswith("unisolated ")]
     assert marked == [line for line in done.stderr.splitlines() if line], done.stderr
     assert len(marked) == 1 and marked[0].startswith("unisolated amb_zz_broken: oracle/amb/checker.py line 5: "

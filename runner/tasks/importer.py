@@ -814,7 +814,8 @@ REPLACED = {"harness/checker_run.py": CHECKER_RUN.encode()}
 
 def claude_md(amb_id: str, fixture: dict[str, bytes]) -> str:
     """amb's own claude_md baseline: two generic rules and the fixture's README (adapters/claude_md)."""
-    readme = fixture.get("README.md", b"").decode("utf-8", errors="replace").strip()
+    # a byte-order mark is the README file's encoding, not text to carry into the middle of CLAUDE.md
+    readme = fixture.get("README.md", b"").decode("utf-8", errors="replace").lstrip("\ufeff").strip()
     lines = [f"# CLAUDE.md — {amb_id}", "", *(f"- {r}" for r in CLAUDE_MD_RULES)]
     return "\n".join(lines + (["", readme] if readme else [])) + "\n"
 

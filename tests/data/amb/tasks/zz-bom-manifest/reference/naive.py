@@ -1,0 +1,13 @@
+"""Synthetic reference for the importer tests."""
+from pathlib import Path
+
+SOURCE = r'''from pathlib import Path
+
+
+def write_manifest(path, items):
+    Path(path).write_text("".join(f"{name}\t{qty}\n" for name, qty in items), encoding="utf-8")
+'''
+
+
+def apply(workdir: Path) -> None:
+    (Path(workdir) / "manifest.py").write_text(SOURCE)
