@@ -23,6 +23,8 @@ from runner.cli import main
 REPO = Path(__file__).resolve().parent.parent
 PREREG = "preregistration/001-default-reader.md"
 GRID = "name: fuzz\ntasks: [slug_ids]\narms: [bare]\nagents: [floor]\nseeds: 1\nconditions: [present]\n"
+SUITE = ("name: fuzzsuite\ntitle: Tasks imported from a checkout\n"
+         "source: {format: amb, repository: GiulioDER/agent-memory-bench, commit: null}\n")  # as task import writes one
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ KINDS = (
     Kind("plants", "tasks/slug_ids/plants.yaml", ("task", "check", "slug_ids", "--static")),
     Kind("prereg", PREREG, ("grid", "--prereg", "{file}", "--no-progress")),
     Kind("corpus", "corpus/corpus.yaml", ("corpus", "build", "--conditions", "present", "--seeds", "0")),
+    Kind("suite", "tasks/fuzzsuite/suite.yaml", ("task", "list")),
 )
 
 BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
@@ -137,8 +140,8 @@ VALID = {("prereg", "two documents"), ("arm", "field mcp.write.arguments + colou
 
 def _frame(kind: Kind) -> tuple[str, Callable[[str | bytes], bytes]]:
     """The YAML text of the shipped spec, and how damaged YAML becomes the file's bytes."""
-    if kind.name == "grid":
-        return GRID, lambda y: y if isinstance(y, bytes) else y.encode()
+    if kind.name in ("grid", "suite"):
+        return {"grid": GRID, "suite": SUITE}[kind.name], lambda y: y if isinstance(y, bytes) else y.encode()
     original = (REPO / kind.file).read_text()
     if kind.name != "prereg":
         return original, lambda y: y if isinstance(y, bytes) else y.encode()
@@ -163,6 +166,8 @@ def fuzz_project(tmp_path_factory) -> Path:
     skip = shutil.ignore_patterns("__pycache__", "pydeps", "*.egg-info", "build")
     for sub in ("tasks", "arms", "corpus", "preregistration"):
         shutil.copytree(REPO / sub, root / sub, ignore=skip)
+    (root / "tasks" / "fuzzsuite").mkdir()  # a second suite (no tasks yet), whose suite.yaml the suite cases damage
+    (root / "tasks" / "fuzzsuite" / "suite.yaml").write_text(SUITE)
     return root
 
 
