@@ -188,8 +188,8 @@ def grid(
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
                                     "model": model, "budget_usd": max_usd}.items() if v}
     grid_spec = _where_cells_run(replace(grid_spec, **overrides), executor, scheduler)
-    where = (Path("(command line)"), "--suite") if suite else (grid_path, "suite")
-    suite_tasks = load_suite_tasks(root, suite_named(root, grid_spec.suite, *where))
+    suite_tasks = load_suite_tasks(root, suite_named(root, grid_spec.suite) if suite else
+                                   suite_named(root, grid_spec.suite, grid_path, "suite"))
     check_names(grid_spec, grid_path, suite_tasks, load_all_arms(root), frozenset(overrides))
     if estimate:
         _print_estimate(grid_spec, grid_path, root, runs_dir, output_allowance, estimate_from)

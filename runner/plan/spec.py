@@ -835,7 +835,8 @@ def load_suites(root: Path) -> dict[str, SuiteSpec]:
     return suites
 
 
-def suite_named(root: Path, name: str, where="--suite", field_name: str = "suite") -> SuiteSpec:
+def suite_named(root: Path, name: str, where=Path("(command line)"), field_name: str = "--suite") -> SuiteSpec:
+    """The suite called `name`; one SpecError naming `where` and `field_name` (a grid file's suite, or --suite)."""
     suites = load_suites(root)
     if name not in suites:
         raise SpecError(where, field_name, f"names unknown suite '{name}'", f"use one of: {', '.join(suites)}")
@@ -855,7 +856,7 @@ def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
 
 def grid_tasks(root: Path, grid: GridSpec, grid_path) -> dict[str, TaskSpec]:
     """The tasks a grid chooses from: its suite's (memgrid's own unless it names another)."""
-    return load_suite_tasks(root, suite_named(root, grid.suite, grid_path))
+    return load_suite_tasks(root, suite_named(root, grid.suite, grid_path, "suite"))
 
 
 def other_suites_tasks(root: Path, suite: str) -> frozenset[str]:
