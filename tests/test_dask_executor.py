@@ -297,6 +297,17 @@ def test_a_worker_killed_mid_cell_its_cell_reruns_and_is_recorded_once(engine, i
     controller.start()
     on_b = wait_until("a cell started on node-b's engine",
                       lambda: client_b.api.containers(filters={"label": f"{RUN_LABEL}={run_id}"}), 180, every=0.05)
+    # Every cell needs the project (tasks/, arms/). Were it data the scheduler holds, its memory manager would keep
+    # one replica, and killing the worker that holds it would cancel every cell on every node with it.
+    from distributed import Client
+
+    with Client(cluster.address, timeout=30, set_as_default=False) as probe:
+        held = [str(key) for keys in probe.has_what().values() for key in keys]
+        unpacked = probe.run(lambda: sorted(__import__("runner.exec.celljob", fromlist=["_PROJECTS"])._PROJECTS),
+                             workers=[w for w, info in probe.scheduler_info(n_workers=-1)["workers"].items()
+                                      if info["name"] in ("node-a", "node-b")])
+    assert not [key for key in held if key.startswith("project-")], held
+    assert len(unpacked) == 2 and all(len(digests) >= 1 for digests in unpacked.values()), unpacked
     cluster.kill("node-b")
     killed_cell = on_b[0]["Labels"]["memgrid.cell"]
     controller.join(timeout=300)

@@ -170,9 +170,17 @@ def stop_flag(session: str) -> threading.Event:
         return _STOPS.setdefault(session, threading.Event())
 
 
-def _project(digest: str, archive: bytes) -> tuple[Path, dict, dict]:
+def receive_project(digest: str, archive: bytes) -> None:
+    """Unpack the checkout's folders on this worker ahead of its cells, which then name it by digest only."""
+    _project(digest, archive)
+
+
+def _project(digest: str, archive: bytes | None) -> tuple[Path, dict, dict]:
     with _LOCK:
         if digest not in _PROJECTS:
+            if archive is None:
+                raise ValueError(f"this worker was not sent the project {digest[:12]} before its cells (it joined after "
+                                 "the run's workers were admitted)")
             if sha256_bytes(archive) != digest:
                 raise ValueError(f"the project archive does not match its digest {digest[:12]}")
             root = Path(tempfile.mkdtemp(prefix=f"memgrid-project-{digest[:12]}-"))
@@ -209,8 +217,10 @@ def check_payloads(job: CellJob, bundle: Bundle | None) -> None:
                              f"{store.digest[:12]}")
 
 
-def run_job(job: CellJob, project: bytes, bundle: Bundle | None, node: str, cancel: threading.Event | None = None) -> JobResult:
+def run_job(job: CellJob, project: bytes | None, bundle: Bundle | None, node: str,
+            cancel: threading.Event | None = None) -> JobResult:
     """Run one job on this node's engine; the cell folder comes back as an archive, the scratch folder goes.
+    `project`: the checkout's folders (None: already received, receive_project).
     `cancel`: set when the controller stops the run (the cell then raises Cancelled at its next step)."""
     from runner.protocols.registry import protocol_named
 

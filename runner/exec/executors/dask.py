@@ -6,8 +6,10 @@ Before any cell is scheduled every worker runs the node checks (engine, images b
 lacks are loaded there from the controller's engine (docker save / load, ids checked); a node that still
 fails is refused by name and gets no cell. A cell's bundle and stores travel inside its task (the
 scheduler holds them until the cell finishes, so a cell whose worker died runs again elsewhere from the
-same bytes); the checkout's folders the protocol reads (tasks/ and arms/ for coding) are scattered once to
-every admitted worker under their digest.
+same bytes); the checkout's folders the protocol reads (tasks/ and arms/ for coding) are sent once to every
+admitted worker and unpacked there, and a cell names them by digest. They are not scattered: data the scheduler
+holds is data it manages, and its active memory manager keeps one replica of a key no waiting task needs, so
+killing the worker holding that replica lost the key and cancelled every cell depending on it, on every node.
 """
 
 import statistics
@@ -25,7 +27,7 @@ from runner.env.engine import connect
 from runner.env.images import ImageRef, load_image, save_image
 from runner.env.sandbox import remove_run_containers
 from runner.errors import UserError
-from runner.exec.celljob import (failed_row, make_job, project_archive, refuse_remote, run_job,
+from runner.exec.celljob import (failed_row, make_job, project_archive, receive_project, refuse_remote, run_job,
                                  stop_flag, unpack_cell_folder)
 from runner.exec.executors.base import Executor, ExecutorSettings
 from runner.exec.trial import Cancelled, embedder_image, sandbox_image
@@ -35,8 +37,8 @@ RESOURCE = "cells"  # the worker resource a cell holds: `--resources cells=N` ca
 CONNECT_SECONDS = 30
 
 
-def _run_on_worker(job, project: bytes, bundle, session: str):
-    return run_job(job, project, bundle, str(get_worker().name), stop_flag(session))
+def _run_on_worker(job, bundle, session: str):
+    return run_job(job, None, bundle, str(get_worker().name), stop_flag(session))
 
 
 def _stop_on_worker(session: str) -> None:
@@ -146,8 +148,12 @@ class DaskExecutor(Executor):
         self.ctx, self.client, self.log = ctx, client, log
         self.nodes_by_address = admitted
         project, self.project_digest = project_archive(ctx.root or project_root(), protocol_of(ctx).reads)
-        self.project = client.scatter({f"project-{self.project_digest}": project}, broadcast=True,
-                                      workers=list(admitted))[f"project-{self.project_digest}"]
+        for address, error in client.run(receive_project, self.project_digest, project, workers=list(admitted),
+                                         on_error="return").items():
+            if isinstance(error, BaseException):
+                log(f"node {admitted.pop(address).name} refused: the project could not be unpacked there ({error!r})")
+        if not admitted:
+            raise UserError("--executor dask: no admitted worker could unpack the project: see the lines above")
         self.session = uuid.uuid4().hex  # this controller's cells on the workers, for Ctrl-C
         self.done: Counter = Counter()  # node name -> attempts it returned
         self.overheads: list[float] = []  # seconds from submit to the worker taking the job
@@ -193,7 +199,7 @@ class DaskExecutor(Executor):
         node.busy += 1
         cell = handle.job.cell
         handle.node, handle.submitted = node, time.time()
-        handle.future = self.client.submit(_run_on_worker, handle.job, self.project, handle.bundle, self.session, pure=False,
+        handle.future = self.client.submit(_run_on_worker, handle.job, handle.bundle, self.session, pure=False,
                                            key=f"cell-{cell.cell_id[:16]}-{handle.job.attempt}-{uuid.uuid4().hex[:8]}",
                                            resources={RESOURCE: 1}, workers=[node.address], allow_other_workers=False)
 
