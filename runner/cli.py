@@ -29,6 +29,87 @@ app.add_typer(arm_app, name="arm")
 app.add_typer(corpus_app, name="corpus")
 protocol_app = typer.Typer(help="The protocols a grid runs (its spec's `protocol` field).", no_args_is_help=True)
 app.add_typer(protocol_app, name="protocol")
+stores_app = typer.Typer(help="The store cache: frozen stores kept outside runs/ by everything that determines them "
+                              "($MEMGRID_CACHE, else ~/.cache/memgrid), reused by any run with the same inputs.",
+                         no_args_is_help=True)
+app.add_typer(stores_app, name="stores")
+
+
+def _chosen_stores(arm: Optional[str], keys: Optional[str]):
+    from runner.arms import store_cache
+
+    held = store_cache.entries()
+    wanted = _csv(keys) or ()
+    unknown = [k for k in wanted if not any(s.key.startswith(k) for s in held)]
+    if unknown:
+        raise UserError(f"--keys: no cached store's key starts with {', '.join(unknown)}: fix: use a key memgrid stores list shows")
+    return [s for s in held if (arm is None or s.inputs["arm"] == arm) and (not wanted or any(s.key.startswith(k) for k in wanted))]
+
+
+@stores_app.command("list")
+def stores_list(arm: Optional[str] = typer.Option(None, help="Only this arm's stores.")):
+    """Every cached store: its key, arm, condition, seed, documents, size, when it was ingested and last used."""
+    import datetime
+
+    from runner.arms import store_cache
+
+    chosen = _chosen_stores(arm, None)
+    table = Table("key", "arm", "condition", "seed", "documents", "MiB", "ingest s", "last used",
+                  title=f"store cache: {store_cache.stores_dir()}")
+    for s in chosen:
+        table.add_row(s.key[:12], s.inputs["arm"], s.inputs["condition"], str(s.inputs["seed"]),
+                      f"{s.report.get('documents')} of {s.report.get('corpus_documents')}", f"{s.bytes / 2**20:.1f}",
+                      str(s.report.get("seconds")), datetime.datetime.fromtimestamp(s.last_used).strftime("%Y-%m-%d %H:%M"))
+    console.print(table)
+    console.print(f"{len(chosen)} stores, {sum(s.bytes for s in chosen) / 2**20:.1f} MiB")
+
+
+@stores_app.command("prune")
+def stores_prune(
+    unused_days: float = typer.Option(30.0, "--unused-days", min=0.0, help="Remove stores no run has used for this many days."),
+    arm: Optional[str] = typer.Option(None, help="Only this arm's stores."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed; remove nothing."),
+):
+    """Remove cached stores unused for --unused-days (default 30); a later run that needs one ingests it again."""
+    import time
+
+    from runner.arms import store_cache
+
+    old = [s for s in _chosen_stores(arm, None) if time.time() - s.last_used >= unused_days * 86400]
+    for s in old:
+        if not dry_run:
+            store_cache.remove(s.key)
+        console.print(f"{'would remove' if dry_run else 'removed'} {s.key[:12]} {s.label} ({s.bytes / 2**20:.1f} MiB)",
+                      markup=False, highlight=False)
+    console.print(f"{'would remove' if dry_run else 'removed'} {len(old)} stores, {sum(s.bytes for s in old) / 2**20:.1f} MiB")
+
+
+@stores_app.command("export")
+def stores_export(
+    out: Path = typer.Argument(..., help="The archive to write (e.g. stores.tar)."),
+    arm: Optional[str] = typer.Option(None, help="Only this arm's stores (default: every cached store)."),
+    keys: Optional[str] = typer.Option(None, help="Comma-separated keys (or their first characters) to export."),
+):
+    """Write cached stores into one archive that memgrid stores import on another machine verifies and adds."""
+    from runner.arms import store_cache
+
+    chosen = _chosen_stores(arm, keys)
+    if not chosen:
+        raise UserError("stores export: no cached store matches: fix: run a grid first, or check --arm (memgrid stores list)")
+    size = store_cache.export(chosen, out)
+    console.print(f"exported {len(chosen)} stores ({size / 2**20:.1f} MiB) to {out}")
+
+
+@stores_app.command("import")
+def stores_import(archive: Path = typer.Argument(..., help="An archive memgrid stores export wrote.")):
+    """Add the stores of an exported archive to this machine's cache, each verified first (its store against its
+    digest, its key against its inputs); a grid whose inputs match then ingests nothing."""
+    from runner.arms import store_cache
+
+    if not archive.is_file():
+        raise UserError(f"{archive}: does not exist: fix: give the path of an archive memgrid stores export wrote")
+    added, present = store_cache.import_archive(archive)
+    console.print(f"imported {len(added)} stores into {store_cache.stores_dir()}" + (f"; {len(present)} were already there" if present else ""))
 
 
 @protocol_app.command("list")

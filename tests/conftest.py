@@ -1,5 +1,7 @@
+import atexit
 import os
 import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -11,6 +13,18 @@ from runner.env.sandbox import RUN_LABEL
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_RUN_PREFIX = "pytest-"
+
+# The store cache (runner/arms/store_cache.py) of the session's own fixtures; each test gets an empty one of its own
+# (fresh_store_cache). A store cached by `make grid` or an earlier session must never stand in for an ingest a test
+# exercises, nor one test's store decide whether another test ingests.
+SESSION_STORE_CACHE = tempfile.mkdtemp(prefix="memgrid-test-store-cache-")
+os.environ["MEMGRID_CACHE"] = SESSION_STORE_CACHE
+atexit.register(shutil.rmtree, SESSION_STORE_CACHE, True)
+
+
+@pytest.fixture(autouse=True)
+def fresh_store_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("MEMGRID_CACHE", str(tmp_path_factory.mktemp("store-cache")))
 
 
 def pytest_collection_modifyitems(items):

@@ -3,7 +3,9 @@
 
 The store is then frozen: its tar and digest live in runs/<run_id>/stores/, every cell gets a
 fresh copy in its bundle, and nothing a cell does writes back. The ingest report (documents
-stored, wall time) says whether the store holds what the corpus held.
+stored, wall time) says whether the store holds what the corpus held. A store is also kept in
+the store cache (runner/arms/store_cache.py), keyed by everything that determines it, and any
+later run with the same inputs takes it from there instead of ingesting again.
 """
 
 import json
@@ -11,12 +13,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.arms import store_cache
 from runner.env.archive import Entry, UnsafeArchive, pack, safe_entries
 from runner.env.bundle import AGENT_UID
 from runner.corpus.build import MANIFEST
-from runner.digest import sha256_bytes, sha256_file
+from runner.digest import sha256_bytes, sha256_file, tree_digest
 from runner.errors import UserError
 from runner.env import embedder as shared_embedder
+from runner.env.images import ImageRef
 from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 from runner.plan.spec import ArmSpec
 
@@ -31,6 +35,8 @@ class StoreSnapshot:
     entries: tuple[Entry, ...]  # the store's files, relative to the store folder
     digest: str
     report: dict  # documents, corpus_documents, seconds, exit_code, log tail
+    source: str = "ingested"  # ingested (by this run) | cache (the store cache) | run (an earlier attempt of this run)
+    cache_key: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -152,7 +158,7 @@ def store_costs(stores: dict) -> dict[str, dict]:
         "digest": s.digest, "documents": s.report.get("documents"), "corpus_documents": s.report.get("corpus_documents"),
         "seconds": s.report.get("seconds"), "store_mib": round(s.report.get("bytes", 0) / 2**20, 3),
         "model_tokens": s.report.get("model_tokens"), "local_model": s.report.get("local_model"),
-        "embedder": s.report.get("embedder")}
+        "embedder": s.report.get("embedder"), "source": s.source, "cache_key": s.cache_key}
         for s in sorted(stores.values(), key=lambda s: (s.arm, s.condition, s.seed)) if isinstance(s, StoreSnapshot)}
 
 
@@ -168,20 +174,44 @@ def load(run_dir: Path, arm: str, condition: str, seed: int) -> StoreSnapshot | 
     return StoreSnapshot(arm, condition, seed, tuple(safe_entries(raw)), report["digest"], report)
 
 
-def _arm_image(arm: ArmSpec, images_by_arm: dict) -> str:
+def _arm_image(arm: ArmSpec, images_by_arm: dict) -> ImageRef:
     if arm.name not in images_by_arm:
         raise UserError(f"arms/{arm.name}/: an arm with an ingest needs its own image: fix: add arms/{arm.name}/Dockerfile")
-    return images_by_arm[arm.name].tag
+    return images_by_arm[arm.name]
 
 
-def _ensure(client, arm: ArmSpec, image: str, corpus_dir: Path, condition: str, seed: int, run_dir: Path, run_id: str,
-            log, embedder: str | None) -> StoreSnapshot:
+def store_key(arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int,
+              embedder: str | None) -> store_cache.StoreKey:
+    """`embedder`: the shared embedder's image tag (content-addressed) for an arm with `embedder: shared`."""
+    used = {"kind": "shared", "image": embedder} if arm.embedder == "shared" else own_embedder(arm)
+    return store_cache.StoreKey(arm.name, tree_digest(arm.root), image.id, tuple(arm.ingest),
+                                store_cache.corpus_digest(corpus_dir), condition, seed, used)
+
+
+def _ensure(client, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int, run_dir: Path,
+            run_id: str, log, embedder: str | None) -> StoreSnapshot:
+    """This run's store: the one an earlier attempt of the run froze (resume), else the cached one, else ingested
+    now (and cached). run.json records which (`stores.<arm>/<condition>-seed<n>.source`)."""
+    key = store_key(arm, image, corpus_dir, condition, seed, embedder)
     snapshot = load(run_dir, arm.name, condition, seed)
-    if snapshot is None:
-        snapshot = ingest(client, image, arm, corpus_dir, condition, seed, run_id=run_id, embedder=embedder)
+    if snapshot is not None:
+        return StoreSnapshot(**{**vars(snapshot), "source": snapshot.report.get("source", "run"), "cache_key": key.key})
+    started = time.monotonic()
+    cached = store_cache.read(key, log)
+    if cached is not None:
+        raw, report = cached
+        report = {**report, "source": "cache"}
+        snapshot = StoreSnapshot(arm.name, condition, seed, tuple(safe_entries(raw)), report["digest"], report, "cache", key.key)
         save(snapshot, run_dir)
-        log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
-            f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s")
+        log(f"store {arm.name} {condition} seed {seed} from the store cache ({key.key[:12]}, {len(raw) / 2**20:.1f} MiB "
+            f"in {time.monotonic() - started:.2f}s; ingested once in {report.get('seconds')}s)")
+        return snapshot
+    snapshot = ingest(client, image.tag, arm, corpus_dir, condition, seed, run_id=run_id, embedder=embedder)
+    snapshot = StoreSnapshot(**{**vars(snapshot), "report": {**snapshot.report, "source": "ingested"}, "cache_key": key.key})
+    save(snapshot, run_dir)
+    store_cache.write(key, pack(list(snapshot.entries)), snapshot.report)
+    log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
+        f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s (cached as {key.key[:12]})")
     return snapshot
 
 
