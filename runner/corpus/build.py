@@ -257,6 +257,11 @@ def session_text(path: Path) -> str:
     """A transcript's text as its author wrote it: every event's content and the strings of its tool input, decoded
     from JSON. The file itself escapes a backslash, a quote or a line ending (a term written `\\r\\n line endings`
     is stored `\\\\r\\\\n line endings`), so a phrase is looked for here, never in the file's raw text."""
+    return events_text(read_events(path))
+
+
+def events_text(events: list[dict]) -> str:
+    """Transcript events' content and tool-input strings, one per line (session_text, for events not on disk)."""
     def strings(value):
         if isinstance(value, str):
             yield value
@@ -267,7 +272,7 @@ def session_text(path: Path) -> str:
             for v in value:
                 yield from strings(v)
 
-    return "\n".join(s for event in read_events(path) for s in strings([event.get("content", ""), event.get("tool_input", {})]))
+    return "\n".join(s for event in events for s in strings([event.get("content", ""), event.get("tool_input", {})]))
 
 
 def phrases_by_role(task: TaskSpec) -> dict[str, tuple[str, ...]]:

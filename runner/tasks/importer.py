@@ -39,7 +39,7 @@ import yaml
 
 from runner.digest import sha256_bytes, sha256_json, tree_files
 from runner.errors import SpecError, UserError
-from runner.corpus.build import load_settings
+from runner.corpus.build import events_text, load_settings
 from runner.plan.spec import DEFAULT_SUITE, load_suites, validate
 
 FORMATS = ("amb",)
@@ -971,18 +971,7 @@ def spec_documents(task_id: str, amb_id: str, prompt: str, terms: tuple[str, ...
 
 def decoded_text(data: bytes) -> str:
     """A transcript's text as written (runner/corpus/build.py session_text, over bytes not yet on disk)."""
-    def strings(value):
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, dict):
-            for v in value.values():
-                yield from strings(v)
-        elif isinstance(value, list):
-            for v in value:
-                yield from strings(v)
-
-    events = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-    return "\n".join(s for e in events for s in strings([e.get("content", ""), e.get("tool_input", {})]))
+    return events_text([json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()])
 
 
 def term_mapping(prompt: str, terms: tuple[str, ...], corpus: Corpus) -> dict:
