@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -70,12 +71,16 @@ def stores_prune(
     arm: Optional[str] = typer.Option(None, help="Only this arm's stores."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed; remove nothing."),
 ):
-    """Remove cached stores unused for --unused-days (default 30); a later run that needs one ingests it again."""
-    import time
-
+    """Remove cached stores unused for --unused-days (default 30), and any set aside for failing their digest check;
+    a later run that needs one ingests it again."""
     from runner.arms import store_cache
 
     old = [s for s in _chosen_stores(arm, None) if time.time() - s.last_used >= unused_days * 86400]
+    for bad in store_cache.set_aside():  # they failed their digest check and are never read
+        if not dry_run:
+            shutil.rmtree(bad)
+        console.print(f"{'would remove' if dry_run else 'removed'} {bad.name} (set aside: did not match its digest)",
+                      markup=False, highlight=False)
     for s in old:
         if not dry_run:
             store_cache.remove(s.key)

@@ -3,6 +3,8 @@ run whose inputs match (no ingest, the same digest, run.json saying where it cam
 when it no longer matches its digest, and moved between machines by export / import, each entry verified."""
 
 import json
+import os
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -128,3 +130,27 @@ def test_a_second_run_takes_its_stores_from_the_cache_with_no_ingest(engine, ima
                   log=third_logs.append)
     assert third_logs[0].startswith("ingested recall superseded")
     assert isinstance(next(iter(second.values())), StoreSnapshot)
+
+
+def memgrid(*args, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO / ".venv/bin/memgrid"), *args], env={**os.environ, "MEMGRID_CACHE": str(cache)},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_stores_commands_list_export_import_and_prune(project, corpus, tmp_path, monkeypatch):
+    arm = load_all_arms(project)["recall"]
+    here, there = tmp_path / "here", tmp_path / "there"
+    monkeypatch.setenv("MEMGRID_CACHE", str(here))
+    for seed in (0, 1):
+        store_cache.write(store_key(arm, IMAGE, corpus, "present", seed, None), *snapshot_of({"store.json": b"%d" % seed}))
+    listed = memgrid("stores", "list", cache=here)
+    assert listed.returncode == 0 and listed.stdout.count("recall") == 2 and "2 stores" in listed.stdout, listed.stdout
+    out = tmp_path / "stores.tar"
+    assert memgrid("stores", "export", str(out), "--arm", "recall", cache=here).stdout.startswith("exported 2 stores")
+    assert memgrid("stores", "import", str(out), cache=there).stdout.startswith("imported 2 stores")
+    missing = memgrid("stores", "import", str(tmp_path / "nope.tar"), cache=there)
+    assert missing.returncode == 2 and missing.stderr.startswith("memgrid: ") and len(missing.stderr.splitlines()) == 1
+    assert "would remove 2 stores" in memgrid("stores", "prune", "--unused-days", "0", "--dry-run", cache=there).stdout
+    assert "removed 2 stores" in memgrid("stores", "prune", "--unused-days", "0", cache=there).stdout
+    assert "0 stores" in memgrid("stores", "list", cache=there).stdout
+    assert "would remove 0 stores" in memgrid("stores", "prune", "--dry-run", cache=here).stdout  # used today: kept

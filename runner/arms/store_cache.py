@@ -126,6 +126,11 @@ def remove(key: str) -> None:
     shutil.rmtree(entry_dir(key))
 
 
+def set_aside() -> list[Path]:
+    """Entries that failed their digest check (read), kept only until the next prune."""
+    return sorted(stores_dir().glob(".bad-*")) if stores_dir().is_dir() else []
+
+
 def export(chosen: list[CachedStore], out: Path) -> int:
     """One archive of the chosen entries (stores/<key>/{store.tar,report.json,key.json}); returns its size."""
     files = [Entry(f"stores/{s.key}/{name}", (entry_dir(s.key) / name).read_bytes()) for s in chosen for name in ENTRY_FILES]
