@@ -73,7 +73,10 @@ def read(key: StoreKey, log=print) -> tuple[bytes, dict] | None:
         os.replace(folder, aside)
         log(f"store cache: {folder}/store.tar does not match its recorded digest; set aside as {aside.name}, ingesting again")
         return None
-    os.utime(folder)  # when it was last used, for prune
+    try:
+        os.utime(folder)  # when it was last used, for prune
+    except OSError:  # a cache this user may read but not write (a team's shared one): still a store to use
+        pass
     return raw, report
 
 

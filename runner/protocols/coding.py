@@ -74,7 +74,7 @@ class CodingProtocol(Protocol):
         return [(t, c) for t in units for c in grid.conditions if c in tasks[t].conditions]
 
     def fixture(self, root, unit: str):
-        suite = suite_of_task(root, unit)
+        suite = suite_of_task(root, unit) if (root / "tasks").is_dir() else None  # the viewer may run away from a checkout
         folder = suite.tasks_dir / unit / "fixture" if suite else None
         return folder if folder and folder.is_dir() else None
 
