@@ -207,7 +207,8 @@ def grid(
                                                    "server: offline, no spend, a wiring smoke before a paid run) or a real "
                                                    "model id (needs ANTHROPIC_API_KEY and prices in the spec)."),
     run_id: Optional[str] = typer.Option(None, help="Resume this run, or name a new one (default: timestamp-gridname)."),
-    concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64, help="Cells in flight at once."),
+    concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64,
+                                    help="Cells in flight at once, and before them, stores ingested at once."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
     progress: bool = typer.Option(True, help="Show the progress bar."),
     prereg: Optional[Path] = typer.Option(None, "--prereg", help="Run the grid of this committed preregistration "

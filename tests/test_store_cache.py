@@ -104,7 +104,8 @@ def test_stores_move_between_machines_by_export_and_import_each_verified(project
         assert store_cache.entries() == []
 
 
-def test_a_second_run_takes_its_stores_from_the_cache_with_no_ingest(engine, images, built, tmp_path, run_id):
+def test_a_second_run_takes_its_stores_from_the_cache_with_no_ingest(engine, images, built, tmp_path, run_id,
+                                                                     monkeypatch):
     settings, _, build_dir, _, _ = built
     arm = load_all_arms(REPO)["recall"]
     recall = {"recall": ensure_arm_image(engine, arm.root, images.sandbox, log=lambda m: None)}
@@ -129,6 +130,23 @@ def test_a_second_run_takes_its_stores_from_the_cache_with_no_ingest(engine, ima
     ensure_stores(engine, [arm], [("superseded", SEED)], Built(), tmp_path / "run-3", recall, run_id=run_id,
                   log=third_logs.append)
     assert third_logs[0].startswith("ingested recall superseded")
+    # ingested two at a time into an empty cache, the stores are the same bytes as one at a time
+    monkeypatch.setenv("MEMGRID_CACHE", str(tmp_path / "empty-cache"))
+    parallel_logs = []
+    both = ensure_stores(engine, [arm], pairs, Built(), tmp_path / "run-4", recall, run_id=run_id,
+                         log=parallel_logs.append, parallel=2)
+    assert sorted(line.split(":")[0] for line in parallel_logs) == ["ingested recall absent seed 0",
+                                                                    "ingested recall present seed 0"], parallel_logs
+    assert {k: content(s) for k, s in both.items()} == {k: content(s) for k, s in first.items()}
+    assert {k: s.cache_key for k, s in both.items()} == {k: s.cache_key for k, s in first.items()}
+
+
+def content(store: StoreSnapshot) -> dict:
+    """A store's files, but for the ingest's own wall time, which recall records in its store.json."""
+    files = {e.path: e.data for e in store.entries}
+    receipt = json.loads(files.pop("store.json"))
+    receipt.pop("ingest_seconds")
+    return {**files, "store.json": receipt}
     assert isinstance(next(iter(second.values())), StoreSnapshot)
 
 

@@ -10,6 +10,7 @@ later run with the same inputs takes it from there instead of ingesting again.
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,22 +211,36 @@ def _ensure(client, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: 
     snapshot = StoreSnapshot(**{**vars(snapshot), "report": {**snapshot.report, "source": "ingested"}, "cache_key": key.key})
     save(snapshot, run_dir)
     store_cache.write(key, pack(list(snapshot.entries)), snapshot.report)
+    rate = snapshot.report["documents"] / max(snapshot.report["seconds"], 0.01)
     log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
-        f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s (cached as {key.key[:12]})")
+        f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s ({rate:.0f}/s; cached as {key.key[:12]})")
     return snapshot
 
 
 def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, images_by_arm: dict, *, run_id: str,
-                  log=print, embedder: str | None = None) -> dict[tuple[str, str, int], StoreSnapshot]:
-    """One frozen store per (arm with an ingest, condition, seed): ingested now, or the one this run already made.
-    `embedder`: the shared embedder's image, for arms with `embedder: shared`."""
-    stores = {}
-    for arm in {a.name: a for a in arms if a.ingest is not None}.values():
-        image = _arm_image(arm, images_by_arm)
-        for condition, seed in pairs:
-            stores[(arm.name, condition, seed)] = _ensure(client, arm, image, settings.condition_dir(condition, seed),
-                                                          condition, seed, run_dir, run_id, log, embedder)
-    return stores
+                  log=print, embedder: str | None = None, parallel: int = 1) -> dict[tuple[str, str, int], StoreSnapshot]:
+    """One frozen store per (arm with an ingest, condition, seed): this run's, the cache's, or ingested now.
+    `embedder`: the shared embedder's image, for arms with `embedder: shared`. `parallel`: how many stores are
+    ingested at once; they are independent (each its own container and corpus), so the order changes no store."""
+    jobs = [(arm, _arm_image(arm, images_by_arm), condition, seed)
+            for arm in {a.name: a for a in arms if a.ingest is not None}.values() for condition, seed in pairs]
+
+    def make(job) -> StoreSnapshot:
+        arm, image, condition, seed = job
+        return _ensure(client, arm, image, settings.condition_dir(condition, seed), condition, seed, run_dir, run_id,
+                       log, embedder)
+
+    if parallel <= 1 or len(jobs) <= 1:
+        return {(job[0].name, job[2], job[3]): make(job) for job in jobs}
+    with ThreadPoolExecutor(max_workers=min(parallel, len(jobs)), thread_name_prefix="ingest") as pool:
+        futures = {pool.submit(make, job): (job[0].name, job[2], job[3]) for job in jobs}
+        try:
+            done = {futures[f]: f.result() for f in as_completed(futures)}
+        except BaseException:  # one failed: start no other (those running end at their ingest timeout at most)
+            for f in futures:
+                f.cancel()
+            raise
+    return {key: done[key] for key in futures.values()}
 
 
 EMPTY = "empty"  # the store an arm's own ingest makes of no documents

@@ -119,7 +119,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     ledger = open_run(plan, lock)
 
     stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
-                             run_id=plan.run_id, log=log, embedder=embedder and embedder.tag)
+                             run_id=plan.run_id, log=log, embedder=embedder and embedder.tag, parallel=concurrency)
     costs = store_costs(stores)
     if costs:
         amend_lock(plan.run_dir, lambda lock: lock.update(stores=costs))

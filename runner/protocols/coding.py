@@ -81,10 +81,11 @@ class CodingProtocol(Protocol):
     def reads_corpus(self) -> bool:
         return True
 
-    def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None) -> dict:
+    def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None,
+               parallel=1) -> dict:
         """Each arm's own ingest of each condition's corpus, frozen; every cell gets a fresh copy."""
         return ensure_stores(client, arms, pairs, settings, run_dir, images_by_arm, run_id=run_id, log=log,
-                             embedder=embedder) if pairs else {}
+                             embedder=embedder, parallel=parallel) if pairs else {}
 
     def bundle(self, ctx: TrialContext, cell: CellSpec) -> Bundle:
         task, arm = ctx.tasks[cell.task], ctx.arms[cell.arm]

@@ -129,7 +129,8 @@ class TwoSessionProtocol(Protocol):
                                 "corpora, so it cannot host two sessions", "use arms of kind none, files with a "
                                 "memory_file (notes), or mcp (recall)")
 
-    def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None) -> dict:
+    def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None,
+               parallel=1) -> dict:
         return ensure_empty_stores(client, arms, run_dir, images_by_arm, run_id=run_id, log=log, embedder=embedder)
 
     def job_stores(self, ctx: TrialContext, cell: CellSpec) -> dict:
