@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from runner.errors import UserError
-from runner.plan.spec import project_root
+from runner.plan.spec import DEFAULT_SUITE, project_root
 
 app = typer.Typer(help="memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own "
                        "container, prove the treatment, grade the artifact, and ledger it all.",
@@ -754,7 +754,7 @@ def corpus_build(
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (default: all five)."),
     seeds: Optional[str] = typer.Option(None, help="Comma-separated seeds (default: corpus/corpus.yaml)."),
     check: bool = typer.Option(False, "--check", help="Rebuild in a scratch folder and compare with the suite's digests.yaml; writes nothing."),
-    suite: str = typer.Option("memgrid", help=SUITE_HELP),
+    suite: str = typer.Option(DEFAULT_SUITE, help=SUITE_HELP),
 ):
     """Generate each condition x seed corpus (haystack + the tasks' plants) with its sha256 manifest."""
     import time
@@ -786,7 +786,7 @@ def corpus_build(
 
 
 @corpus_app.command("verify")
-def corpus_verify(suite: str = typer.Option("memgrid", help=SUITE_HELP)):
+def corpus_verify(suite: str = typer.Option(DEFAULT_SUITE, help=SUITE_HELP)):
     """Check every built corpus of the suite byte for byte against its manifest, and that its fact terms stay in their
     fact documents (another suite's terms are not its business)."""
     import time
@@ -810,7 +810,7 @@ def corpus_verify(suite: str = typer.Option("memgrid", help=SUITE_HELP)):
 
 @corpus_app.command("probe")
 def corpus_probe(as_json: bool = typer.Option(False, "--json", help="Print each task's rank as JSON."),
-                 suite: str = typer.Option("memgrid", help=SUITE_HELP)):
+                 suite: str = typer.Option(DEFAULT_SUITE, help=SUITE_HELP)):
     """Retrieval difficulty: BM25 with each task's prompt as the query; hit@1 and hit@10 of its fact documents."""
     from runner.corpus.build import load_settings, probe
     from runner.plan.spec import load_suite_tasks

@@ -181,19 +181,28 @@ def _arm_image(arm: ArmSpec, images_by_arm: dict) -> ImageRef:
     return images_by_arm[arm.name]
 
 
+def arm_key_inputs(arm: ArmSpec, image: ImageRef, embedder: str | None) -> dict:
+    """The arm's part of its stores' keys, the same for each of its corpora (its folder and model files hashed once).
+    `embedder`: the shared embedder's image tag (content-addressed) for an arm with `embedder: shared`."""
+    used = {"kind": "shared", "image": embedder} if arm.embedder == "shared" else own_embedder(arm)
+    return {"arm": arm.name, "arm_digest": tree_digest(arm.root), "image_id": image.id, "ingest": tuple(arm.ingest),
+            "embedder": used}
+
+
+def corpus_store_key(arm_inputs: dict, corpus_dir: Path, condition: str, seed: int) -> store_cache.StoreKey:
+    return store_cache.StoreKey(**arm_inputs, corpus_digest=store_cache.corpus_digest(corpus_dir), condition=condition,
+                                seed=seed)
+
+
 def store_key(arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int,
               embedder: str | None) -> store_cache.StoreKey:
-    """`embedder`: the shared embedder's image tag (content-addressed) for an arm with `embedder: shared`."""
-    used = {"kind": "shared", "image": embedder} if arm.embedder == "shared" else own_embedder(arm)
-    return store_cache.StoreKey(arm.name, tree_digest(arm.root), image.id, tuple(arm.ingest),
-                                store_cache.corpus_digest(corpus_dir), condition, seed, used)
+    return corpus_store_key(arm_key_inputs(arm, image, embedder), corpus_dir, condition, seed)
 
 
 def _ensure(client, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int, run_dir: Path,
-            run_id: str, log, embedder: str | None) -> StoreSnapshot:
+            run_id: str, log, embedder: str | None, key: store_cache.StoreKey) -> StoreSnapshot:
     """This run's store: the one an earlier attempt of the run froze (resume), else the cached one, else ingested
     now (and cached). run.json records which (`stores.<arm>/<condition>-seed<n>.source`)."""
-    key = store_key(arm, image, corpus_dir, condition, seed, embedder)
     snapshot = load(run_dir, arm.name, condition, seed)
     if snapshot is not None:
         return StoreSnapshot(**{**vars(snapshot), "source": snapshot.report.get("source", "run"), "cache_key": key.key})
@@ -209,8 +218,8 @@ def _ensure(client, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: 
         return snapshot
     snapshot = ingest(client, image.tag, arm, corpus_dir, condition, seed, run_id=run_id, embedder=embedder)
     snapshot = StoreSnapshot(**{**vars(snapshot), "report": {**snapshot.report, "source": "ingested"}, "cache_key": key.key})
-    save(snapshot, run_dir)
-    store_cache.write(key, pack(list(snapshot.entries)), snapshot.report)
+    folder = save(snapshot, run_dir)
+    store_cache.write(key, (folder / "store.tar").read_bytes(), snapshot.report)  # the tar save() just packed
     rate = snapshot.report["documents"] / max(snapshot.report["seconds"], 0.01)
     log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
         f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s ({rate:.0f}/s; cached as {key.key[:12]})")
@@ -222,13 +231,15 @@ def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, i
     """One frozen store per (arm with an ingest, condition, seed): this run's, the cache's, or ingested now.
     `embedder`: the shared embedder's image, for arms with `embedder: shared`. `parallel`: how many stores are
     ingested at once; they are independent (each its own container and corpus), so the order changes no store."""
-    jobs = [(arm, _arm_image(arm, images_by_arm), condition, seed)
-            for arm in {a.name: a for a in arms if a.ingest is not None}.values() for condition, seed in pairs]
+    ingesting = [(arm, _arm_image(arm, images_by_arm)) for arm in {a.name: a for a in arms if a.ingest is not None}.values()]
+    keyed = [(arm, image, arm_key_inputs(arm, image, embedder)) for arm, image in ingesting]
+    jobs = [(arm, image, condition, seed, inputs) for arm, image, inputs in keyed for condition, seed in pairs]
 
     def make(job) -> StoreSnapshot:
-        arm, image, condition, seed = job
-        return _ensure(client, arm, image, settings.condition_dir(condition, seed), condition, seed, run_dir, run_id,
-                       log, embedder)
+        arm, image, condition, seed, inputs = job
+        corpus = settings.condition_dir(condition, seed)
+        return _ensure(client, arm, image, corpus, condition, seed, run_dir, run_id, log, embedder,
+                       corpus_store_key(inputs, corpus, condition, seed))
 
     if parallel <= 1 or len(jobs) <= 1:
         return {(job[0].name, job[2], job[3]): make(job) for job in jobs}
@@ -253,6 +264,9 @@ def ensure_empty_stores(client, arms: list[ArmSpec], run_dir: Path, images_by_ar
     corpus = run_dir / "stores" / "empty-corpus"
     (corpus / "docs").mkdir(parents=True, exist_ok=True)
     (corpus / MANIFEST).write_text("")
-    return {(arm.name, EMPTY, 0): _ensure(client, arm, _arm_image(arm, images_by_arm), corpus, EMPTY, 0, run_dir, run_id, log,
-                                           embedder)
-            for arm in {a.name: a for a in arms if a.ingest is not None}.values()}
+    stores = {}
+    for arm in {a.name: a for a in arms if a.ingest is not None}.values():
+        image = _arm_image(arm, images_by_arm)
+        stores[(arm.name, EMPTY, 0)] = _ensure(client, arm, image, corpus, EMPTY, 0, run_dir, run_id, log, embedder,
+                                               store_key(arm, image, corpus, EMPTY, 0, embedder))
+    return stores

@@ -19,6 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from runner.corpus.build import MANIFEST
 from runner.digest import sha256_bytes, sha256_file, sha256_json
 from runner.env.archive import Entry, UnsafeArchive, pack, safe_entries
 from runner.errors import UserError
@@ -179,6 +180,4 @@ def import_archive(path: Path) -> tuple[list[str], list[str]]:
 
 
 def corpus_digest(corpus_dir: Path) -> str:
-    from runner.corpus.build import MANIFEST
-
     return sha256_file(corpus_dir / MANIFEST)

@@ -131,9 +131,10 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     protocol = protocol_named(grid.protocol, grid_path)
     units = protocol.units(grid, tasks, grid_path)
     task_ids = list(units)
+    # the arms' checkout (arms/<name>/ of it) and its other suites' tasks, read once rather than once per arm
+    foreign = {root: other_suites_tasks(root, grid.suite) for root in {arms[a].root.parent.parent for a in arm_names}}
     inputs = GridInputs(tasks=units,
-                        arms={a: arm_digest(arms[a], arms, other_suites_tasks(arms[a].root.parent.parent, grid.suite))
-                              for a in arm_names},
+                        arms={a: arm_digest(arms[a], arms, foreign[arms[a].root.parent.parent]) for a in arm_names},
                         images=images.ids() | ({"embedder": embedder.id} if embedder else {}),
                         corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())},
                         agent=dict(agent_inputs or {}))

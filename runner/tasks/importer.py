@@ -40,7 +40,7 @@ import yaml
 from runner.digest import sha256_bytes, sha256_json, tree_files
 from runner.errors import SpecError, UserError
 from runner.corpus.build import events_text, load_settings
-from runner.plan.spec import DEFAULT_SUITE, load_suites, validate
+from runner.plan.spec import DEFAULT_SUITE, suite_of_task, validate
 
 FORMATS = ("amb",)
 SOURCE_REPOSITORY = "GiulioDER/agent-memory-bench"
@@ -1033,7 +1033,7 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     target = into / task_id
     if target.exists():
         raise Refused(str(target), "(folder)", "already exists", "remove it to import the task again")
-    elsewhere = next((s for s in load_suites(project).values() if (s.tasks_dir / task_id / "task.yaml").is_file()), None)
+    elsewhere = suite_of_task(project, task_id)
     if elsewhere is not None:  # an arm's per-task files and the ledger know a task by its id alone
         raise Refused(str(elsewhere.tasks_dir / task_id), "(folder)", f"is task '{task_id}' of suite '{elsewhere.name}'",
                       "remove it there to import the task into this suite")
