@@ -147,7 +147,6 @@ def content(store: StoreSnapshot) -> dict:
     receipt = json.loads(files.pop("store.json"))
     receipt.pop("ingest_seconds")
     return {**files, "store.json": receipt}
-    assert isinstance(next(iter(second.values())), StoreSnapshot)
 
 
 def memgrid(*args, cache: Path) -> subprocess.CompletedProcess:
