@@ -5,7 +5,8 @@ import statistics
 import time
 from pathlib import Path
 
-from runner.env.sandbox import RUN_LABEL, remove_run_containers
+from runner.env.containers import RUN_LABEL
+from runner.env.sandbox import remove_run_containers
 
 
 def cleanup(client, run_id: str) -> int:

@@ -25,7 +25,8 @@ from runner.env.archive import Entry, pack
 from runner.env.bundle import tree_entries
 from runner.env.engine import connect
 from runner.env.images import ensure_images
-from runner.env.sandbox import RUN_LABEL, exec_in, hardened, remove_quietly
+from runner.env.containers import RUN_LABEL, hardened, remove_quietly
+from runner.env.sandbox import exec_in
 from runner.grading.checker import CheckerContainer, checker_bound, checker_inputs, checker_spec
 from runner.plan.spec import load_all_tasks
 

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from runner.env.engine import connect
 from runner.results.ledger import Ledger
-from runner.env.sandbox import RUN_LABEL
+from runner.env.containers import RUN_LABEL
 
 from _engine import cleanup
 

@@ -32,6 +32,7 @@ from runner.env.images import ensure_images
 from runner.exec.run import execute, lock_document, open_run, plan_run
 from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks
 from runner.exec.trial import TrialContext
+from runner.protocols.registry import PROTOCOLS
 
 from _engine import bare_runs, cleanup, foreign_containers, noop_project, spread
 
@@ -47,7 +48,7 @@ def run_cells(client, images, root: Path, runs_dir: Path, run_id: str, n: int):
                     conditions=("present",))
     plan = plan_run(grid, root / "(benchmark grid)", tasks, arms, images, runs_dir, run_id)
     ledger = open_run(plan, lock_document(plan, images, client, root))
-    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, tasks, arms)
+    ctx = TrialContext(client, plan.run_id, plan.run_dir, images, tasks, arms, protocol=PROTOCOLS["coding"])
     t0 = time.monotonic()
     execute(ctx, ledger, plan.cells, 1, show_progress=False)
     elapsed = time.monotonic() - t0

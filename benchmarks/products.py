@@ -36,7 +36,7 @@ from runner.env.bundle import AGENT_UID
 from runner.env.embedder import EMBEDDER_URL
 from runner.env.engine import connect
 from runner.env.images import ensure_arm_image, ensure_images
-from runner.env.sandbox import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.containers import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 from runner.plan.spec import load_arm
 
 ROOT = Path(__file__).resolve().parent.parent

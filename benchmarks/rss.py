@@ -83,6 +83,7 @@ def child_grid(n_tasks: int, seeds: int) -> dict:
     from runner.plan.grid import GridInputs, expand, select
     from runner.results.ledger import Ledger
     from runner.plan.spec import CONDITIONS, GridSpec, load_all_arms
+    from runner.protocols.registry import PROTOCOLS
 
     out = {"import_seconds": time.monotonic() - t0, "after_import_kib": peak_kib()}
     tasks = synthetic_tasks(n_tasks)
@@ -94,7 +95,7 @@ def child_grid(n_tasks: int, seeds: int) -> dict:
                                 "checker": "sha256:" + "e" * 64}, corpora={})
 
     t0 = time.monotonic()
-    task_ids, _ = select(grid, tasks, arms, Path("(synthetic grid)"))
+    task_ids, _ = select(grid, PROTOCOLS["coding"], tasks, arms, Path("(synthetic grid)"))
     cells = expand(grid, task_ids, tasks, inputs)
     out["expand_seconds"], out["cells"], out["after_expand_kib"] = time.monotonic() - t0, len(cells), peak_kib()
     out["unique_ids"] = len({c.cell_id for c in cells})

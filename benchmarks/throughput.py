@@ -26,6 +26,7 @@ from runner.env.images import ensure_images
 from runner.exec.run import execute, lock_document, open_run, plan_run
 from runner.plan.spec import GridSpec, load_all_arms, load_all_tasks
 from runner.exec.trial import TrialContext
+from runner.protocols.registry import PROTOCOLS
 
 from _engine import cleanup, foreign_containers
 
@@ -65,7 +66,7 @@ def trimmed_run(client, images, root: Path, grid: GridSpec, target: int, label: 
         plan = plan_run(grid, root / "(benchmark grid)", tasks, arms, images, runs_dir, run_id)
         cells = plan.cells[:target]
         ledger = open_run(plan, lock_document(plan, images, client, root))
-        ctx = TrialContext(client, plan.run_id, plan.run_dir, images, tasks, arms)
+        ctx = TrialContext(client, plan.run_id, plan.run_dir, images, tasks, arms, protocol=PROTOCOLS["coding"])
         t0 = time.monotonic()
         summary = execute(ctx, ledger, cells, concurrency, show_progress=False, executor=executor)
         elapsed = time.monotonic() - t0

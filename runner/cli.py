@@ -238,6 +238,7 @@ def grid(
 
     from runner.plan.grid import check_names
     from runner.exec.job import run_grid
+    from runner.protocols.registry import protocol_named
     from runner.plan.spec import load_all_arms, load_grid, load_suite_tasks, preset_path, suite_named
 
     root = project_root()
@@ -261,8 +262,6 @@ def grid(
         _finish_grid(outcome, f"memgrid grid --prereg {prereg} --run-id {outcome.plan.run_id}")
         return
     if protocol is not None:
-        from runner.protocols.registry import protocol_named
-
         protocol_named(protocol)
         if spec is None and preset == "default" and protocol != "coding":
             preset = protocol
@@ -277,7 +276,8 @@ def grid(
     grid_spec = _where_cells_run(replace(grid_spec, **overrides), executor, scheduler)
     suite_tasks = load_suite_tasks(root, suite_named(root, grid_spec.suite) if suite else
                                    suite_named(root, grid_spec.suite, grid_path, "suite"))
-    check_names(grid_spec, grid_path, suite_tasks, load_all_arms(root), frozenset(overrides))
+    check_names(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, suite_tasks, load_all_arms(root),
+                frozenset(overrides))
     if estimate:
         _print_estimate(grid_spec, grid_path, root, runs_dir, output_allowance, estimate_from)
         return

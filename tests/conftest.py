@@ -9,7 +9,7 @@ import pytest
 
 from runner.env.engine import connect
 from runner.errors import EngineError
-from runner.env.sandbox import RUN_LABEL
+from runner.env.containers import RUN_LABEL
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_RUN_PREFIX = "pytest-"
@@ -143,10 +143,12 @@ def run_grid_in_process(engine, images, project: Path, runs_dir: Path, run_id: s
     from runner.exec.run import execute, lock_document, open_run, plan_run
     from runner.plan.spec import load_all_arms, load_all_tasks, load_grid
     from runner.exec.trial import TrialContext
+    from runner.protocols.registry import protocol_named
 
     tasks, arms = load_all_tasks(project), load_all_arms(project)
     plan = plan_run(load_grid(grid_path), grid_path, tasks, arms, images, runs_dir, run_id)
     ledger = open_run(plan, lock_document(plan, images, engine, project))
-    summary = execute(TrialContext(engine, run_id, plan.run_dir, images, tasks, arms), ledger, plan.cells,
+    summary = execute(TrialContext(engine, run_id, plan.run_dir, images, tasks, arms,
+                                   protocol=protocol_named(plan.grid.protocol)), ledger, plan.cells,
                       concurrency, show_progress=False)
     return summary, Ledger(plan.run_dir).rows()

@@ -21,16 +21,18 @@ from runner.agents.base import Transcript
 from runner.agents.claude_code import classify, ended
 from runner.agents.stream_json import parse_stream, transcript_events
 from runner.agents.command import CommandSpec
-from runner.env.sandbox import Limits
+from runner.env.containers import Limits
 from runner.exec.trial import TrialContext, run_cell, session_proofs
 from runner.plan.grid import CellSpec
 from runner.grading import gate
 from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.protocols.registry import PROTOCOLS
 from runner.results.ledger import Ledger, agent_error_counts
 from runner.results.report import make_report
 
 from conftest import REPO
 
+CODING = PROTOCOLS["coding"]
 TASKS = ("slug_ids", "retry_backoff", "cli_default_output")
 STREAMS = Path(__file__).parent / "data" / "claude_stream"
 CORE_TOOLS = ("Bash", "Read")
@@ -39,6 +41,7 @@ CORE_TOOLS = ("Bash", "Read")
 # hoping to be discarded (excluded from the per-protocol rate) rather than scored as the failure it is.
 QUITTER = '''
 import hashlib, json, os, sys
+
 NAIVE = json.loads(%r)
 prompt = sys.stdin.read().strip()
 files = NAIVE[hashlib.sha256(prompt.encode()).hexdigest()]
@@ -69,7 +72,7 @@ ARMS = load_all_arms(REPO)
 
 
 def ctx() -> TrialContext:
-    return TrialContext(None, "unit", Path("/nonexistent"), None, {}, ARMS)
+    return TrialContext(None, "unit", Path("/nonexistent"), None, {}, ARMS, protocol=CODING)
 
 
 
@@ -224,7 +227,7 @@ def test_a_process_killed_at_the_memory_limit_is_seen_in_the_sandboxes_cgroup(en
     hog = tmp_path / "hog.py"
     hog.write_text("import sys\nheld = bytearray(1 << 30)\nprint(len(held))\n")
     ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
-                       limits=Limits(memory="128m"), disk_mib=64,
+                       limits=Limits(memory="128m"), disk_mib=64, protocol=CODING,
                        command_agents={"hog": CommandSpec("hog", ("python3", "-I", "hog.py"), (hog,))})
     row = run_cell(ctx, CellSpec("slug_ids", "bare", 0, "present", "hog", "hog-slug_ids", 0), 1)
     assert not row.admitted and row.discard_reason == gate.OOM_KILLED and row.final, (row.discard_reason, row.error_detail)

@@ -15,9 +15,12 @@ from runner.digest import sha256_bytes
 from runner.plan.grid import CellSpec
 from runner.env.sandbox import Sandbox
 from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.protocols.registry import PROTOCOLS
 from runner.exec.trial import TrialContext, agent_config, run_cell
 
 from conftest import REPO, run_grid_in_process, write_grid
+
+CODING = PROTOCOLS["coding"]
 
 
 def test_sandbox_is_hardened_and_removed(engine, images, run_id, no_leftovers):
@@ -62,7 +65,8 @@ def test_floor_fails_and_ceiling_passes_on_every_task(engine, images, project, t
 
 @pytest.fixture
 def ctx(engine, images, project, tmp_path, run_id):
-    return TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project))
+    return TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
+                        protocol=CODING)
 
 
 def one_cell(agent="ceiling", task="slug_ids", arm="claude_md") -> CellSpec:
@@ -195,7 +199,7 @@ def test_a_sandbox_started_ahead_serves_only_its_own_cell_and_bundle(ctx, no_lef
 def test_sandboxes_started_ahead_that_no_cell_takes_are_removed(ctx, engine, run_id, no_leftovers):
     """A run that stops (Ctrl-C, its budget) leaves the next cell's sandbox unused: close removes it, also while
     its start is under way; one that is gone (its lifetime over, removed) is not taken, the cell starts its own."""
-    from runner.env.sandbox import RUN_LABEL
+    from runner.env.containers import RUN_LABEL
     from runner.exec.trial import SandboxesAhead
 
     cell = one_cell()

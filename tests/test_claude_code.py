@@ -13,7 +13,7 @@ from runner.agents import claude_code
 from runner.exec.job import run_grid
 from runner.results.ledger import latest_attempts
 from runner.env.model_endpoint import ModelEndpoint
-from runner.env.sandbox import RUN_LABEL
+from runner.env.containers import RUN_LABEL
 from runner.plan.spec import grid_from_dict
 
 REPO = Path(__file__).resolve().parent.parent

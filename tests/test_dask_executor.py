@@ -20,7 +20,7 @@ from pathlib import Path
 import docker
 import pytest
 
-from runner.env.sandbox import RUN_LABEL
+from runner.env.containers import RUN_LABEL
 from runner.errors import UserError
 from runner.exec.executors import ExecutorSettings, executor_class
 from runner.exec.job import run_grid

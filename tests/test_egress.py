@@ -10,7 +10,7 @@ import pytest
 
 from runner.env.images import ensure_derived
 from runner.env.model_endpoint import PLACEHOLDER_KEY, ModelEndpoint
-from runner.env.sandbox import Limits, hardened, remove_quietly
+from runner.env.containers import Limits, hardened, remove_quietly
 
 PORT = 8000
 MARKER = "memgrid-egress-marker"

@@ -16,7 +16,8 @@ from conftest import REPO
 from runner.arms.ingest import ingest
 from runner.env import embedder
 from runner.env.images import ensure_arm_image, ensure_derived
-from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, Sandbox, hardened, remove_quietly
+from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.sandbox import Sandbox
 from runner.errors import UserError
 from runner.grading import gate
 from runner.plan.spec import load_arm

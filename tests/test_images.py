@@ -15,7 +15,7 @@ from runner.errors import EngineError
 from runner.env.images import (IMAGES_DIR, PYDEPS_DIR, PYDEPS_STAMP, ImageRef, arm_image_needed, arm_tag,
                            ensure_arm_image, ensure_images, ensure_pydeps, existing_arm_image, existing_images,
                            installed_dists, pydeps_current, read_pins)
-from runner.env.sandbox import RUN_LABEL
+from runner.env.containers import RUN_LABEL
 
 REPO = Path(__file__).resolve().parent.parent
 RECALL = REPO / "arms" / "recall"

@@ -23,7 +23,7 @@ from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID
 from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ensure_arm_image
-from runner.env.sandbox import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.containers import CELL_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 from runner.plan.spec import load_arm
 
 PLANTED = "armtest-planted"

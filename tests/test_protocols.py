@@ -97,7 +97,7 @@ def test_what_the_planted_protocol_cannot_use_is_refused_by_name(changes, field,
 
     grid = grid_from_dict(planted(**changes), WHERE)
     with pytest.raises(SpecError) as e:
-        check_names(grid, WHERE, load_all_tasks(REPO), load_all_arms(REPO))
+        check_names(grid, protocol_named(grid.protocol), WHERE, load_all_tasks(REPO), load_all_arms(REPO))
         check_agents(grid, WHERE, REPO, load_all_arms(REPO))
     assert e.value.field == field and words in e.value.problem, (e.value.field, e.value.problem)
 

@@ -129,7 +129,7 @@ def test_a_mempalace_reader_coding_cell_finds_the_planted_fact(engine, images, t
     tasks, arms = load_all_tasks(REPO), load_all_arms(REPO)
     task, arm = tasks[TASK], arms["mempalace"]
     planted = write_small_corpus(tmp_path / "corpus", task)
-    ctx = TrialContext(engine, run_id, tmp_path / "run", images, tasks, arms)
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, tasks, arms, protocol=CodingProtocol())
     ctx.run_dir.mkdir(parents=True)
     ctx.images_by_arm["mempalace"] = ensure_arm_image(engine, arm.root, images.sandbox, log=lambda m: None)
     ctx.stores[("mempalace", "present", 0)] = ingest(engine, ctx.images_by_arm["mempalace"].tag, arm, tmp_path / "corpus",

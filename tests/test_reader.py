@@ -10,9 +10,12 @@ import pytest
 from runner.corpus.build import MemorySource
 from runner.plan.grid import CellSpec, GridInputs, cell_id
 from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.protocols.registry import PROTOCOLS
 from runner.exec.trial import TrialContext, run_cell
 
 from conftest import REPO, SEED
+
+CODING = PROTOCOLS["coding"]
 
 TASK = "slug_ids"
 
@@ -21,7 +24,7 @@ TASK = "slug_ids"
 def ctx(engine, images, built, tmp_path, run_id):
     settings, _, build_dir, _, _ = built
     return TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(REPO), load_all_arms(REPO),
-                        MemorySource(settings, build_dir))
+                        MemorySource(settings, build_dir), protocol=CODING)
 
 
 def reader_cell(arm: str, condition: str) -> CellSpec:

@@ -208,8 +208,8 @@ def bare_never_passes(tmp_path_factory) -> Path:
 
 def _drawn(monkeypatch, draw, analysis):
     """The matplotlib figure behind a Plot, captured as it is rendered to PNG."""
-    figures, render = [], plots._png
-    monkeypatch.setattr(plots, "_png", lambda fig: figures.append(fig) or render(fig))
+    figures, render = [], plots.png
+    monkeypatch.setattr(plots, "png", lambda fig: figures.append(fig) or render(fig))
     plot = draw(analysis)
     assert len(figures) == 1
     heatmap, colour_bar = figures[0].axes

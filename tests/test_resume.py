@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runner.results.ledger import Ledger
-from runner.env.sandbox import RUN_LABEL
+from runner.env.containers import RUN_LABEL
 
 from conftest import write_grid
 

@@ -3,11 +3,17 @@ local executor removes, at the run's end, whatever the engine still holds of the
 
 Each test loses a removal on purpose and checks at the run's return, before any fixture cleans up."""
 
+import threading
 import time
 
-from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, remove_network
+import pytest
+
+from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL
+from runner.env.sandbox import remove_network
+from runner.exec import trial
 from runner.exec.executors import local
 from runner.grading.checker import CheckerContainer
+from runner.grading.gate import GateProof
 
 from conftest import run_grid_in_process, write_grid
 
@@ -62,3 +68,46 @@ def test_a_network_whose_member_the_engine_still_lists_is_removed(engine, images
         assert member.attrs["NetworkSettings"]["Networks"] == {}
     finally:
         member.remove(force=True)
+
+
+def test_a_checker_still_starting_when_its_cell_ends_is_gone_when_the_run_returns(engine, images, project, tmp_path,
+                                                                                  run_id, no_leftovers, monkeypatch):
+    """A cell that ends before its checker's container has started (discarded here; on a loaded engine a start
+    can take longer than the session) leaves that container's removal behind it, and the removal first waits for
+    the start. The run's end waits for both: a start that outlasts the bound on a removal alone (shrunk here to
+    1 s, as on an engine slow enough to take a minute) still creates nothing after the run returned."""
+    monkeypatch.setattr(trial, "REMOVAL_SECONDS", 1)
+    monkeypatch.setattr(trial, "bundle_verification", lambda sandbox, bundle: GateProof("bundle_verified", False, "(test)"))
+    real_start, start_ended = CheckerContainer.start, threading.Event()
+
+    def slow_start(self):
+        time.sleep(4)
+        try:
+            real_start(self)
+        finally:
+            start_ended.set()
+
+    monkeypatch.setattr(CheckerContainer, "start", slow_start)
+    grid = write_grid(tmp_path / "grid.yaml", tasks=["slug_ids"], agents=("floor",))
+    summary, rows = run_grid_in_process(engine, images, project, tmp_path / "runs", run_id, grid)
+    assert len(rows) == 1 and rows[0]["discard_reason"] == "bundle_digest_mismatch", rows
+    assert start_ended.wait(30), "the checker's start did not end"
+    assert run_labelled(engine, run_id) == ([], [])
+
+
+def test_a_failed_container_removal_still_lets_the_others_end_and_the_network_go():
+    """The order a phase's teardown keeps when a member's removal fails: the other removals end, the network
+    is removed after them, and the failure is raised (before: the network was skipped, left for good on dask)."""
+    calls = []
+
+    def sandbox_stop():
+        calls.append("sandbox")
+        raise RuntimeError("tried to kill container, but did not receive an exit event")
+
+    def sidecars_stop():
+        time.sleep(0.2)
+        calls.append("sidecars")
+
+    with pytest.raises(RuntimeError, match="exit event"):
+        trial.remove_in_order([sandbox_stop, sidecars_stop], lambda: calls.append("network"))
+    assert calls == ["sandbox", "sidecars", "network"]

@@ -14,9 +14,12 @@ from runner.env.bundle import build_bundle
 from runner.plan.grid import CellSpec
 from runner.env.sandbox import MIB, DiskBudget, Sandbox
 from runner.plan.spec import load_all_arms, load_all_tasks
+from runner.protocols.registry import PROTOCOLS
 from runner.exec.trial import TrialContext, run_cell
 
 from conftest import REPO
+
+CODING = PROTOCOLS["coding"]
 
 
 class ShellAgent(Agent):
@@ -50,7 +53,8 @@ def set_limits(project, task_id: str, **limits) -> None:
 @pytest.fixture
 def ctx(engine, images, project, tmp_path, run_id):
     def make():
-        return TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project))
+        return TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
+                            protocol=CODING)
     return make
 
 

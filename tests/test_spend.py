@@ -68,7 +68,7 @@ def live_upstream(engine, images, run_id, monkeypatch):
 
     from runner.agents.claude_code import build_script
     from runner.env.images import ensure_derived
-    from runner.env.sandbox import RUN_LABEL
+    from runner.env.containers import RUN_LABEL
     from runner.plan.spec import load_all_arms, load_all_tasks
 
     script = json.dumps(build_script(load_all_tasks(REPO)["slug_ids"], load_all_arms(REPO)["claude_md"], None,

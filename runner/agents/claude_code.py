@@ -32,7 +32,7 @@ from runner.env.bundle import tree_entries
 from runner.results.costs import Price, price_for
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import EngineError, SpecError, UserError
-from runner.env.images import IMAGES_DIR, ImageRef, _build, ensure_derived, find_image
+from runner.env.images import IMAGES_DIR, ImageRef, build_image, ensure_derived, find_image
 from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
 from runner.env.sandbox import Sandbox
 from runner.plan.spec import ArmSpec, TaskSpec, read_yaml
@@ -129,7 +129,7 @@ def ensure_agent_image(client, base: ImageRef, log=print) -> ImageRef:
     if image is None:
         fetch_binary(pin, log)
         log(f"building {tag} over {base.tag}")
-        image = _build(client, CONTEXT, tag, {"BASE": base.tag}, {"memgrid.role": "agent", "memgrid.agent": NAME},
+        image = build_image(client, CONTEXT, tag, {"BASE": base.tag}, {"memgrid.role": "agent", "memgrid.agent": NAME},
                        "see images/claude-code/Dockerfile")
     return ImageRef(f"agent:{NAME}:{base.role}", tag, image.id)
 

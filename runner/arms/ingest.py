@@ -22,7 +22,7 @@ from runner.digest import sha256_bytes, sha256_file, tree_digest
 from runner.errors import UserError
 from runner.env import embedder as shared_embedder
 from runner.env.images import ImageRef
-from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 from runner.plan.spec import ArmSpec
 
 INGEST_ROOT = "/sandbox/ingest"

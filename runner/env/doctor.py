@@ -9,7 +9,7 @@ import docker.errors
 from runner.env.engine import connect
 from runner.errors import EngineError
 from runner.env.images import DERIVED, ImageRef, base_tag, derived_tag, existing_arm_image, find_image
-from runner.env.sandbox import RUN_LABEL
+from runner.env.containers import RUN_LABEL
 
 # Below this much free space a grid may stop half-way: the run folder takes each cell's artifact (up
 # to its task's cap, 64 MiB by default) and transcripts, and the engine's data root holds the images

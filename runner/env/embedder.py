@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import docker.errors
 
-from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
 
 PORT = 8890
 EMBEDDER_URL = f"http://127.0.0.1:{PORT}/v1/embeddings"

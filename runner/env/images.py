@@ -424,7 +424,7 @@ def _context_tar(context: Path, files: list[Path]):
     return archive
 
 
-def _build(client, context: Path, tag: str, buildargs: dict, labels: dict, fix: str):
+def build_image(client, context: Path, tag: str, buildargs: dict, labels: dict, fix: str):
     """Build from exactly context_files(context): the files its tag hashed, nothing else. The build has no
     network: everything it installs was fetched and checked on the host, so a step that reaches out fails."""
     with _context_tar(context, context_files(context)) as archive:
@@ -534,7 +534,7 @@ def ensure_derived(client, role: str, base: ImageRef, log=print) -> ImageRef:
     image = find_image(client, tag)
     if image is None:
         log(f"building {tag}")
-        image = _build(client, IMAGES_DIR / role, tag, {"BASE": base.tag}, {"memgrid.role": role},
+        image = build_image(client, IMAGES_DIR / role, tag, {"BASE": base.tag}, {"memgrid.role": role},
                        f"see images/{role}/Dockerfile")
     return ImageRef(role, tag, image.id)
 
@@ -620,7 +620,7 @@ def ensure_arm_image(client, arm_dir: Path, sandbox: ImageRef, log=print) -> Ima
     image = find_image(client, tag)
     if image is None:
         log(f"building {tag}")
-        image = _build(client, arm_dir, tag, {"BASE": sandbox.tag}, {"memgrid.role": "arm", "memgrid.arm": arm_dir.name},
+        image = build_image(client, arm_dir, tag, {"BASE": sandbox.tag}, {"memgrid.role": "arm", "memgrid.arm": arm_dir.name},
                        f"see arms/{arm_dir.name}/Dockerfile")
     return ImageRef(f"arm:{arm_dir.name}", tag, image.id)
 

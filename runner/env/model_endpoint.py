@@ -25,7 +25,8 @@ import docker.errors
 
 from runner.env import netguard
 from runner.grading.gate import GateProof
-from runner.env.sandbox import CELL_LABEL, RUN_LABEL, ROLE_LABEL, Limits, hardened, remove_network, remove_quietly
+from runner.env.containers import CELL_LABEL, RUN_LABEL, ROLE_LABEL, Limits, hardened, remove_quietly
+from runner.env.sandbox import remove_network
 
 SCRIPTED = "scripted"
 PLACEHOLDER_KEY = "sk-memgrid-placeholder"  # what the sandbox holds; the gateway swaps in the real key

@@ -17,7 +17,7 @@ import docker.errors
 import requests
 
 from runner.grading.gate import GateProof
-from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, remove_quietly
+from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, remove_quietly
 
 GUARD_SECONDS = 30
 # Runs as root with NET_ADMIN in the target's network namespace; prints one JSON line.

@@ -23,20 +23,10 @@ import docker
 import docker.errors
 import docker.types
 
+from runner.env import embedder
 from runner.env.archive import Export, read_export
+from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, memory_bytes, remove_quietly
 from runner.plan.spec import DEFAULT_DISK_MIB
-
-RUN_LABEL = "memgrid.run"
-CELL_LABEL = "memgrid.cell"
-ROLE_LABEL = "memgrid.role"
-
-
-@dataclass(frozen=True)
-class Limits:
-    memory: str = "1g"
-    cpus: float = 1.0
-    pids: int = 256
-
 
 MIB = 2**20
 AGENT_HOME = "/home/agent"
@@ -51,13 +41,6 @@ class DiskBudget:
     def mounts(self) -> dict[str, int]:
         side = max(8, min(256, self.mib // 8))
         return {"/sandbox": self.mib - 2 * side, AGENT_HOME: side, "/tmp": side}
-
-
-def memory_bytes(value: str) -> int:
-    """'1g' / '512m' / '1024k' / bytes, as the engine reads a memory limit."""
-    units = {"k": 2**10, "m": 2**20, "g": 2**30}
-    value = value.strip().lower()
-    return int(float(value[:-1]) * units[value[-1]]) if value[-1] in units else int(value)
 
 
 # Bounds on what the controller keeps of a process's output: the head (a stream-json session's init)
@@ -158,23 +141,6 @@ class StreamedExec(ExecResult):
     stdout_dropped_lines: int = 0
 
 
-def hardened(image: str, *, user: str, labels: dict, network: str, limits: Limits, **kwargs) -> dict:
-    """Container-create arguments shared by the sandbox, the checker and the sidecars.
-    `network`: 'none', 'container:<id>' (join that container's namespace: the shared embedder sidecar), or the
-    name of an internal network the harness created for this cell."""
-    # A user-defined network goes in `network` (docker-py drops networking_config, and with it any
-    # alias, when only network_mode is given).
-    where = {"network_mode": network} if network == "none" or network.startswith("container:") else {"network": network}
-    # The engine keeps a container's own output in a log file on the host: bounded, whoever prints.
-    log_config = docker.types.LogConfig(type="json-file", config={"max-size": "16m", "max-file": "1"})
-    return dict(log_config=log_config,
-        image=image, user=user, labels=labels, **where,
-        cap_drop=["ALL"], security_opt=["no-new-privileges"],
-        pids_limit=limits.pids, mem_limit=limits.memory, memswap_limit=limits.memory,
-        nano_cpus=int(limits.cpus * 1e9), detach=True, **kwargs,
-    )
-
-
 def exec_in(client, container_id: str, cmd: list[str], *, timeout: int, workdir: str, env: dict | None = None,
             user: str = "") -> StreamedExec:
     """Run a command inside a running container, bounded in time (coreutils timeout: the engine's exec has
@@ -197,16 +163,6 @@ def exec_in(client, container_id: str, cmd: list[str], *, timeout: int, workdir:
     return StreamedExec(code if code is not None else -1, "\n".join(line for _, line in lines),
                         "\n".join(line for _, line in err_lines), time.monotonic() - started,
                         dropped + err_dropped, lines, out.total, dropped, dropped_lines)
-
-
-def remove_quietly(container) -> None:
-    try:
-        container.remove(force=True, v=True)  # v: the sandbox's /sandbox volume goes with it
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError as e:
-        if e.status_code != 409:  # 409: another thread's removal is already in progress
-            raise
 
 
 def remove_run_containers(client: docker.DockerClient, run_id: str, wait_seconds: float = 30) -> list[str]:
@@ -315,8 +271,6 @@ class Sandbox:
         self.started_seconds = time.monotonic() - started
 
     def _start_embedder(self) -> None:
-        from runner.env import embedder  # here, not at the top: embedder builds on this module
-
         try:
             self.embedder = embedder.start(self.client, self.embedder_image, run_id=self.labels[RUN_LABEL],
                                            cell_id=self.labels[CELL_LABEL], network=f"container:{self.container.id}",

@@ -29,7 +29,7 @@ from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, tree_entries
 from runner.env.engine import connect
 from runner.env.images import ImageRef, ImageSet
-from runner.env.sandbox import Limits
+from runner.env.containers import Limits
 from runner.errors import UserError
 from runner.exec.trial import TrialContext, harness_failure, new_row, now, run_cell
 from runner.plan.grid import CellSpec
@@ -85,9 +85,7 @@ def refuse_remote(protocol: str, where: str = "--executor") -> None:
 def make_job(ctx: TrialContext, cell: CellSpec, attempt: int, project_digest: str) -> tuple[CellJob, Bundle | None]:
     """The job and the bundle it runs from (None: the node builds its phases' bundles), made on the controller,
     which holds the corpora and stores."""
-    from runner.protocols.registry import protocol_of
-
-    protocol = protocol_of(ctx)
+    protocol = ctx.protocol
     refuse_remote(protocol.name)
     bundle = protocol.job_bundle(ctx, cell)
     return CellJob(ctx.run_id, cell, attempt, protocol.name, project_digest, bundle and bundle.digest, ctx.images,

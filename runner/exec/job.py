@@ -69,7 +69,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     """Everything before the first cell: inputs checked, images, corpora, the plan, arm images, the lock
     (run.json), the arms' stores."""
     all_tasks, all_arms = grid_tasks(root, grid_spec, grid_path), load_all_arms(root)
-    check_grid(grid_spec, grid_path, all_tasks, all_arms)
+    check_grid(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, all_tasks, all_arms)
     protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
     if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
         raise SpecError(grid_path, "budget_usd", "is set, but no agent of this grid has a priced model, so no spend "

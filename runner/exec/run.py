@@ -33,7 +33,7 @@ from runner.plan.preflight import unisolated_graded
 from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm, other_suites_tasks
-from runner.protocols.registry import protocol_named, protocol_of
+from runner.protocols.registry import protocol_named
 from runner.agents.registry import agent_class
 from runner.exec.executors import Executor, ExecutorSettings, open_executor
 from runner.exec.trial import TrialContext, write_json
@@ -127,8 +127,8 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     run_id = run_id or default_run_id(grid)
     check_run_id(run_id)
     command_agents = command_agents or {}
-    _, arm_names = select(grid, tasks, arms, grid_path)
     protocol = protocol_named(grid.protocol, grid_path)
+    _, arm_names = select(grid, protocol, tasks, arms, grid_path)
     units = protocol.units(grid, tasks, grid_path)
     task_ids = list(units)
     # the arms' checkout (arms/<name>/ of it) and its other suites' tasks, read once rather than once per arm
@@ -394,7 +394,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
         with open_executor(ctx, settings, pending) as runner, _progress(show_progress) as progress:
             # A previous controller that died leaves its containers behind; they belong to no live cell.
             runner.remove_containers()
-            label = protocol_of(ctx).passed_label
+            label = ctx.protocol.passed_label
             bar = progress.add_task(ctx.run_id, total=len(cells), completed=len(cells) - len(pending), nodes="",
                                     counts=_counts_text(counts, label))
 

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import docker.errors
 
@@ -31,7 +32,8 @@ from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.overlap import Ahead, StartFailed
-from runner.env.sandbox import MIB, DiskBudget, Limits, Sandbox
+from runner.env.containers import Limits
+from runner.env.sandbox import MIB, DiskBudget, Sandbox
 from runner.grading import gate
 from runner.grading.checker import checker_bound
 from runner.plan.grid import CellSpec
@@ -68,7 +70,9 @@ class TrialContext:
     disk_mib: int = DEFAULT_DISK_MIB  # the grid's disk budget per sandbox; a task's own limit wins
     cancel: threading.Event = field(default_factory=threading.Event)
     command_agents: dict = field(default_factory=dict)  # the grid spec's command agents by name
-    protocol: object = None  # protocols.base.Protocol; None: the coding protocol
+    # protocols.base.Protocol, the grid's, which runs each cell: required, since the kit sits below the protocols and
+    # names none of them; whoever builds a context looks it up (runner.protocols.registry.protocol_named)
+    protocol: object = field(kw_only=True)
     protocol_setup: object = None  # what the protocol prepared for the run (Protocol.prepare)
     embedder: ImageRef | None = None  # the shared embedder's image, when an arm of the run embeds through it
     ahead: object = None  # SandboxesAhead: sandboxes started for the next cells (the local executor); None: none
@@ -89,9 +93,7 @@ def write_json(path: Path, obj) -> None:
 
 def run_cell(ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
     """Run one cell attempt through its protocol. `bundle` lets a test hand in a tampered bundle."""
-    from runner.protocols.registry import protocol_of
-
-    return protocol_of(ctx).run_cell(ctx, cell, attempt, bundle)
+    return ctx.protocol.run_cell(ctx, cell, attempt, bundle)
 
 
 def agent_config(cell: CellSpec, arm: ArmSpec, server: ArmSpec | None = None, phase: str | None = None,
@@ -329,10 +331,8 @@ class SandboxAhead:
         self.step = Ahead(f"cell {cell.cell_id}'s sandbox, started ahead", self._start)
 
     def _start(self) -> None:
-        from runner.protocols.registry import protocol_of
-
         task, arm = self.ctx.tasks[self.cell.task], self.ctx.arms[self.cell.arm]
-        self.bundle = protocol_of(self.ctx).bundle(self.ctx, self.cell)
+        self.bundle = self.ctx.protocol.bundle(self.ctx, self.cell)
         image = sandbox_image(self.ctx, arm, self.cell.agent).tag
         self.sandbox = new_sandbox(self.ctx, self.cell, image, self.bundle, task.agent_seconds, task.disk_mib,
                                    embedder_image(self.ctx, provider(arm, self.ctx.arms)), waiting=self.waiting)
@@ -394,10 +394,8 @@ class SandboxesAhead:
 
     def released(self, cell: CellSpec) -> None:
         """`cell` no longer needs its sandbox: start the next cell's, waiting at most as long as `cell`'s checker."""
-        from runner.protocols.registry import protocol_of
-
         following = self.upcoming()
-        if following is None or self.ctx.cancel.is_set() or not protocol_of(self.ctx).ahead \
+        if following is None or self.ctx.cancel.is_set() or not self.ctx.protocol.ahead \
                 or agent_class(following.agent, self.ctx.command_agents).needs_model:
             return
         waiting = checker_bound(self.ctx.tasks[cell.task]) + SETUP_SECONDS
@@ -428,8 +426,7 @@ class SandboxesAhead:
         for ahead in left:
             ahead.drop()
             ahead.step.wait(SETUP_SECONDS)  # a start still under way removes its sandbox as it ends
-        for removal in removals:
-            removal.join(timeout=REMOVAL_SECONDS)
+        wait_for_removals(removals)
 
 
 def behind(ctx: TrialContext, removals: list[threading.Thread]) -> None:
@@ -438,8 +435,31 @@ def behind(ctx: TrialContext, removals: list[threading.Thread]) -> None:
     if ctx.ahead is not None:
         ctx.ahead.behind(removals)
         return
+    wait_for_removals(removals)
+
+
+def wait_for_removals(removals: list[threading.Thread]) -> None:
+    """Until the removals have ended. A removal first waits for its container's start (a checker's, started
+    beside the session, is still under way when a cell ends early), so it is given that start's bound on top of
+    its own: waiting for less lets the run end, its leftovers swept, while that start can still create the
+    container. They run side by side, so the bound is on all of them together."""
+    deadline = time.monotonic() + SETUP_SECONDS + REMOVAL_SECONDS
     for removal in removals:
-        removal.join(timeout=REMOVAL_SECONDS)
+        removal.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def remove_in_order(removals: list[Callable[[], None]], network: Callable[[], None] | None) -> None:
+    """A phase's containers side by side (the sandbox, the cell's sidecars), then its network once none of them
+    is left. A removal that fails (a loaded engine can answer a kill with 500) still lets the others end and
+    the network go, its forced disconnect freeing the failed member's endpoint; then the failure is raised.
+    On a dask worker nothing sweeps a run's networks at its end, so a network skipped here would stay."""
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for removal in [pool.submit(r) for r in removals]:
+                removal.result()
+    finally:
+        if network is not None:
+            network()
 
 
 def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int = 1) -> Session:
@@ -469,14 +489,8 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         endpoint.stop_containers()
 
     def stop_all() -> None:
-        with ThreadPoolExecutor(max_workers=2) as pool:  # the sandbox and the cell's sidecars go side by side
-            removals = [pool.submit(sandbox.stop)] if sandbox is not None else []
-            if endpoint is not None:
-                removals.append(pool.submit(stop_sidecars))
-            for removal in removals:
-                removal.result()
-        if endpoint is not None:
-            endpoint.stop()  # the network, once none of its members is left
+        remove_in_order(([sandbox.stop] if sandbox is not None else []) + ([stop_sidecars] if endpoint is not None else []),
+                        endpoint.stop if endpoint is not None else None)
 
     try:
         if endpoint is not None:

@@ -22,7 +22,8 @@ from pathlib import PurePosixPath
 
 from runner.env.archive import Entry, is_bytecode, pack
 from runner.env.bundle import tree_entries
-from runner.env.sandbox import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, exec_in, hardened, remove_quietly
+from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.sandbox import exec_in
 from runner.plan.spec import TaskSpec
 
 GRACE_SECONDS = 30

@@ -65,11 +65,11 @@ def arm_order(arms: tuple[str, ...], seed: int) -> list[str]:
     return order
 
 
-def select(grid: GridSpec, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], grid_path) -> tuple[list[str], list[str]]:
-    """The grid's units (its protocol's: coding tasks, generated cases, planted tasks) and arms, by name."""
-    from runner.protocols.registry import protocol_named  # protocols build on plan; only this lookup needs them back
-
-    task_ids = protocol_named(grid.protocol, grid_path).unit_ids(grid, tasks, grid_path)
+def select(grid: GridSpec, protocol, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
+           grid_path) -> tuple[list[str], list[str]]:
+    """The grid's units (its `protocol`'s: coding tasks, generated cases, planted tasks) and arms, by name. The
+    caller looks the protocol up (runner.protocols.registry): protocols build on this module, not it on them."""
+    task_ids = protocol.unit_ids(grid, tasks, grid_path)
     for a in grid.arms:
         if a not in arms:
             raise SpecError(grid_path, "arms", f"names unknown arm '{a}'", f"use one of: {', '.join(sorted(arms))}")
@@ -99,13 +99,13 @@ def check_agent_names(grid: GridSpec, grid_path) -> None:
                             f"use one of: {', '.join(sorted({*AGENTS, *grid.command_agents}))}, or define it under command_agents")
 
 
-def check_names(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
+def check_names(grid: GridSpec, protocol, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec],
                 flags: frozenset[str] = frozenset()) -> None:
     """Validate the grid and the names it uses before anything runs. `flags`: the fields command-line options
     set; an error in one of them names the option, not the spec file the user did not write it in."""
     try:
         validate(grid.as_dict(), "grid", grid_path)
-        select(grid, tasks, arms, grid_path)
+        select(grid, protocol, tasks, arms, grid_path)
         check_agent_names(grid, grid_path)
     except SpecError as e:
         field_name = re.split(r"[.\[]", e.field, maxsplit=1)[0]

@@ -89,10 +89,10 @@ def refuse_unisolated(tasks: list[TaskSpec], accepted: tuple[str, ...], where, f
                                   f"nothing was run — fix: {fix(t.id)}" for t in refused))
 
 
-def check_grid(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec]) -> None:
+def check_grid(grid: GridSpec, protocol, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec]) -> None:
     """Refuse the grid when it grades a task whose checker is not isolated without naming it under
     unisolated_checkers, or when an arm cannot place a file for a task that has cells; one line each."""
-    task_ids, arm_names = select(grid, tasks, arms, grid_path)
+    task_ids, arm_names = select(grid, protocol, tasks, arms, grid_path)
     with_cells = tasks_with_cells(grid, tasks, task_ids)
     refuse_unisolated(with_cells, grid.unisolated_checkers, grid_path,
                       lambda t: f"drop '{t}' from the grid's tasks, or accept its checker by naming it in the grid: "

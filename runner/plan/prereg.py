@@ -135,10 +135,10 @@ def count_cells(grid: GridSpec, root: Path, where: Path) -> int:
     from runner.plan.spec import grid_tasks, load_all_arms
     from runner.protocols.registry import protocol_named
 
-    tasks, arms = grid_tasks(root, grid, where), load_all_arms(root)
-    task_ids, arm_names = select(grid, tasks, arms, where)
+    tasks, arms, protocol = grid_tasks(root, grid, where), load_all_arms(root), protocol_named(grid.protocol, where)
+    task_ids, arm_names = select(grid, protocol, tasks, arms, where)
     inputs = GridInputs({t: "" for t in task_ids}, {a: "" for a in arm_names}, {}, {})
-    return len(expand(grid, task_ids, tasks, inputs, pairs=protocol_named(grid.protocol, where).pairs(grid, task_ids, tasks)))
+    return len(expand(grid, task_ids, tasks, inputs, pairs=protocol.pairs(grid, task_ids, tasks)))
 
 
 def check_sizing(prereg: Prereg, root: Path) -> None:

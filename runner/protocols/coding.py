@@ -33,19 +33,6 @@ from runner.plan.spec import GridSpec, TaskSpec, provider, suite_of_task
 from runner.protocols.base import Protocol
 from runner.results.ledger import LedgerRow
 
-# Its analysis (results/analysis.py) by arm: the baseline every ranked memory arm is compared with, the
-# floor harm is measured against, the diagnostic arms that are never ranked (DESIGN.md), and the
-# diagnostic contrasts as (minuend, subtrahend, what the difference measures) from the coding-suite spec.
-BASELINE = "claude_md"
-FLOOR = "bare"
-DIAGNOSTIC_ARMS = frozenset({"recall_prefetch", "oracle_memory"})
-DIAGNOSTICS = (
-    ("oracle_memory", "claude_md", "headroom"),
-    ("recall", "claude_md", "natural lift"),
-    ("recall_prefetch", "claude_md", "prefetch lift"),
-    ("oracle_memory", "recall", "access gap"),
-    ("recall_prefetch", "recall", "query gap"),
-)
 
 
 def reader_channel(task: TaskSpec) -> ReferenceChannel:

@@ -18,6 +18,3 @@ def protocol_named(name: str, where="--protocol") -> Protocol:
                         f"use one of: {', '.join(PROTOCOLS)} (memgrid protocol list)")
     return PROTOCOLS[name]
 
-
-def protocol_of(ctx) -> Protocol:
-    return ctx.protocol or PROTOCOLS[DEFAULT]

@@ -25,9 +25,21 @@ from statsmodels.stats.proportion import proportion_confint
 
 from runner.agents.base import BUDGET_EXHAUSTED, ERROR_ENDINGS
 from runner.errors import UserError
-from runner.protocols.coding import BASELINE, DIAGNOSTIC_ARMS, DIAGNOSTICS, FLOOR  # the coding protocol's own analysis
 from runner.results.ledger import Ledger, latest_attempts
 
+# The coding protocol's analysis by arm: the baseline every ranked memory arm is compared with, the
+# floor harm is measured against, the diagnostic arms that are never ranked (DESIGN.md), and the
+# diagnostic contrasts as (minuend, subtrahend, what the difference measures) from the coding-suite spec.
+BASELINE = "claude_md"
+FLOOR = "bare"
+DIAGNOSTIC_ARMS = frozenset({"recall_prefetch", "oracle_memory"})
+DIAGNOSTICS = (
+    ("oracle_memory", "claude_md", "headroom"),
+    ("recall", "claude_md", "natural lift"),
+    ("recall_prefetch", "claude_md", "prefetch lift"),
+    ("oracle_memory", "recall", "access gap"),
+    ("recall_prefetch", "recall", "query gap"),
+)
 DEFAULT_MIN_EFFECT = 0.10
 RESAMPLES = 10_000
 FEW_TASKS = 5

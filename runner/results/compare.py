@@ -26,7 +26,8 @@ from runner.plan.grid import corpus_key
 from runner.results.analysis import (BOOTSTRAP_SEED, DEFAULT_MIN_EFFECT, RESAMPLES, PairedStat, Rate, damage_rate,
                                      grid_order, load_cells, load_lock, paired_bases, paired_frames, paired_rows_stat,
                                      wilson)
-from runner.results.report import CSS, _delta, _e, _p, _rt, _table, write_page
+from runner.results.page import CSS, escape, html_table, write_page
+from runner.results.report import _delta, _p, _rt
 
 # The two sides' labels in the one frame both runs' cells are paired in (arm names never hold a colon).
 SIDE_A, SIDE_B = "run:A", "run:B"
@@ -290,30 +291,30 @@ def print_terminal(c: Comparison, console: Console) -> None:
 
 def render_html(c: Comparison) -> str:
     rows = [[g.agent, g.condition, g.arms.name, g.pp.pairs, g.pp.tasks, _wilson(g.pass_a), _wilson(g.pass_b), _delta(g.pp),
-             _p(g.pp), g.pp.base_only, g.pp.arm_only, (_e(g.pp.label or "–"), g.pp.label or ""), _delta(g.itt),
-             _wilson(g.damage_a), _wilson(g.damage_b), g.only_a, g.only_b, (_e(g.pp.reason or ""), "wrap")]
+             _p(g.pp), g.pp.base_only, g.pp.arm_only, (escape(g.pp.label or "–"), g.pp.label or ""), _delta(g.itt),
+             _wilson(g.damage_a), _wilson(g.damage_b), g.only_a, g.only_b, (escape(g.pp.reason or ""), "wrap")]
             for g in c.groups]
-    table = _table(["agent", "condition", "arm", "pairs", "tasks", "pass A [Wilson 95 %]", "pass B [Wilson 95 %]",
+    table = html_table(["agent", "condition", "arm", "pairs", "tasks", "pass A [Wilson 95 %]", "pass B [Wilson 95 %]",
                     "delta B − A [95 % CI]", "McNemar p", "A only", "B only", "label", "delta ITT [95 % CI]",
                     "damage A", "damage B", "unpaired A", "unpaired B", "note"],
                    rows, numeric={3, 4, 9, 10, 15, 16}, table_id="compare")
-    drift = ("<ul id=\"drift\">" + "".join(f"<li class=\"bad\">{_e(line)}</li>" for line in c.drift) + "</ul>"
+    drift = ("<ul id=\"drift\">" + "".join(f"<li class=\"bad\">{escape(line)}</li>" for line in c.drift) + "</ul>"
              if c.drift else "<p id=\"drift\">none: the same tasks, corpora, grid, images and agent inputs</p>")
     return "\n".join([
-        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid compare {_e(c.run_b)} against "
-        f"{_e(c.run_a)}</title><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style>"
+        f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid compare {escape(c.run_b)} against "
+        f"{escape(c.run_a)}</title><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style>"
         "</head><body>",
-        f"<h1>memgrid compare: run <code id=\"run-b\">{_e(c.run_b)}</code> (B) against run <code id=\"run-a\">"
-        f"{_e(c.run_a)}</code> (A)</h1>",
+        f"<h1>memgrid compare: run <code id=\"run-b\">{escape(c.run_b)}</code> (B) against run <code id=\"run-a\">"
+        f"{escape(c.run_a)}</code> (A)</h1>",
         f"<p class=\"meta\">minimum effect {c.min_effect:.2f} · bootstrap {c.resamples:,} task resamples, seed {c.seed}</p>",
         f"<h2>Drift allowed</h2>{drift}",
-        "<h2>Compared arms</h2><ul id=\"arms\">" + "".join(f"<li>{_e(line)}</li>" for line in c.arm_digests) + "</ul>",
+        "<h2>Compared arms</h2><ul id=\"arms\">" + "".join(f"<li>{escape(line)}</li>" for line in c.arm_digests) + "</ul>",
         "<h2>B against A</h2><p class=\"note\">Cells paired by (task, seed) within an agent and condition; delta = mean "
         "pass(B) − pass(A) over pairs whose two cells were admitted, 95 % interval from a task-cluster bootstrap; exact "
         "McNemar on the discordant pairs (A only: A passed, B failed; B only: the reverse). Pass and damage rates are over "
         f"the same admitted pairs; ITT counts a discarded cell as a failure. |delta| below {c.min_effect:.2f} is labelled "
         f"noise.</p>{table}",
-        f"<p id=\"unpaired\" class=\"note\">{_e(_unpaired_line(c))}</p>",
+        f"<p id=\"unpaired\" class=\"note\">{escape(_unpaired_line(c))}</p>",
         "</body></html>"])
 
 

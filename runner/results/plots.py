@@ -15,8 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
-from runner.protocols.coding import BASELINE, FLOOR  # noqa: E402
-from runner.results.analysis import Analysis  # noqa: E402
+from runner.results.analysis import BASELINE, FLOOR, Analysis  # noqa: E402
 
 DPI = 110
 ITT_COLOUR, PP_COLOUR, NOISE_COLOUR, DIAGNOSTIC_COLOUR = "#888888", "#1f5fa8", "#e8e8e8", "#b35806"
@@ -31,7 +30,7 @@ class Plot:
     png: bytes
 
 
-def _png(fig) -> bytes:
+def png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
@@ -42,7 +41,7 @@ def _empty(message: str) -> bytes:
     fig, ax = plt.subplots(figsize=(6, 1.2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, color="#555555")
-    return _png(fig)
+    return png(fig)
 
 
 def axes_order(a: Analysis) -> tuple[list[str], list[str], list[str]]:
@@ -83,7 +82,7 @@ def success_plot(a: Analysis) -> Plot:
     fig.tight_layout()
     return Plot("success", "Success by arm and condition",
                 "Bar chart: per-protocol pass rate per arm with Wilson 95 % intervals, intention-to-treat as diamonds, "
-                "one panel per condition", _png(fig))
+                "one panel per condition", png(fig))
 
 
 def forest_plot(a: Analysis) -> Plot:
@@ -129,7 +128,7 @@ def forest_plot(a: Analysis) -> Plot:
     fig.legend(handles, [f"noise band ±{a.min_effect:.2f}", "ranked arm, 95 % CI", "diagnostic (never ranked)",
                          "below minimum effect"], loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
     fig.tight_layout()
-    return Plot("forest", title, alt, _png(fig))
+    return Plot("forest", title, alt, png(fig))
 
 
 Count = tuple[int, int]  # (numerator, denominator) of one heatmap cell
@@ -161,7 +160,7 @@ def _heatmap(a: Analysis, arms: list[str], counts: dict[tuple[str, str, str], Co
         ax.spines[:].set_visible(False)
     axes[-1][0].set_xlabel("condition")
     fig.colorbar(image, ax=[row[0] for row in axes], fraction=0.04, label=colour_label)
-    return _png(fig)
+    return png(fig)
 
 
 def detector_damage_plot(a: Analysis) -> Plot:
@@ -214,7 +213,7 @@ def discard_plot(a: Analysis) -> Plot:
     ax.set_xlabel("discarded cells")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(3, len(reasons)), frameon=False, fontsize=8)
-    return Plot("discards", title, alt, _png(fig))
+    return Plot("discards", title, alt, png(fig))
 
 
 def cost_plot(a: Analysis) -> Plot:
@@ -246,7 +245,7 @@ def cost_plot(a: Analysis) -> Plot:
     ax.grid(color="#eeeeee", lw=0.6)
     if len(agents) > 1:
         ax.legend(frameon=False)
-    return Plot("cost", title, alt, _png(fig))
+    return Plot("cost", title, alt, png(fig))
 
 
 def all_plots(a: Analysis) -> list[Plot]:

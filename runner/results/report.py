@@ -6,8 +6,6 @@ style sheet is inline, so the file can be mailed or archived with the run and st
 """
 
 import base64
-import html
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,10 +13,10 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from runner.protocols.coding import BASELINE, FLOOR
-from runner.results.analysis import (OUTCOMES, TOKEN_CLASSES, Analysis, Contrast, PairedStat, ScoredPrediction, analyse,
+from runner.results.analysis import (BASELINE, FLOOR, OUTCOMES, TOKEN_CLASSES, Analysis, Contrast, PairedStat, ScoredPrediction, analyse,
                        fmt_rate, score_predictions)
 from runner.errors import UserError
+from runner.results.page import CSS, digests_table, escape, html_table, write_page
 from runner.plan.prereg import append_results, load_prereg
 from runner.exec.run import resolve_run_dir
 
@@ -246,20 +244,6 @@ def _token_table(a: Analysis) -> Table:
 
 # ---------------------------------------------------------------- HTML
 
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d1d1f;margin:24px auto;max-width:1280px;padding:0 18px}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
-.meta{color:#555}.row{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start}.row>div{flex:0 1 auto;min-width:0}
-table{border-collapse:collapse;font-size:12.5px;margin:6px 0}th,td{padding:3px 8px;border-bottom:1px solid #e6e6e6;text-align:left;vertical-align:top}
-th{background:#f3f4f6;position:sticky;top:0}td{white-space:nowrap}td.wrap{white-space:normal;min-width:14em}
-td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr:nth-child(even) td{background:#fafafa}.positive{color:#1a7f37;font-weight:600}.negative{color:#b42318;font-weight:600}.noise{color:#777}
-.confirmed{color:#1a7f37;font-weight:600}.refuted{color:#b42318;font-weight:600}.inconclusive{color:#9a6700;font-weight:600}
-figure{margin:14px 0 22px}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#555;font-size:12.5px}
-code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}details{margin:8px 0}
-.note{color:#555;font-size:12.5px}.bad{color:#b42318}
-"""
-
 # Marks each figure with the size the browser decoded, and says so on the page when a plot
 # did not decode, instead of leaving a blank frame.
 SCRIPT = """
@@ -276,36 +260,6 @@ window.addEventListener('load', function () {
 """
 
 
-def _e(value) -> str:
-    return html.escape(str(value))
-
-
-def protocol_page_head(kind: str, title: str, run_id: str, lock: dict, count: str, flags: list[str]) -> str:
-    """The opening of a protocol's own page: title, the run's identity, what it ran, and its flags."""
-    grid = lock.get("grid", {})
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid {_e(kind)} report {_e(run_id)}</title>"
-            f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style></head><body>"
-            f"<h1>memgrid {_e(title)} report: run <code id=\"run-id\">{_e(run_id)}</code></h1>"
-            f"<p class=\"meta\">created {_e(lock.get('created_at', '?'))} · git {_e((lock.get('git_commit') or 'unknown')[:12])} · "
-            f"agents {_e(', '.join(grid.get('agents', [])))} · arms {_e(', '.join(grid.get('arms', [])))} · {_e(count)}</p>"
-            "<h2>Flags</h2>" + (f"<ul id=\"flags\">{''.join(flags)}</ul>" if flags else "<p id=\"flags\">none</p>"))
-
-
-def _table(headers: list[str], rows: list[list], numeric: set[int] = frozenset(), table_id: str = "") -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = []
-    for row in rows:
-        cells = []
-        for i, cell in enumerate(row):
-            raw = isinstance(cell, tuple)  # (html, css class): already escaped by the caller
-            text, cls = cell if raw else (_e(cell), "")
-            classes = " ".join(x for x in ("n" if i in numeric else "", cls) if x)
-            cells.append(f"<td class=\"{classes}\">{text}</td>" if classes else f"<td>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    ident = f' id="{table_id}"' if table_id else ""
-    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
 def _contrast_html(rows: list[Contrast], table_id: str) -> str:
     """Diagnostic rows also say what their difference measures (headroom, access gap ...)."""
     diagnostic = any(c.kind == "diagnostic" for c in rows)
@@ -315,42 +269,42 @@ def _contrast_html(rows: list[Contrast], table_id: str) -> str:
     for c in rows:
         label = c.pp.label or "–"
         body.append([c.agent, c.condition, c.name, *([c.measures] if diagnostic else []), c.pp.pairs, c.pp.tasks,
-                     _delta(c.pp), _p(c.pp), (_e(label), label if c.pp.label else ""), _delta(c.itt),
-                     (_e(c.pp.reason or ""), "wrap")])
+                     _delta(c.pp), _p(c.pp), (escape(label), label if c.pp.label else ""), _delta(c.itt),
+                     (escape(c.pp.reason or ""), "wrap")])
     first = 4 if diagnostic else 3
-    return _table(headers, body, numeric={first, first + 1}, table_id=table_id)
+    return html_table(headers, body, numeric={first, first + 1}, table_id=table_id)
 
 
 def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
     from runner.results.plots import all_plots
 
     lock, grid = a.lock, a.lock.get("grid", {})
-    parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid report {_e(a.run_id)}</title>"
+    parts = [f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>memgrid report {escape(a.run_id)}</title>"
              f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><style>{CSS}</style></head><body>",
-             f"<h1>memgrid report: run <code id=\"run-id\">{_e(a.run_id)}</code></h1>",
-             f"<p class=\"meta\">created {_e(lock.get('created_at', '?'))} · git {_e((lock.get('git_commit') or 'unknown')[:12])} · "
-             f"memgrid {_e(lock.get('versions', {}).get('memgrid', '?'))} · {a.cells} finished cells of {_e(lock.get('cells', '?'))} planned · "
+             f"<h1>memgrid report: run <code id=\"run-id\">{escape(a.run_id)}</code></h1>",
+             f"<p class=\"meta\">created {escape(lock.get('created_at', '?'))} · git {escape((lock.get('git_commit') or 'unknown')[:12])} · "
+             f"memgrid {escape(lock.get('versions', {}).get('memgrid', '?'))} · {a.cells} finished cells of {escape(lock.get('cells', '?'))} planned · "
              f"minimum effect {a.min_effect:.2f} · bootstrap {a.resamples:,} task resamples, seed {a.seed}</p>"]
 
     for stop in lock.get("budget_stops", []):
-        parts.append(f"<p class=\"bad budget-stop\">stopped at its budget at {_e(stop['at'])}: {_e(stop['detail'])}</p>")
-    parts += [f"<p class=\"bad unisolated\">{_e(line)}</p>" for line in unisolated_lines(lock)]
-    parts.append("<h2>Grid</h2>" + _table(["field", "value"], [
+        parts.append(f"<p class=\"bad budget-stop\">stopped at its budget at {escape(stop['at'])}: {escape(stop['detail'])}</p>")
+    parts += [f"<p class=\"bad unisolated\">{escape(line)}</p>" for line in unisolated_lines(lock)]
+    parts.append("<h2>Grid</h2>" + html_table(["field", "value"], [
         ["agents", ", ".join(grid.get("agents", []))], ["arms", ", ".join(grid.get("arms", []))],
-        ["conditions", ", ".join(grid.get("conditions", []))], ["tasks", (_e(", ".join(grid.get("tasks", []))), "wrap")],
+        ["conditions", ", ".join(grid.get("conditions", []))], ["tasks", (escape(", ".join(grid.get("tasks", []))), "wrap")],
         ["seeds", grid.get("seeds", "?")], ["network", grid.get("network", "?")], ["model", grid.get("model") or "none"]],
         table_id="grid"))
 
-    headline = _table(["agent", "arm", "condition", "cells", "admitted", "ITT pass [Wilson 95 %]", "PP pass [Wilson 95 %]",
+    headline = html_table(["agent", "arm", "condition", "cells", "admitted", "ITT pass [Wilson 95 %]", "PP pass [Wilson 95 %]",
                        "agent ended with an error (scored)"],
                       [[g.agent, g.arm, g.condition, g.cells, g.admitted, fmt_rate(g.itt), fmt_rate(g.pp), g.agent_errors]
                        for g in a.groups],
                       numeric={3, 4, 7}, table_id="headline")
     discard_rows = _discards_by_arm(a)
-    discards = (_table(["agent", "arm", "reason", "cells"], [list(r) for r in discard_rows], numeric={3}, table_id="discards")
+    discards = (html_table(["agent", "arm", "reason", "cells"], [list(r) for r in discard_rows], numeric={3}, table_id="discards")
                 if discard_rows else '<p id="discards">none: every finished cell was admitted</p>')
     error_rows = _agent_errors_by_arm(a)
-    errors = (_table(["agent", "arm", "admitted", "agent ended with an error", "how"], [list(r) for r in error_rows],
+    errors = (html_table(["agent", "arm", "admitted", "agent ended with an error", "how"], [list(r) for r in error_rows],
                      numeric={2, 3}, table_id="agent-errors")
               if error_rows else '<p id="agent-errors">none: every admitted agent finished without error</p>')
     parts.append("<h2>Headline: intention-to-treat beside per-protocol</h2>"
@@ -363,8 +317,8 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
     parts.append("<h2>Figures</h2>")
     for plot in all_plots(a):
         data = base64.b64encode(plot.png).decode()
-        parts.append(f"<figure class=\"plot\" id=\"plot-{plot.id}\"><img id=\"img-{plot.id}\" alt=\"{_e(plot.alt)}\" "
-                     f"src=\"data:image/png;base64,{data}\"><figcaption>{_e(plot.title)}</figcaption></figure>")
+        parts.append(f"<figure class=\"plot\" id=\"plot-{plot.id}\"><img id=\"img-{plot.id}\" alt=\"{escape(plot.alt)}\" "
+                     f"src=\"data:image/png;base64,{data}\"><figcaption>{escape(plot.title)}</figcaption></figure>")
 
     parts.append(f"<h2>Contrasts against {BASELINE}</h2><p class=\"note\">Cells paired by (task, seed) within an agent and "
                  "condition; delta = mean pass(arm) − pass(baseline) over admitted pairs, 95 % interval from a task-cluster "
@@ -373,22 +327,22 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
     parts.append("<h2>Diagnostic contrasts (never ranked)</h2>")
     parts.append(_contrast_html(a.diagnostics, "diagnostics") if a.diagnostics else "<p>none</p>")
     if a.omitted:
-        parts.append("<ul id=\"omitted\">" + "".join(f"<li>omitted <code>{_e(o.name)}</code>: {_e(o.reason)}</li>"
+        parts.append("<ul id=\"omitted\">" + "".join(f"<li>omitted <code>{escape(o.name)}</code>: {escape(o.reason)}</li>"
                                                     for o in a.omitted) + "</ul>")
 
     conditions, damage_rows = _damage_matrix(a)
     parts.append("<h2>Damage detector by condition</h2><p class=\"note\">damaged / admitted cells: the task's damage "
                  "detector found the condition's wrong rule (stale, rival or another subsystem's) in the artifact. "
                  "Never pooled across conditions.</p>")
-    parts.append(_table(["agent", "arm", *conditions], [[agent, arm, *cells] for agent, arm, cells in damage_rows],
+    parts.append(html_table(["agent", "arm", *conditions], [[agent, arm, *cells] for agent, arm, cells in damage_rows],
                         table_id="damage"))
     conditions, harm_rows = _harm_matrix(a)
     parts.append(f"<h2>Harm against {FLOOR} by condition</h2><p class=\"note\">harmed = an admitted cell failing where "
                  f"the paired {FLOOR} cell solved; net = (harmed − helped) / admitted pairs. Where {FLOOR} never solves, "
                  f"harm is 0 whatever the damage detector saw. Never pooled across conditions.</p>")
-    parts.append(_table(["agent", "arm", *conditions], [[agent, arm, *cells] for agent, arm, cells in harm_rows], table_id="harm")
+    parts.append(html_table(["agent", "arm", *conditions], [[agent, arm, *cells] for agent, arm, cells in harm_rows], table_id="harm")
                  if harm_rows else f"<p id=\"harm\">no {FLOOR} arm in this run: harm against {FLOOR} is undefined</p>")
-    parts.append("<h3>Outcome classes (admitted cells)</h3>" + _table(
+    parts.append("<h3>Outcome classes (admitted cells)</h3>" + html_table(
         ["agent", "arm", "condition", *OUTCOMES, "unscored"],
         [[g.agent, g.arm, g.condition, *[g.outcomes.get(k, 0) for k in OUTCOMES], g.outcomes.get("unscored", 0)] for g in a.groups],
         numeric=set(range(3, 4 + len(OUTCOMES))), table_id="outcomes"))
@@ -401,57 +355,35 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
     parts.append("<h2>Costs</h2><p class=\"note\">Every finished cell, admitted or not. \"not observed\" means no cell "
                  "reported that token class (no model, or the agent does not report usage), never zero."
                  + (" The CLI USD column is the agent CLI's own figure, not verified against prices." if a.has_cli_cost else "")
-                 + "</p>" + _table(cost_headers, cost_rows, numeric=set(range(2, len(cost_headers))), table_id="costs"))
+                 + "</p>" + html_table(cost_headers, cost_rows, numeric=set(range(2, len(cost_headers))), table_id="costs"))
     if a.ingest:
         parts.append("<h3>Ingest per arm</h3><p class=\"note\">Each arm's own write path, once per condition and seed, "
                      "before any cell; every cell of that store receives the same frozen copy. From the store reports under "
                      "<code>stores/</code>, also in run.json's <code>stores</code>. Documents are what the product holds when "
                      "read back, not what was sent.</p>"
-                     + _table(INGEST_HEADERS, [_ingest_cells(i) for i in a.ingest], numeric=set(range(1, len(INGEST_HEADERS))),
+                     + html_table(INGEST_HEADERS, [_ingest_cells(i) for i in a.ingest], numeric=set(range(1, len(INGEST_HEADERS))),
                               table_id="ingest"))
 
     if a.budget_exhausted:
         parts.append("<h2>Sessions stopped at a cap</h2><p class=\"note\">error_class budget_exhausted: the session "
                      "reached the grid's or the task's limits (max_turns, max_output_tokens); the cell is scored as it "
-                     "ended, and counted here.</p>" + _table(["agent", "arm", "condition", "cells"],
+                     "ended, and counted here.</p>" + html_table(["agent", "arm", "condition", "cells"],
                                                              [list(r) for r in a.budget_exhausted], numeric={3},
                                                              table_id="budget-exhausted"))
     if scored:
-        parts.append("<h2>Preregistered predictions</h2>" + _table(
+        parts.append("<h2>Preregistered predictions</h2>" + html_table(
             ["id", "prediction", "contrast", "condition", "agent", "expect", "verdict", "why"],
-            [[s.id, (_e(s.text), "wrap"), s.contrast, s.condition, s.agent, s.expect, (_e(s.verdict), s.verdict),
-              (_e(s.why), "wrap")] for s in scored],
+            [[s.id, (escape(s.text), "wrap"), s.contrast, s.condition, s.agent, s.expect, (escape(s.verdict), s.verdict),
+              (escape(s.why), "wrap")] for s in scored],
             table_id="predictions"))
 
-    parts.append("<h2>Digests (from run.json)</h2>" + _digests(lock))
+    parts.append("<h2>Digests (from run.json)</h2>" + digests_table(lock))
     parts.append(f"<script>{SCRIPT}</script></body></html>")
     return "\n".join(parts)
 
 
-def _digests(lock: dict) -> str:
-    rows = []
-    for kind, entries in sorted(lock.get("inputs", {}).items()):
-        for name, digest in sorted(entries.items()):
-            rows.append([kind, name, (f"<span class=\"mono\">{_e(digest)}</span>", "")])
-    for role, tag in sorted(lock.get("image_tags", {}).items()):
-        rows.append(["image tag", role, (f"<span class=\"mono\">{_e(tag)}</span>", "")])
-    for name, ref in sorted(lock.get("arm_images", {}).items()):
-        rows.append(["arm image", name, (f"<span class=\"mono\">{_e(ref.get('tag'))} {_e(ref.get('id'))}</span>", "")])
-    for name, ins in sorted(lock.get("instructions", {}).items()):
-        rows.append(["instructions", name, (f"<span class=\"mono\">{_e(ins.get('sha256'))}</span> ({_e(ins.get('bytes'))} bytes)", "")])
-    return f"<details open><summary>{len(rows)} digests</summary>{_table(['kind', 'name', 'digest'], rows, table_id='digests')}</details>"
-
-
 def write_html(a: Analysis, path: Path, scored: list[ScoredPrediction] = ()) -> Path:
     return write_page(path, render_html(a, scored))
-
-
-def write_page(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)  # a reader never sees half a page
-    return path
 
 
 # ---------------------------------------------------------------- preregistration

@@ -143,11 +143,9 @@ class DaskExecutor(Executor):
     name = "dask"
 
     def __init__(self, ctx, client: Client, admitted: dict[str, Node], log):
-        from runner.protocols.registry import protocol_of
-
         self.ctx, self.client, self.log = ctx, client, log
         self.nodes_by_address = admitted
-        project, self.project_digest = project_archive(ctx.root or project_root(), protocol_of(ctx).reads)
+        project, self.project_digest = project_archive(ctx.root or project_root(), ctx.protocol.reads)
         for address, error in client.run(receive_project, self.project_digest, project, workers=list(admitted),
                                          on_error="return").items():
             if isinstance(error, BaseException):
@@ -171,9 +169,7 @@ class DaskExecutor(Executor):
 
     @classmethod
     def open(cls, ctx, settings: ExecutorSettings, cells: list) -> "DaskExecutor":
-        from runner.protocols.registry import protocol_of
-
-        cls.check(settings, protocol_of(ctx).name, "--executor")
+        cls.check(settings, ctx.protocol.name, "--executor")
         try:
             client = Client(settings.scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as e:

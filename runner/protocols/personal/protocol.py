@@ -36,7 +36,7 @@ from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
 from runner.errors import SpecError, UserError
 from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failure, harness_step, new_row, now,
-                               run_phase, session_fields, write_json)
+                               run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
@@ -303,7 +303,7 @@ class PersonalProtocol(Protocol):
             t = time.monotonic()
             s = run_phase(ctx, replace(cell, agent=ANSWERER_READER), PhaseSpec(
                 "search", SEARCH_PROMPT, b_search, cell_dir / "search", SEARCH_SECONDS, channel, export=None), attempt)
-            s.remover.join(timeout=60)
+            wait_for_removals([s.remover])
             step("search", t)
             proofs.extend({"phase": "search", **p} for p in s.decision.as_json())
             phases["search"] = {"admitted": s.decision.admitted, "discard_reason": s.decision.discard_reason,
@@ -328,7 +328,7 @@ class PersonalProtocol(Protocol):
             a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
                                                a_channel, export=None, required_paths=(), arm=ISOLATED,
                                                pre_session=lambda sandbox: [isolation_proof(sandbox)]), attempt)
-            a.remover.join(timeout=60)
+            wait_for_removals([a.remover])
             step("answer", t)
             proofs.extend({"phase": "answer", **p} for p in a.decision.as_json())
             phases["answer"] = {"admitted": a.decision.admitted, "discard_reason": a.decision.discard_reason,

@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from runner.protocols.personal.analysis import NOT_COMPARABLE, panel_table, published_table, table  # noqa: E402
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
-from runner.results.plots import _png  # noqa: E402
-from runner.results.report import _digests, _e, _table, protocol_page_head  # noqa: E402
+from runner.results.plots import png  # noqa: E402
+from runner.results.page import digests_table, escape, html_table, protocol_page_head  # noqa: E402
 
 
 def fama_plot(summary: list[dict]) -> bytes:
@@ -36,13 +36,13 @@ def fama_plot(summary: list[dict]) -> bytes:
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean FAMA (95 % over persons)")
     ax.legend(fontsize=7, loc="upper right")
-    return _png(fig)
+    return png(fig)
 
 
 def render(run_id: str, lock: dict, summary: list[dict]) -> str:
     columns, lines = table(summary)
     p_columns, p_lines = published_table(summary)
-    flags = [f"<li><b>{_e(s['agent'])} x {_e(s['arm'])} ({_e(s['horizon'])})</b>: {_e(f)}</li>"
+    flags = [f"<li><b>{escape(s['agent'])} x {escape(s['arm'])} ({escape(s['horizon'])})</b>: {escape(f)}</li>"
              for s in summary for f in s["flags"]]
     png = base64.b64encode(fama_plot(summary)).decode()
     return "".join([
@@ -55,20 +55,20 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         "'rec': FAMA of remembering, reasoning and recommending questions. 'evid': the share of the records "
         "stating the current facts that the search released to the answer. 'viol' (violations): record ids the search "
         "returned that are not the person's records up to the cutoff (dropped, never shown to the answerer).</p>",
-        _table(columns, lines, table_id="personal"),
+        html_table(columns, lines, table_id="personal"),
         f"<figure><img alt=\"mean FAMA by horizon per agent x arm, 95 % bootstrap intervals over persons\" "
         f"src=\"data:image/png;base64,{png}\"></figure>",
         "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
-        _table(p_columns, p_lines, table_id="published"), f"<p>{_e(NOT_COMPARABLE)}</p>",
-        "<h2>Judges</h2>" + _panel(summary, lock) + f"<pre>{_e(JUDGES_DOC)}</pre>",
-        "<h2>Digests</h2>" + _digests(lock), "</body></html>"])
+        html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(NOT_COMPARABLE)}</p>",
+        "<h2>Judges</h2>" + _panel(summary, lock) + f"<pre>{escape(JUDGES_DOC)}</pre>",
+        "<h2>Digests</h2>" + digests_table(lock), "</body></html>"])
 
 
 def _panel(summary: list[dict], lock: dict) -> str:
     judges = lock.get("judges", {})
     if not judges.get("models"):
-        return f"<p>Deterministic panel: {_e(', '.join(judges.get('deterministic', [])))}.</p>"
+        return f"<p>Deterministic panel: {escape(', '.join(judges.get('deterministic', [])))}.</p>"
     columns, lines = panel_table(summary)
-    return (f"<p>Model panel: {_e(', '.join(judges['models']))}; prompt sha256 <code>{_e(judges['prompt_sha256'])}</code>; "
-            f"the deterministic panel ({_e(', '.join(judges.get('deterministic', [])))}) judged every criterion too.</p>"
-            + _table(columns, lines, table_id="panel") + f"<pre>{_e(judges.get('prompt', ''))}</pre>")
+    return (f"<p>Model panel: {escape(', '.join(judges['models']))}; prompt sha256 <code>{escape(judges['prompt_sha256'])}</code>; "
+            f"the deterministic panel ({escape(', '.join(judges.get('deterministic', [])))}) judged every criterion too.</p>"
+            + html_table(columns, lines, table_id="panel") + f"<pre>{escape(judges.get('prompt', ''))}</pre>")

@@ -31,7 +31,7 @@ from runner.env.archive import Entry, pack
 from runner.env.bundle import Bundle, arm_instructions, bundle_of, tree_entries
 from runner.errors import SpecError
 from runner.exec.trial import (PhaseSpec, StepResult, TrialContext, agent_config, cell_failure, harness_step, new_row,
-                               now, run_phase, session_fields, write_json)
+                               now, run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
 from runner.plan.grid import CellSpec
@@ -358,7 +358,7 @@ class PlantedProtocol(Protocol):
                                                          spec, bound, run_id=ctx.run_id, cell_id=cell.cell_id,
                                                          limits=ctx.limits)
             finally:
-                session.remover.join(timeout=60)
+                wait_for_removals([session.remover])
             took("check", t)
             (cell_dir / "checker.log").write_text(log)
             checker = (grade or {}).get("checker") or {}

@@ -10,8 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from runner.protocols.planted.analysis import table  # noqa: E402
-from runner.results.plots import _png  # noqa: E402
-from runner.results.report import _digests, _e, _table, protocol_page_head  # noqa: E402
+from runner.results.plots import png  # noqa: E402
+from runner.results.page import digests_table, escape, html_table, protocol_page_head  # noqa: E402
 
 
 def pass_rate_plot(summary: list[dict]) -> bytes:
@@ -30,12 +30,12 @@ def pass_rate_plot(summary: list[dict]) -> bytes:
         mui = s["mui"]["mui"]
         ax.set_title(f"{s['agent']} x {s['arm']}\nMUI {'-' if mui is None else f'{mui:.2f}'}"
                      + (" - FLAGGED" if s["flags"] else ""), fontsize=10, color="#b00020" if s["flags"] else "black")
-    return _png(fig)
+    return png(fig)
 
 
 def render(run_id: str, lock: dict, summary: list[dict]) -> str:
     columns, lines = table(summary)
-    flags = [f"<li><b>{_e(s['agent'])} x {_e(s['arm'])}</b>: {_e(f)}</li>" for s in summary for f in s["flags"]]
+    flags = [f"<li><b>{escape(s['agent'])} x {escape(s['arm'])}</b>: {escape(f)}</li>" for s in summary for f in s["flags"]]
     png = base64.b64encode(pass_rate_plot(summary)).decode()
     return "".join([
         protocol_page_head("planted", "planted-memory", run_id, lock, f"seeds {lock.get('grid', {}).get('seeds', '?')}", flags),
@@ -45,7 +45,7 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         "run failed, else a cost saving when one used at least 1.5x its tokens. Lane delta: SR(on) - SR(ablate:lane); "
         "ablate:all - off is a harness check, expected near 0. Echo (the artifact repeats 8 words of a memory) is a "
         "reference number only.</p>",
-        _table(columns, lines, table_id="planted"),
+        html_table(columns, lines, table_id="planted"),
         f"<figure><img alt=\"pass rate by condition per agent x arm, Wilson 95 % intervals\" "
         f"src=\"data:image/png;base64,{png}\"></figure>",
-        "<h2>Digests</h2>" + _digests(lock), "</body></html>"])
+        "<h2>Digests</h2>" + digests_table(lock), "</body></html>"])

@@ -27,8 +27,8 @@ from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.errors import SpecError
-from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_memory, cell_failure, new_row,
-                               now, run_phase, session_fields, write_json)
+from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failure, cell_memory, new_row, now,
+                               run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
@@ -186,7 +186,7 @@ class TwoSessionProtocol(Protocol):
                                                 AGENT_SECONDS, reader_channel(case, "step1"), export=None,
                                                 snapshot_store=has_store, writes=True,
                                                 model_script=model_script(case, arm, "step1")), attempt)
-            s1.remover.join(timeout=60)
+            wait_for_removals([s1.remover])
             if not has_store:
                 s1.store, s1.store_digest = (), sha256_bytes(pack([]))
             proofs.extend({"phase": "step1", **p} for p in s1.decision.as_json())
@@ -227,7 +227,7 @@ class TwoSessionProtocol(Protocol):
                                                 AGENT_SECONDS, reader_channel(case, "step2"), export=None,
                                                 pre_session=scrubbed, writes=True,
                                                 model_script=model_script(case, arm, "step2")), attempt)
-            s2.remover.join(timeout=60)
+            wait_for_removals([s2.remover])
             proofs.extend({"phase": "step2", **p} for p in s2.decision.as_json())
             phases["step2"] = {"admitted": s2.decision.admitted, "discard_reason": s2.decision.discard_reason,
                                "bundle_digest": b2.digest, "store_in_digest": s1.store_digest,

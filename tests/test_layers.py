@@ -1,0 +1,128 @@
+"""The runner's imports run one way: no module reaches, even from inside a function, a module that reaches it back.
+
+Built from the source (ast), so an import inside a function counts as much as one at the top; `test_imports.py`
+imports each module alone, which a cycle does not break. Also: no name with a leading underscore is imported
+from another package (what another package needs is public), and results/ reads a protocol only through the
+registry (the seam), never a protocol's own module.
+"""
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def module_files(root: Path) -> dict[str, Path]:
+    files = {}
+    for path in sorted((root / "runner").rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if "scaffold" in parts or "stubs" in parts:  # templates and sandbox scripts, not modules of the package
+            continue
+        files[".".join(parts).removesuffix(".__init__")] = path
+    return files
+
+
+def imports(root: Path) -> dict[str, dict[str, list[tuple[int, str]]]]:
+    """module -> imported runner module -> [(line, name imported)], every import statement anywhere in the file."""
+    files = module_files(root)
+    graph: dict[str, dict[str, list[tuple[int, str]]]] = {m: {} for m in files}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            found: list[tuple[str, str]] = []
+            if isinstance(node, ast.Import):
+                found = [(a.name, "") for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(parent + ([node.module] if node.module else []))
+                # `from runner.env import netguard` imports the module runner.env.netguard
+                found = [(f"{base}.{a.name}", a.name) if f"{base}.{a.name}" in files else (base, a.name)
+                         for a in node.names]
+            for target, name in found:
+                if target in files and target != module:
+                    graph[module].setdefault(target, []).append((node.lineno, name))
+    return graph
+
+
+def cycles(graph: dict[str, dict]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each as a list of module names."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def describe(component: list[str], graph: dict[str, dict]) -> str:
+    edges = [f"  {a} -> {b} (line {graph[a][b][0][0]})" for a in component for b in sorted(graph[a]) if b in component]
+    return f"a cycle of {len(component)} modules:\n" + "\n".join(edges)
+
+
+def test_no_import_cycle_among_runner_modules():
+    graph = imports(REPO)
+    assert len(graph) > 50 and "runner.exec.trial" in graph["runner.protocols.coding"], "the import graph was not read"
+    found = cycles(graph)
+    print(f"{len(found)} cycles among {len(graph)} modules")
+    assert not found, "\n".join(describe(c, graph) for c in found)
+
+
+def test_the_cycle_test_names_a_cycle_it_is_shown(tmp_path):
+    """The check can fail: a function-level import that closes a loop of three modules is found and named."""
+    package = tmp_path / "runner" / "a"
+    package.mkdir(parents=True)
+    (tmp_path / "runner" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "one.py").write_text("from runner.a.two import x\n")
+    (package / "two.py").write_text("from runner.a import three\nx = 1\n")
+    (package / "three.py").write_text("def late():\n    from runner.a.one import x\n    return x\n")
+    (package / "four.py").write_text("from runner.a.one import x\n")
+    graph = imports(tmp_path)
+    found = cycles(graph)
+    assert found == [["runner.a.one", "runner.a.three", "runner.a.two"]]
+    assert "runner.a.three -> runner.a.one (line 2)" in describe(found[0], graph)
+
+
+def test_no_private_name_is_imported_from_another_package():
+    graph = imports(REPO)
+    crossing = [f"{m} imports {name} from {target} (line {line})"
+                for m, targets in graph.items() for target, names in targets.items()
+                for line, name in names
+                if name.startswith("_") and not name.startswith("__")
+                and m.split(".")[:2] != target.split(".")[:2]]
+    assert not crossing, "\n".join(crossing)
+
+
+def test_results_read_protocols_only_through_the_registry():
+    graph = imports(REPO)
+    reached = [f"{m} imports {target}" for m, targets in graph.items() if m.startswith("runner.results.")
+               for target in targets
+               if target.startswith("runner.protocols.") and target not in ("runner.protocols.registry", "runner.protocols.base")]
+    assert not reached, "\n".join(reached)
