@@ -9,8 +9,9 @@ GRID_ARGS ?=
 PYTEST_ARGS ?=
 # Test files run on this many pytest workers at once (pytest-xdist), each file whole on one worker so its
 # module-scoped fixtures (a cluster, a run several tests read) are set up once. On 2 cores two workers took CI's
-# suite from 2816 s to 1981 s (the engine's waits overlap; beyond that the machine is CPU-bound); 1: one process.
-TEST_WORKERS ?= 2
+# suite from 2816 s to 1981 s (the engine's waits overlap); a third took Docker-heavy files from 208 s to 182 s,
+# the CPUs then 97% busy instead of 85%, and left the Docker-free ones as they were (163 s, 165 s); 1: one process.
+TEST_WORKERS ?= 3
 
 .PHONY: setup engine images grid test test-fast doctor clean
 

@@ -54,20 +54,29 @@ SEED = 0
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """All five conditions of seed 0 at full scale, built once for the session:
-    (settings, tasks, build_dir, digests, seconds)."""
-    import time
+def built(tmp_path_factory, worker_id):
+    """All five conditions of seed 0 at full scale, built once for the whole run: (settings, tasks, build_dir,
+    digests). Under pytest-xdist the workers share one build: the first to ask builds it under a lock, the
+    others wait and read it (each building its own cost every worker the same 12 s)."""
+    import json
 
     from runner.corpus.build import build, load_settings
+    from runner.hostlock import host_lock
     from runner.plan.spec import CONDITIONS, load_all_tasks
 
     settings = load_settings(REPO)
     tasks = list(load_all_tasks(REPO).values())
-    build_dir = tmp_path_factory.mktemp("corpus")
-    t0 = time.monotonic()
-    digests = build(settings, tasks, CONDITIONS, (SEED,), build_dir, log=lambda m: None)
-    return settings, tasks, build_dir, digests, time.monotonic() - t0
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the folder every worker's base temp folder sits in
+    build_dir, written = shared / "corpus", shared / "corpus-digests.json"
+    with host_lock(build_dir, "test-corpus"):
+        if not written.is_file():
+            digests = build(settings, tasks, CONDITIONS, (SEED,), build_dir, log=lambda m: None)
+            written.write_text(json.dumps(digests))
+    digests = {condition: {int(seed): d for seed, d in by_seed.items()}
+               for condition, by_seed in json.loads(written.read_text()).items()}
+    return settings, tasks, build_dir, digests
 
 
 @pytest.fixture(scope="session")

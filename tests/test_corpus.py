@@ -14,7 +14,7 @@ from conftest import REPO, SEED
 
 
 def cdir(built, condition):
-    settings, _, build_dir, _, _ = built
+    settings, _, build_dir, _ = built
     return settings.condition_dir(condition, SEED, build_dir)
 
 
@@ -39,7 +39,7 @@ def test_only_the_tasks_plants_differ_between_conditions(built):
 
 
 def test_names_reveal_no_role(built):
-    _, tasks, _, _, _ = built
+    _, tasks, _, _ = built
     for condition in CONDITIONS:
         for name in names(cdir(built, condition)):
             assert len(name) == 20 and all(c in "0123456789abcdef" for c in name)
@@ -88,7 +88,7 @@ def test_fresh_build_verifies_and_tampering_is_named(built, tmp_path):
 def test_fact_terms_stay_in_their_fact_documents(built, tmp_path):
     import shutil
 
-    _, tasks, _, _, _ = built
+    _, tasks, _, _ = built
     for condition in CONDITIONS:
         assert locus_findings(cdir(built, condition), tasks) == []
     copy = tmp_path / "copy"
@@ -100,7 +100,7 @@ def test_fact_terms_stay_in_their_fact_documents(built, tmp_path):
 
 
 def test_rebuild_matches_the_committed_digests(built):
-    settings, tasks, _, digests, _ = built
+    settings, tasks, _, digests = built
     committed = yaml.safe_load(settings.digests_path.read_text())
     assert committed["generator_digest"] == corpus_mod.generator_digest(settings, tasks), \
         "the generator or its inputs changed: run 'memgrid corpus build' and commit corpus/digests.yaml"
@@ -109,7 +109,7 @@ def test_rebuild_matches_the_committed_digests(built):
 
 
 def test_bm25_does_not_saturate(built):
-    settings, tasks, build_dir, _, _ = built
+    settings, tasks, build_dir, _ = built
     results = probe(settings, tasks, ("present", "superseded", "contradictory"), (SEED,), build_dir)
     assert len(results) == 3 * len(tasks)
     hit10 = sum(r.hit(10) for r in results) / len(results)

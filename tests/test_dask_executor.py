@@ -370,8 +370,7 @@ def test_claude_code_cells_run_on_a_worker_as_on_the_local_executor(engine, imag
 # personal's persons are generated on the node (recall's build phase ingests them there).
 PHASED_GRIDS = {
     "two-session": {"name": "ts-dask", "protocol": "two-session", "cases": 1, "arms": ["bare", "recall"],
-                    "agents": ["reader"], "conditions": ["closing_balance", "month_debits", "counterparty_debits",
-                                                         "largest_debit_voucher", "nth_largest_debit_voucher"]},
+                    "agents": ["reader"], "conditions": ["closing_balance", "nth_largest_debit_voucher"]},
     "planted": {"name": "pl-dask", "protocol": "planted", "tasks": ["pl_bool_settings"], "arms": ["recall"],
                 "agents": ["reader"], "conditions": ["off", "on"]},
     "personal": {"name": "pe-dask", "protocol": "personal", "cases": 1, "arms": ["bare", "recall"], "agents": ["reader"],

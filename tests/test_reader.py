@@ -22,7 +22,7 @@ TASK = "slug_ids"
 
 @pytest.fixture
 def ctx(engine, images, built, tmp_path, run_id):
-    settings, _, build_dir, _, _ = built
+    settings, _, build_dir, _ = built
     return TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(REPO), load_all_arms(REPO),
                         MemorySource(settings, build_dir), protocol=CODING)
 
@@ -65,7 +65,7 @@ def test_fs_grep_puts_the_corpus_in_memory_and_never_exports_it(ctx, built, no_l
     cell = reader_cell("fs_grep", "present")
     row = run_cell(ctx, cell, 1)
     assert row.admitted
-    settings, _, build_dir, _, _ = built
+    settings, _, build_dir, _ = built
     documents = len(list((settings.condition_dir("present", SEED, build_dir) / "docs").glob("*.jsonl")))
     manifest = (ctx.run_dir / "cells" / cell.cell_id / "bundle.manifest").read_text().splitlines()
     assert sum(line.split("  ", 1)[1].startswith("memory/") for line in manifest) == documents

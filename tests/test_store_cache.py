@@ -106,7 +106,7 @@ def test_stores_move_between_machines_by_export_and_import_each_verified(project
 
 def test_a_second_run_takes_its_stores_from_the_cache_with_no_ingest(engine, images, built, tmp_path, run_id,
                                                                      monkeypatch):
-    settings, _, build_dir, _, _ = built
+    settings, _, build_dir, _ = built
     arm = load_all_arms(REPO)["recall"]
     recall = {"recall": ensure_arm_image(engine, arm.root, images.sandbox, log=lambda m: None)}
 
