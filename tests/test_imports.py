@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_layers import module_files
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Forks a child per module; the child imports it and exits 0, or prints the error's last line and exits 1.
@@ -33,13 +35,7 @@ print("imported", len(sys.argv) - 1 - failed, "of", len(sys.argv) - 1)
 
 
 def modules() -> list[str]:
-    found = []
-    for path in sorted((REPO / "runner").rglob("*.py")):
-        parts = path.relative_to(REPO).with_suffix("").parts
-        if "scaffold" in parts or "stubs" in parts:  # templates and sandbox scripts, not modules of the package
-            continue
-        found.append(".".join(parts).removesuffix(".__init__"))
-    return found
+    return list(module_files(REPO))
 
 
 def import_each(names: list[str], cwd: Path = REPO) -> subprocess.CompletedProcess:
