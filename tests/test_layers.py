@@ -110,19 +110,43 @@ def test_the_cycle_test_names_a_cycle_it_is_shown(tmp_path):
     assert "runner.a.three -> runner.a.one (line 2)" in describe(found[0], graph)
 
 
+def private_crossings(graph: dict[str, dict]) -> list[str]:
+    return [f"{m} imports {name} from {target} (line {line})"
+            for m, targets in graph.items() for target, names in targets.items()
+            for line, name in names
+            if name.startswith("_") and not name.startswith("__")
+            and m.split(".")[:2] != target.split(".")[:2]]
+
+
+def protocol_reaches(graph: dict[str, dict]) -> list[str]:
+    return [f"{m} imports {target}" for m, targets in graph.items() if m.startswith("runner.results.")
+            for target in targets
+            if target.startswith("runner.protocols.") and target not in ("runner.protocols.registry", "runner.protocols.base")]
+
+
 def test_no_private_name_is_imported_from_another_package():
-    graph = imports(REPO)
-    crossing = [f"{m} imports {name} from {target} (line {line})"
-                for m, targets in graph.items() for target, names in targets.items()
-                for line, name in names
-                if name.startswith("_") and not name.startswith("__")
-                and m.split(".")[:2] != target.split(".")[:2]]
+    crossing = private_crossings(imports(REPO))
     assert not crossing, "\n".join(crossing)
 
 
 def test_results_read_protocols_only_through_the_registry():
-    graph = imports(REPO)
-    reached = [f"{m} imports {target}" for m, targets in graph.items() if m.startswith("runner.results.")
-               for target in targets
-               if target.startswith("runner.protocols.") and target not in ("runner.protocols.registry", "runner.protocols.base")]
+    reached = protocol_reaches(imports(REPO))
     assert not reached, "\n".join(reached)
+
+
+def test_the_private_name_and_registry_checks_name_what_they_are_shown(tmp_path):
+    """Both checks can fail: a private name taken across packages (but not within one), and a results module
+    reaching a protocol's own module (but not the registry)."""
+    for folder, files in {"results": {"report.py": "from runner.protocols.coding import X\n"
+                                                   "from runner.protocols.registry import R\n"
+                                                   "from runner.results.plots import _p\n",
+                                      "plots.py": "_p = 1\n"},
+                          "protocols": {"coding.py": "from runner.results.plots import _p\nX = 1\n", "registry.py": "R = 1\n"}}.items():
+        (tmp_path / "runner" / folder).mkdir(parents=True)
+        (tmp_path / "runner" / folder / "__init__.py").write_text("")
+        for name, text in files.items():
+            (tmp_path / "runner" / folder / name).write_text(text)
+    (tmp_path / "runner" / "__init__.py").write_text("")
+    graph = imports(tmp_path)
+    assert private_crossings(graph) == ["runner.protocols.coding imports _p from runner.results.plots (line 1)"]
+    assert protocol_reaches(graph) == ["runner.results.report imports runner.protocols.coding"]
