@@ -158,8 +158,8 @@ def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are writ
 @images_app.command("build")
 def images_build():
     """Build base, sandbox and checker images, every arm's own image, the model sidecars' image and
-    the claude-code layer (the pinned CLI, fetched from the npm registry and checksum-verified) over
-    the sandbox and each arm image; only what changed is rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
+    the claude-code and codex layers (each a pinned CLI, fetched from the npm registry and checksum-verified)
+    over the sandbox and each arm image; only what changed is rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
     MEMGRID_BASE_SOURCE to force); Python packages are resolved on the host from pinned requirements."""
     from runner.env.engine import connect
     from runner.env.images import ensure_images
@@ -167,7 +167,7 @@ def images_build():
     from runner.env.images import arm_image_needed, ensure_arm_image
     from runner.plan.spec import load_all_arms
 
-    from runner.agents.claude_code import ensure_agent_image
+    from runner.agents.registry import cli_agents
     from runner.env.images import ensure_derived
 
     client = connect()
@@ -176,7 +176,8 @@ def images_build():
                 for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
     model = ensure_derived(client, "model", images.base, log=progress_log)
     embedder = ensure_derived(client, "embedder", images.base, log=progress_log)  # for arms with embedder: shared
-    agent_refs = [ensure_agent_image(client, base, log=progress_log) for base in (images.sandbox, *arm_refs)]
+    agent_refs = [agent.ensure_image(client, base, log=progress_log) for agent in cli_agents()
+                  for base in (images.sandbox, *arm_refs)]
     refs = [images.base, images.sandbox, images.checker, *arm_refs, model, embedder, *agent_refs]
     for ref in refs:
         console.print(f"{ref.role:24} {ref.tag:36} {ref.id[:19]}")
@@ -201,11 +202,12 @@ def grid(
     seeds: Optional[int] = typer.Option(None, min=1, help="Number of seeds 0..N-1 (overrides the spec)."),
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (overrides the spec)."),
     agent: Optional[str] = typer.Option(None, help="Run only this agent: floor, ceiling, reader (LLM-free), "
-                                                   "claude-code (the real Claude Code CLI), or one of the spec's "
+                                                   "claude-code (the real Claude Code CLI), codex (the real Codex CLI), or one of the spec's "
                                                    "command_agents."),
-    model: Optional[str] = typer.Option(None, help="The model claude-code runs on: 'scripted' (the shipped scripted model "
+    model: Optional[str] = typer.Option(None, help="The model claude-code and codex run on: 'scripted' (the shipped scripted model "
                                                    "server: offline, no spend, a wiring smoke before a paid run) or a real "
-                                                   "model id (needs ANTHROPIC_API_KEY and prices in the spec)."),
+                                                   "model id (needs ANTHROPIC_API_KEY for claude-code, OPENAI_API_KEY "
+                                                   "for codex, and prices in the spec)."),
     run_id: Optional[str] = typer.Option(None, help="Resume this run, or name a new one (default: timestamp-gridname)."),
     concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64,
                                     help="Cells in flight at once, and before them, stores ingested at once."),

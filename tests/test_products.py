@@ -314,7 +314,7 @@ def test_the_scripted_model_calls_and_reads_each_product_as_its_arm_declares():
     import importlib.machinery
     import importlib.util
 
-    from runner.agents.claude_code import build_script
+    from runner.agents.script import build_script
     from runner.plan.spec import load_all_arms, load_all_tasks
 
     loader = importlib.machinery.SourceFileLoader("model_server", str(REPO / "images/model/memgrid-model-server"))

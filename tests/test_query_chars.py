@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from conftest import REPO
-from runner.agents.claude_code import build_script, keywords, search_queries
+from runner.agents.script import build_script, keywords, search_queries
 from runner.arms.ingest import ingest
 from runner.corpus.build import load_settings, plant_documents, write_condition
 from runner.env.images import ensure_arm_image

@@ -66,7 +66,7 @@ def live_upstream(engine, images, run_id, monkeypatch):
     import tarfile
     import time
 
-    from runner.agents.claude_code import build_script
+    from runner.agents.script import build_script
     from runner.env.images import ensure_derived
     from runner.env.containers import RUN_LABEL
     from runner.plan.spec import load_all_arms, load_all_tasks

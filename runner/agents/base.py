@@ -157,4 +157,7 @@ class Agent:
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         raise NotImplementedError
 
+    def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:
+        """What the gateway's record of the session adds to the agent's own (a CLI that prints no tool list)."""
+
 

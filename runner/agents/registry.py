@@ -2,10 +2,17 @@
 
 from runner.agents.base import Agent, SessionSetup
 from runner.agents.claude_code import ClaudeCodeAgent
+from runner.agents.codex import CodexAgent
 from runner.agents.command import CommandAgent, CommandSpec
+from runner.agents.model_cli import ModelCliAgent
 from runner.agents.reference import CeilingAgent, FloorAgent, ReaderAgent
 
-AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ClaudeCodeAgent)}
+AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ClaudeCodeAgent, CodexAgent)}
+
+
+def cli_agents() -> list[type[ModelCliAgent]]:
+    """The agents that are real CLIs on a model, each with its own image layer."""
+    return [c for c in AGENTS.values() if issubclass(c, ModelCliAgent)]
 
 
 def agent_class(name: str, command_agents: dict[str, CommandSpec]) -> type[Agent]:

@@ -69,13 +69,14 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
         checks.append(Check(f"image arm {arm_dir.name}", ref is not None, ref.tag if ref else f"memgrid-arm-{arm_dir.name}",
                             "" if ref else "memgrid images build"))
     if sandbox is not None:
-        from runner.agents.claude_code import agent_image_tag, load_pin
+        from runner.agents.registry import cli_agents
 
-        pin = load_pin()
-        tag = agent_image_tag(sandbox, pin)
-        layer = find_image(client, tag)
-        checks.append(Check("image claude-code", layer is not None, f"{tag} (CLI {pin.version})",
-                            "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))
+        for agent in cli_agents():
+            pin = agent.load_pin()
+            tag = agent.image_tag(sandbox, pin)
+            layer = find_image(client, tag)
+            checks.append(Check(f"image {agent.name}", layer is not None, f"{tag} (CLI {pin.version})",
+                                "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))
     for name, path, free_gb in free_space(client, runs_dir):
         checks.append(Check(name, free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {path}",
                             "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})"))

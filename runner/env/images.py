@@ -572,8 +572,9 @@ def image_recipes(client, images: ImageSet, arm_dirs: list[Path]) -> dict[str, s
     recipes = {"base": base}
     for role in (*DERIVED, "model"):
         recipes[role] = sha256_json({"context": context_digest(IMAGES_DIR / role), "parent": base})
-    layer = IMAGES_DIR / "claude-code"  # its binary is named by the pin (checksums), not hashed again
-    recipes["claude-code"] = sha256_json({f: sha256_bytes((layer / f).read_bytes()) for f in ("Dockerfile", "pin.yaml")})
+    for agent in ("claude-code", "codex"):  # a CLI layer's binary is named by its pin (checksums), not hashed again
+        layer = IMAGES_DIR / agent
+        recipes[agent] = sha256_json({f: sha256_bytes((layer / f).read_bytes()) for f in ("Dockerfile", "pin.yaml")})
     for arm_dir in arm_dirs:
         recipes[f"arm:{Path(arm_dir).name}"] = sha256_json({"context": context_digest(Path(arm_dir)),
                                                             "parent": recipes["sandbox"]})

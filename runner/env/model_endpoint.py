@@ -1,11 +1,11 @@
-"""A claude-code cell's way to its model: an internal network of its own and two sidecars.
+"""A model agent's cell's way to its model: an internal network of its own and two sidecars.
 
     sandbox --(internal network)--> gateway --> scripted model server   (model 'scripted': no egress at all)
                                             \\-> the model provider       (a live model: the gateway alone
                                                                           also joins a bridge network)
 
 The gateway (images/model/memgrid-gateway) holds the API key, so the sandbox gets only a
-placeholder and never the key; it admits only the model upstream, plus, under the `allowlist`
+placeholder and never the key; it admits only the routes of the agent's model API (APIS) to the model upstream, plus, under the `allowlist`
 policy, HTTPS tunnels to the grid's allow_hosts. Both sidecars keep records (every request, the
 tools each offered the model, every egress decision) that are copied into the cell folder.
 """
@@ -30,19 +30,26 @@ from runner.env.sandbox import remove_network
 
 SCRIPTED = "scripted"
 PLACEHOLDER_KEY = "sk-memgrid-placeholder"  # what the sandbox holds; the gateway swaps in the real key
-LIVE_UPSTREAM = "https://api.anthropic.com"
+# The model APIs the agents speak: where a live model is, which variable holds its key, and what the sandbox is
+# told (the CLI's own variables; codex reads its base URL from its config, which names OPENAI_API_KEY).
+APIS = {
+    "anthropic": {"upstream": "https://api.anthropic.com", "key_env": "ANTHROPIC_API_KEY",
+                  "sandbox_env": {"ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}},
+    "openai": {"upstream": "https://api.openai.com", "key_env": "OPENAI_API_KEY",
+               "sandbox_env": {"OPENAI_API_KEY": PLACEHOLDER_KEY}},
+}
 READY_SECONDS = 30
 NETWORK_REMOVAL_SECONDS = 30  # the engine can list a just-removed member's endpoint for a moment
 SIDECAR_LIMITS = Limits(memory="256m", cpus=0.5, pids=64)
 
 
-def live_upstream() -> str:
+def live_upstream(api: str) -> str:
     """Where a live model is reached: MEMGRID_MODEL_UPSTREAM, else the provider's API."""
-    return os.environ.get("MEMGRID_MODEL_UPSTREAM", LIVE_UPSTREAM)
+    return os.environ.get("MEMGRID_MODEL_UPSTREAM", APIS[api]["upstream"])
 
 
-def live_api_key() -> str | None:
-    return os.environ.get("ANTHROPIC_API_KEY") or None
+def live_api_key(api: str) -> str | None:
+    return os.environ.get(APIS[api]["key_env"]) or None
 
 
 @dataclass
@@ -56,6 +63,7 @@ class ModelEndpoint:
     allow_hosts: tuple[str, ...] = ()
     max_output_tokens: int | None = None  # the session's output cap, enforced by the gateway; None: none
     guard_image: str = ""  # the image the network guard runs from (it needs iproute2: the base image)
+    api: str = "anthropic"  # the model API the agent speaks (APIS): the gateway forwards its routes only
     network_name: str = ""
     guard_proof: GateProof | None = None  # the scripted model container's route table
     containers: dict = field(default_factory=dict)
@@ -63,6 +71,10 @@ class ModelEndpoint:
     gateway_token: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _stopped: bool = False
+
+    @staticmethod
+    def key_env(api: str) -> str:
+        return APIS[api]["key_env"]
 
     @property
     def scripted(self) -> bool:
@@ -91,11 +103,12 @@ class ModelEndpoint:
         """The sidecars on the open network, guarded and ready. A cell runs this on a thread of its own while
         its sandbox starts on the same network (trial.run_phase), so it never removes the network; `stop`
         may be called at any time, also while this is under way."""
-        upstream = "http://model:8080" if self.scripted else live_upstream()
+        upstream = "http://model:8080" if self.scripted else live_upstream(self.api)
         self.gateway_token = token = secrets.token_hex(16)  # the model server answers only the gateway
         env = {"MEMGRID_UPSTREAM": upstream, "MEMGRID_ALLOW_HOSTS": ",".join(self.allow_hosts),
-               "MEMGRID_GATEWAY_TOKEN": token, "MEMGRID_MAX_OUTPUT_TOKENS": str(self.max_output_tokens or "")}
-        key = None if self.scripted else live_api_key()
+               "MEMGRID_GATEWAY_TOKEN": token, "MEMGRID_MAX_OUTPUT_TOKENS": str(self.max_output_tokens or ""),
+               "MEMGRID_API": self.api}
+        key = None if self.scripted else live_api_key(self.api)
         if key:
             env["MEMGRID_API_KEY"] = key
         if self.scripted:
@@ -152,7 +165,7 @@ class ModelEndpoint:
                 time.sleep(0.02)
 
     def sandbox_env(self) -> dict:
-        env = {"ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+        env = {**APIS[self.api]["sandbox_env"],
                "NO_PROXY": "gateway,model,localhost,127.0.0.1", "no_proxy": "gateway,model,localhost,127.0.0.1"}
         if self.allow_hosts:
             env.update({"HTTPS_PROXY": "http://gateway:3128", "https_proxy": "http://gateway:3128"})

@@ -116,7 +116,7 @@ class BundleMemory:
     """The corpus documents a cell's bundle carries (memory/<name>.md), standing in on a worker for the
     controller's MemorySource, which stays on the controller. A worker needs them for one thing: the
     scripted model's script, which ranks the documents an agent grepping them would open first
-    (claude_code.grep_ranked). These are the bytes the controller rendered for the cell, the same the
+    (script.grep_ranked). These are the bytes the controller rendered for the cell, the same the
     sandbox verifies, so the script is the one the local executor would build."""
 
     def __init__(self, bundle: Bundle):

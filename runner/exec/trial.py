@@ -214,15 +214,19 @@ def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endp
     sandbox's oom_kill count) first: a process killed at the memory limit explains every later failure. With a
     model, the gateway's record adds: the model was reached (an unreachable model, or one whose last answer was an
     API error, explains every later failure), it was offered the tools the treatment needs, and no memory tool
-    call was denied. Last, how the agent ended: a discard only when memgrid's own agent failed."""
+    call was denied. Last, how the agent ended: a discard only when memgrid's own agent failed. A session that sent
+    the model nothing (a CLI that stops when its required MCP server fails) is explained by the treatment's proofs
+    first."""
     first = [memory] if memory is not None else []
     if endpoint is None:
         return [*first, *treatment_proofs(ctx, arm, transcript, False, writes), gate.agent_proof(transcript, harness_code)]
     own = kind_of(arm).own_server(arm)
     memory_tools = [f"{own.prefix}{t}" for t in own.required_tools + (own.write_tools if writes else ())] \
         if own is not None else []
-    return [*first, gate.model_reached_proof(gateway, key_expected=not endpoint.scripted),
-            *treatment_proofs(ctx, arm, transcript, True, writes),
+    reached = gate.model_reached_proof(gateway, key_expected=not endpoint.scripted)
+    treatment = treatment_proofs(ctx, arm, transcript, True, writes)
+    asked = any(r.get("kind") == "model" for r in gateway)
+    return [*first, *([reached, *treatment] if asked else [*treatment, reached]),
             gate.tools_visible_proof([r for r in gateway if r.get("kind") == "model"], [*core_tools, *memory_tools]),
             gate.permissions_proof(transcript, (own.prefix,) if own is not None else ()),
             gate.agent_proof(transcript, harness_code)]
@@ -554,6 +558,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             memory = memory_verdict(sandbox)  # beside the disk check (~0.1 s)
             if endpoint is not None:
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
+                agent.read_gateway(transcript, gateway)
                 output_cap(transcript, gateway)
             proofs += session_proofs(ctx, arm, transcript, endpoint, gateway or [],
                                      getattr(cls, "core_tools", ()), phase.writes, memory, cls.harness_code)

@@ -88,13 +88,13 @@ def _by_recipe(reference: dict, lock: dict) -> dict:
     return {**reference, "inputs": inputs}
 
 
-def _agent_changes(before: dict | None, after: dict | None) -> list[str]:
-    """claude-code runs: the pinned CLI and the model (and its price) are inputs like any digest."""
+def _agent_changes(agent: str, before: dict | None, after: dict | None) -> list[str]:
+    """Model agents' runs: the pinned CLI and the model (and its price) are inputs like any digest."""
     before, after = before or {}, after or {}
     changes = []
     for field in ("cli", "model"):
         if before.get(field) != after.get(field):
-            changes.append(f"claude-code {field} {before.get(field)!r} -> {after.get(field)!r}")
+            changes.append(f"{agent} {field} {before.get(field)!r} -> {after.get(field)!r}")
     return changes
 
 
@@ -122,7 +122,8 @@ def drift(original: Original, prereg: Prereg, lock: dict) -> list[str]:
         frozen = original.record.get("preregistration_sha256")
     if recipes:
         changes += _recipe_changes(reference["image_recipes"], lock["image_recipes"])
-    changes += _agent_changes(reference.get("claude_code"), lock.get("claude_code"))
+    for agent, key in (("claude-code", "claude_code"), ("codex", "codex")):
+        changes += _agent_changes(agent, reference.get(key), lock.get(key))
     if frozen is not None and frozen != prereg.frozen_sha256:
         changes.append(f"preregistration {prereg.path.name} above the marker sha256 {frozen[:19]} -> {prereg.frozen_sha256[:19]}")
     return changes

@@ -222,7 +222,7 @@ class GridSpec:
     conditions: tuple[str, ...]
     network: str = "none"
     allow_hosts: tuple[str, ...] = ()
-    model: str | None = None  # what claude-code cells run on; None when the grid has no claude-code agent
+    model: str | None = None  # what model agents' cells (claude-code, codex) run on; None when the grid has none
     prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
     disk_mib: int = DEFAULT_DISK_MIB  # each sandbox's disk budget, unless its task sets its own
     protocol: str = "coding"  # what a cell is (memgrid protocol list)

@@ -201,7 +201,7 @@ class PersonalProtocol(Protocol):
         if len({m == SCRIPTED for m in grid.judges}) > 1:
             raise SpecError(grid_path, "judges", "mixes the scripted judge with live models",
                             "list only live model ids, or only scripted")
-        if grid.judges[0] != SCRIPTED and not live_api_key():
+        if grid.judges[0] != SCRIPTED and not live_api_key("anthropic"):
             raise UserError(f"judges {', '.join(grid.judges)}: ANTHROPIC_API_KEY is not set: fix: export it in the shell "
                             "that runs memgrid (it reaches only the model gateway sidecar), or use judges: [scripted]")
         from runner.env.images import ensure_derived

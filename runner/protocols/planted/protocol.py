@@ -24,7 +24,7 @@ from dataclasses import asdict
 from datetime import datetime, timezone
 
 from runner.agents.base import ReferenceChannel
-from runner.agents.claude_code import scripted_search
+from runner.agents.script import scripted_search
 from runner.agents.registry import agent_class
 from runner.arms.kinds import STORE_DIR, WORKSPACE, kind_of
 from runner.env.archive import Entry, pack

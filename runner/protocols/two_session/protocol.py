@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from runner.agents.base import ReferenceChannel, first_ending
-from runner.agents.claude_code import search_queries
+from runner.agents.script import search_queries
 from runner.agents.registry import agent_class
 from runner.arms.ingest import EMPTY, ensure_empty_stores
 from runner.arms.kinds import kind_of

@@ -1,0 +1,133 @@
+"""What every agent that is a real CLI on a model has in common (Harbor's installed agent): a CLI pinned on the
+npm registry and layered over the image a cell runs in, a model named by the grid (the scripted model server
+offline, a provider's model live, priced), the cell's own network with the model gateway, and the cost of a
+session from its usage. claude-code and codex are subclasses; each says which CLI, which model API and how a
+session runs.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from runner.agents.base import Agent
+from runner.agents.npm_pin import NpmPin, fetch_files, load_pin
+from runner.agents.script import build_script
+from runner.digest import sha256_bytes, sha256_json
+from runner.env.images import ImageRef, build_image, ensure_derived, find_image
+from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
+from runner.errors import SpecError, UserError
+from runner.results.costs import Price, price_for
+
+
+@dataclass(frozen=True)
+class ModelCliSetup:
+    """A grid's setup of one CLI agent, checked before any cell runs."""
+    agent: str
+    lock_key: str  # its entry in run.json ("claude_code", "codex")
+    cli_input: str  # its CLI pin's key among a cell's agent inputs
+    model: str
+    price: Price
+    pin: NpmPin
+    model_image: ImageRef
+    agent_images: dict  # base image id -> the agent's layer over it
+    allow_hosts: tuple[str, ...] = ()
+
+    def inputs(self) -> dict[str, str]:
+        """What defines the agent's cells beyond their coordinates (part of their ids)."""
+        return {"model": self.model, self.cli_input: self.pin.integrity, "model_image": self.model_image.id}
+
+    def lock_entries(self) -> dict:
+        """What run.json records of this agent's setup: the CLI pin and images, and the model's price."""
+        return {self.lock_key: self.lock(), "prices": {self.model: vars(self.price)}}
+
+    def lock(self) -> dict:
+        return {"cli": self.pin.as_dict(), "model": self.model, "model_image": {"tag": self.model_image.tag, "id": self.model_image.id},
+                "agent_images": {ref.tag: ref.id for ref in self.agent_images.values()},
+                "allow_hosts": list(self.allow_hosts), "scripted": self.model == SCRIPTED}
+
+
+class ModelCliAgent(Agent):
+    """The base of the CLI agents. A subclass sets the class attributes below and implements `run`."""
+    needs_model = True
+    protocols = ("coding", "two-session", "planted")  # the protocols the scripted model has a script for
+    context: ClassVar[Path]  # images/<agent>/: its Dockerfile and pin.yaml
+    members: ClassVar[dict[str, str]]  # the files its layer takes from the pinned tarball: path in it -> name
+    api: ClassVar[str]  # the model API its CLI speaks (env.model_endpoint.APIS)
+    lock_key: ClassVar[str]
+    cli_input: ClassVar[str]
+    core_tools: ClassVar[tuple[str, ...]]  # the gate proves the model was offered these beside the arm's memory tools
+
+    def __init__(self, setup):
+        super().__init__(setup)
+        self.task, self.arm, self.model = setup.task, setup.arm, setup.run_setup.model
+        self.instructions = setup.instructions
+        self.endpoint_env = setup.endpoint.sandbox_env()
+
+    @classmethod
+    def load_pin(cls) -> NpmPin:
+        return load_pin(cls.context)
+
+    @classmethod
+    def image_tag(cls, base: ImageRef, pin: NpmPin) -> str:
+        # The pin names the binary (its checksum was verified at fetch), so the large file is not re-hashed.
+        dockerfile = sha256_bytes((cls.context / "Dockerfile").read_bytes())
+        return f"memgrid-{cls.name}:{sha256_json({'dockerfile': dockerfile, 'pin': pin.integrity, 'parent': base.id})[:12]}"
+
+    @classmethod
+    def ensure_image(cls, client, base: ImageRef, log=print) -> ImageRef:
+        """The agent's layer over `base` (the sandbox image or an arm's own)."""
+        pin = cls.load_pin()
+        tag = cls.image_tag(base, pin)
+        image = find_image(client, tag)
+        if image is None:
+            fetch_files(pin, cls.context, cls.members, log)
+            log(f"building {tag} over {base.tag}")
+            image = build_image(client, cls.context, tag, {"BASE": base.tag}, {"memgrid.role": "agent", "memgrid.agent": cls.name},
+                                f"see images/{cls.context.name}/Dockerfile")
+        return ImageRef(f"agent:{cls.name}:{base.role}", tag, image.id)
+
+    @classmethod
+    def prepare_grid(cls, client, grid, grid_path, images, arm_images: dict, log=print) -> ModelCliSetup:
+        """Everything the grid's cells of this agent need: a model, its price (a live model without one is
+        refused), a key for a live model, and the images."""
+        if not grid.model:
+            raise SpecError(grid_path, "model", f"is missing: the {cls.name} agent needs a model",
+                            "add model: scripted (the offline scripted model server, no spend) or a real model id, or pass --model")
+        if grid.allow_hosts and grid.network != "allowlist":
+            raise SpecError(grid_path, "allow_hosts", f"is set but network is '{grid.network}'",
+                            "set network: allowlist, or remove allow_hosts")
+        price = price_for(grid.model, grid.prices, grid_path)
+        if grid.model != SCRIPTED and not live_api_key(cls.api):
+            raise UserError(f"model {grid.model}: {ModelEndpoint.key_env(cls.api)} is not set: fix: export it in the shell "
+                            "that runs memgrid (it reaches only the model gateway sidecar, never the sandbox or the run "
+                            "folder), or run --model scripted")
+        if grid.model == SCRIPTED:
+            log(f"{cls.name} runs on the scripted model server: offline, no spend (token counts are the server's "
+                "estimates, priced at 0)")
+        model_image = ensure_derived(client, "model", images.base, log)
+        bases = [images.sandbox, *arm_images.values()]
+        agent_images = {b.id: cls.ensure_image(client, b, log) for b in bases}
+        return ModelCliSetup(cls.name, cls.lock_key, cls.cli_input, grid.model, price, cls.load_pin(), model_image,
+                             agent_images, tuple(grid.allow_hosts) if grid.network == "allowlist" else ())
+
+    @classmethod
+    def image(cls, run_setup, base):
+        return run_setup.agent_images[base.id]
+
+    @classmethod
+    def open_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int,
+                      script: dict | None = None, max_output_tokens: int | None = None) -> ModelEndpoint:
+        """The cell's own network, open, for the model gateway (and, offline, the scripted model playing this
+        session: the protocol's script for it, or a coding task's); the caller starts the sidecars on it
+        (`start_sidecars`) while the sandbox starts."""
+        if run_setup.model != SCRIPTED:
+            script = None
+        elif script is None:
+            script = build_script(task, arm, memory, cell.condition, cell.seed)
+        endpoint = ModelEndpoint(client, run_setup.model_image.tag, run_id, cell.cell_id, run_setup.model, script,
+                                 run_setup.allow_hosts, max_output_tokens, guard_image=images.base.tag, api=cls.api)
+        endpoint.open_network(attempt)
+        return endpoint
+
+    def cost(self, usage) -> float | None:
+        return self.setup.run_setup.price.cost(usage)
