@@ -24,10 +24,12 @@ def test_selftest_passes_every_check(engine, images, tmp_path):
     lines = [l for l in proc.stdout.splitlines() if l.startswith(("PASS", "FAIL"))]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     canaries = [c.name for c in (*canaries_for_this_host(), *TASK_AWARE)]  # slug_ids declares its entry
-    total = 16 + len(canaries)
+    total = 20 + len(canaries)
     assert len(lines) == total and all(l.startswith("PASS") for l in lines), "\n".join(lines)
-    for name in (*canaries, "floor fails", "ceiling passes", "server never attaches", "tools deferred", "memory tool denied",
-                 "another arm's tools present", "host unreachable", "no route out", "gateway forwards only",
+    for name in (*canaries, "floor fails", "ceiling passes", "claude-code control admitted", "codex control admitted",
+                 *(f"{agent} {canary}" for agent in ("claude-code", "codex")
+                   for canary in ("server never attaches", "memory tool denied", "another arm's tools present")),
+                 "claude-code tools deferred", "host unreachable", "no route out", "gateway forwards only",
                  "disk budget", "artifact cap", "links dropped", "output flood bounded",
                  "recall injection confirmed", "recall_fallback injection flagged"):
         assert any(name in l for l in lines), name

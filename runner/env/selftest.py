@@ -3,9 +3,9 @@
 Five parts, each check one line PASS or FAIL with what was tried and what was seen:
 - reference agents: `floor` (the naive solution) must fail the checker, `ceiling` (the informed one)
   must pass, through the real cell path;
-- canaries: real claude-code cells on the scripted model, each with one piece of the treatment's
-  wiring broken on purpose (the server never attaches, tool search defers the tools, the memory
-  tool is denied, another arm's server is present) beside an unbroken control; the gate must
+- canaries: real cells of each CLI agent (claude-code, codex) on the scripted model, each with one piece of
+  the treatment's wiring broken on purpose (the server never attaches, the tools are withheld from the model
+  or the memory tool is denied, another arm's server is present) beside an unbroken control; the gate must
   discard each broken one with its reason and admit the control;
 - the planted protocol's canary: recall_fallback serves a default namespace instead of the cell's,
   so no planted memory ever reaches a session while its cells look ordinary; the reader on recall
@@ -30,7 +30,7 @@ from typing import Callable
 from unittest import mock
 
 from runner.arms.kinds import kind_of
-from runner.agents import claude_code
+from runner.agents import claude_code, codex
 from runner.env import netguard
 from runner.env import probes
 from runner.env.bundle import build_bundle
@@ -91,43 +91,74 @@ def _failing_server(arm, config):
         else {"mcpServers": {}}
 
 
-CANARIES = [  # (name, arm, the reason the gate must give, what is broken, how)
-    ("server never attaches", "recall", "mcp_server_failed", "the MCP server command is `false`",
-     lambda: mock.patch.object(claude_code, "mcp_config", _failing_server)),
-    ("tools deferred", "recall", "tools_not_visible", "ENABLE_TOOL_SEARCH=true (tools listed at init, withheld from the model)",
-     lambda: mock.patch.dict(claude_code.SESSION_ENV, {"ENABLE_TOOL_SEARCH": "true"})),
-    ("memory tool denied", "recall", "permission_denied", "--allowedTools without the memory server",
-     lambda: mock.patch.object(claude_code, "allowed_tools", lambda arm: list(claude_code.CORE_TOOLS))),
-]
+def _recall_command(run: PreparedRun) -> list[str]:
+    """recall's server command as a cell runs it (its store where a cell mounts it)."""
+    return [part.replace("{store}", "/sandbox/store") for part in run.ctx.arms["recall"].mcp.command]
+
+
+def _claude_with_recall(run: PreparedRun):
+    own, command = claude_code.mcp_config, _recall_command(run)
+    servers = {"mcpServers": {"recall": {"type": "stdio", "command": command[0], "args": command[1:]}}}
+    # a prefetch session (it has no server of its own) is also handed recall's
+    return mock.patch.object(claude_code, "mcp_config", lambda arm, config: servers if kind_of(arm).prefetches
+                             else own(arm, config))
+
+
+def _codex_with_recall(run: PreparedRun):
+    own, command = codex.mcp_servers, _recall_command(run)
+    servers = {"recall": {"command": command[0], "args": command[1:], "required": True}}
+    return mock.patch.object(codex, "mcp_servers", lambda arm, config: servers if kind_of(arm).prefetches
+                             else own(arm, config))
+
+
+def _codex_servers(change: dict):
+    own = codex.mcp_servers
+    return mock.patch.object(codex, "mcp_servers", lambda arm, config: {
+        name: {**server, **change} for name, server in own(arm, config).items()})
+
+
+# Per CLI agent: (name, arm, the reason the gate must give, what is broken, how). Codex has no per-tool
+# permission of its own under approval_policy never: a tool kept from it is a tool it never offers the model, and
+# what it lists is what it offered (it prints no list), so both its canaries of a withheld tool end in
+# required_tools_missing. Its tool search does not defer MCP tools on the scripted model (measured: admitted), so
+# it has no deferral canary.
+CANARIES = {
+    "claude-code": [
+        ("server never attaches", "recall", "mcp_server_failed", "the MCP server command is `false`",
+         lambda run: mock.patch.object(claude_code, "mcp_config", _failing_server)),
+        ("tools deferred", "recall", "tools_not_visible", "ENABLE_TOOL_SEARCH=true (tools listed at init, withheld from the model)",
+         lambda run: mock.patch.dict(claude_code.SESSION_ENV, {"ENABLE_TOOL_SEARCH": "true"})),
+        ("memory tool denied", "recall", "permission_denied", "--allowedTools without the memory server",
+         lambda run: mock.patch.object(claude_code, "allowed_tools", lambda arm: list(claude_code.CORE_TOOLS))),
+        ("another arm's tools present", "recall_prefetch", "foreign_tools",
+         "recall's server handed to a recall_prefetch session", _claude_with_recall),
+    ],
+    "codex": [
+        ("server never attaches", "recall", "mcp_server_failed", "the MCP server command is `false` (required)",
+         lambda run: _codex_servers({"command": "false", "args": []})),
+        ("memory tool denied", "recall", "required_tools_missing", "the server's disabled_tools names search",
+         lambda run: _codex_servers({"disabled_tools": ["search"]})),
+        ("another arm's tools present", "recall_prefetch", "foreign_tools",
+         "recall's server handed to a recall_prefetch session", _codex_with_recall),
+    ],
+}
 
 
 def canary_checks(run: PreparedRun) -> list[Check]:
     checks = []
-    control = _run(run, _cell(run, "claude-code", "recall"))
-    checks.append(Check("canary", "control admitted", bool(control["admitted"]),
-                        "claude-code on recall, nothing broken", f"admitted={control['admitted']} "
-                        f"discard_reason={control['discard_reason']}"))
-    for name, arm, reason, broken, patch in CANARIES:
-        with patch():
-            row = _run(run, _cell(run, "claude-code", arm, name.replace(" ", "-")))
-        checks.append(Check("canary", name, not row["admitted"] and row["discard_reason"] == reason
-                            and row["checker_passed"] is None,
-                            f"{broken}; expect discarded as {reason}, never scored",
-                            f"admitted={row['admitted']} discard_reason={row['discard_reason']} "
-                            f"checker_passed={row['checker_passed']}"))
-    recall = run.ctx.arms["recall"]
-    recall_config = claude_code.mcp_config(recall, {"mcp": {"server": recall.mcp.server, "command": [
-        part.replace("{store}", "/sandbox/store") for part in recall.mcp.command]}})
-    arms_own = claude_code.mcp_config
-
-    def with_recall(arm, config):  # a prefetch session (it has no server of its own) also handed recall's
-        return recall_config if kind_of(arm).prefetches else arms_own(arm, config)
-
-    with mock.patch.object(claude_code, "mcp_config", with_recall):
-        row = _run(run, _cell(run, "claude-code", "recall_prefetch", "foreign"))
-    checks.append(Check("canary", "another arm's tools present", not row["admitted"] and row["discard_reason"] == "foreign_tools",
-                        "recall's server handed to a recall_prefetch session; expect discarded as foreign_tools",
-                        f"admitted={row['admitted']} discard_reason={row['discard_reason']}"))
+    for agent, canaries in CANARIES.items():
+        control = _run(run, _cell(run, agent, "recall"))
+        checks.append(Check("canary", f"{agent} control admitted", bool(control["admitted"]),
+                            f"{agent} on recall, nothing broken", f"admitted={control['admitted']} "
+                            f"discard_reason={control['discard_reason']}"))
+        for name, arm, reason, broken, patch in canaries:
+            with patch(run):
+                row = _run(run, _cell(run, agent, arm, name.replace(" ", "-").replace("'", "")))
+            checks.append(Check("canary", f"{agent} {name}", not row["admitted"] and row["discard_reason"] == reason
+                                and row["checker_passed"] is None,
+                                f"{broken}; expect discarded as {reason}, never scored",
+                                f"admitted={row['admitted']} discard_reason={row['discard_reason']} "
+                                f"checker_passed={row['checker_passed']}"))
     return checks
 
 
@@ -275,7 +306,7 @@ def grading_checks(root: Path, client, images) -> list[Check]:
 def run_selftest(root: Path, runs_dir: Path, *, emit: Callable[[str], None], log: Callable[[str], None]) -> list[Check]:
     run_id = f"selftest-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
     grid = grid_from_dict({"name": "selftest", "tasks": [TASK], "arms": list(ARMS),
-                           "agents": ["floor", "ceiling", "claude-code"], "seeds": 1, "conditions": ["present"],
+                           "agents": ["floor", "ceiling", *CANARIES], "seeds": 1, "conditions": ["present"],
                            "model": "scripted"}, Path("(selftest)"))
     run = prepare_run(grid, Path("(selftest)"), root=root, run_id=run_id, runs_dir=runs_dir, concurrency=1, log=log)
     checks: list[Check] = []
