@@ -43,7 +43,10 @@ CONTEXT = IMAGES_DIR / "codex"
 CORE_TOOLS = ("exec_command",)  # its shell: how it reads, writes and runs anything
 CONFIG = "/sandbox/agent/codex.toml"
 CODEX_HOME = "/home/agent/.codex"
-MAX_RETRIES = 2  # the CLI retries an unreachable model for minutes unless bounded
+# The CLI retries an unreachable model for minutes unless bounded. Its stream retries already cover an error
+# status, and each would multiply its request retries (3 x 3 requests of up to 10 s each on a dead upstream):
+# two stream retries and no request retry send at most three requests, as claude-code's two retries do.
+MAX_RETRIES = 2
 MCP_STARTUP_SECONDS = 60  # a product's server may load an embedding model before it answers
 EXCERPT = 300
 SESSION_ENV = {"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
@@ -86,7 +89,7 @@ def config_toml(arm: ArmSpec, agent_config: dict, features: dict | None = None) 
              "[analytics]", "enabled = false", "", "[otel]", 'exporter = "none"', "",
              "[features]", *(f"{k} = {toml_value(v)}" for k, v in {**FEATURES, **(features or {})}.items()), "",
              "[model_providers.memgrid]", 'name = "memgrid model gateway"', 'base_url = "http://gateway:8080/v1"',
-             'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', f"request_max_retries = {MAX_RETRIES}",
+             'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', "request_max_retries = 0",
              f"stream_max_retries = {MAX_RETRIES}"]
     for name, server in mcp_servers(arm, agent_config).items():
         lines += ["", f"[mcp_servers.{json.dumps(name)}]", *(f"{k} = {toml_value(v)}" for k, v in server.items())]
