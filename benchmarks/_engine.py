@@ -1,7 +1,10 @@
-"""What the Docker benchmarks share: cleanup by run label, a count of other runs skewing timings, the bare
-`docker run`s a cell's overhead is measured against, and a throwaway project with one no-op task."""
+"""What the Docker benchmarks share: cleanup by run label, a count of other runs skewing timings, a grid run in a
+throwaway runs folder, the bare `docker run`s a cell's overhead is measured against, and a throwaway project with
+one no-op task."""
 
+import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +22,22 @@ def cleanup(client, run_id: str) -> int:
 def foreign_containers(client, run_id: str) -> int:
     """memgrid containers of other runs (a test suite, another grid) sharing the engine: they skew the timings."""
     return sum(c.labels.get(RUN_LABEL) != run_id for c in client.containers.list(ignore_removed=True, filters={"label": RUN_LABEL}))
+
+
+def run_and_summarise(client, grid, run_id: str, root: Path, summarise) -> None:
+    """Run `grid` one cell at a time (as `memgrid grid` would) into a temp runs folder, summarise its run folder,
+    then remove its containers and the folder."""
+    from runner.exec.job import run_grid  # the controller, imported only by the benchmarks that run cells
+
+    runs = Path(tempfile.mkdtemp(prefix=f"memgrid-{run_id}-"))
+    try:
+        print(f"other memgrid containers on the engine: {foreign_containers(client, run_id)}")
+        run_grid(grid, Path("(benchmark)"), root=root, run_id=run_id, runs_dir=runs, concurrency=1, progress=False,
+                 log=lambda m: None)
+        summarise(runs / run_id)
+    finally:
+        cleanup(client, run_id)
+        shutil.rmtree(runs, ignore_errors=True)
 
 
 def bare_runs(client, tag: str, run_id: str, n: int) -> list[float]:

@@ -16,9 +16,7 @@ and size (the layer is removed afterwards).
 
 import argparse
 import json
-import shutil
 import statistics
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -26,11 +24,10 @@ from pathlib import Path
 from runner.agents.claude_code import CONTEXT, fetch_binary, load_pin
 from runner.env.engine import connect
 from runner.env.images import _context_tar, context_files, ensure_images
-from runner.exec.job import run_grid
 from runner.results.ledger import latest_attempts
 from runner.plan.spec import grid_from_dict, load_all_tasks
 
-from _engine import cleanup, foreign_containers
+from _engine import run_and_summarise
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,19 +88,10 @@ def main() -> None:
     client = connect()
     if args.image:
         image_build(client, ensure_images(client, log=lambda m: None).sandbox.tag)
-    run_id = f"bench-cc-{uuid.uuid4().hex[:8]}"
-    runs = Path(tempfile.mkdtemp(prefix="memgrid-bench-cc-"))
     tasks = sorted(load_all_tasks(REPO))[:1] if args.quick else "all"
     grid = grid_from_dict({"name": "bench-cc", "tasks": tasks, "arms": args.arms.split(","), "agents": ["claude-code"],
                            "seeds": 1, "conditions": ["present"], "model": "scripted"}, Path("(benchmark)"))
-    try:
-        print(f"other memgrid containers on the engine: {foreign_containers(client, run_id)}")
-        run_grid(grid, Path("(benchmark)"), root=REPO, run_id=run_id, runs_dir=runs, concurrency=1, progress=False,
-                 log=lambda m: None)
-        summarise(runs / run_id)
-    finally:
-        cleanup(client, run_id)
-        shutil.rmtree(runs, ignore_errors=True)
+    run_and_summarise(client, grid, f"bench-cc-{uuid.uuid4().hex[:8]}", REPO, summarise)
 
 
 if __name__ == "__main__":

@@ -78,9 +78,9 @@ def check(script: Path, out: subprocess.CompletedProcess | None) -> None:
 
 def test_discovery_finds_the_shipped_benchmarks_and_sorts_them_by_engine():
     names = {s.stem for s in discovered()}
-    assert {"rss", "report_time", "haystack_stats", "overhead", "claude_code"} <= names
+    assert {"rss", "report_time", "haystack_stats", "overhead", "claude_code", "agents"} <= names
     assert not any(n.startswith("_") for n in names)
-    assert {s.stem for s in ENGINE} >= {"overhead", "throughput", "task_check", "claude_code", "executors"}
+    assert {s.stem for s in ENGINE} >= {"overhead", "throughput", "task_check", "claude_code", "agents", "executors"}
     assert "rss" in {s.stem for s in DRY}
 
 
