@@ -983,9 +983,9 @@ def reproduce(
 @app.command()
 def selftest(runs_dir: Path = typer.Option(Path("runs"), help="Where its run folder (selftest-*) is written.")):
     """Before a paid run: prove on this machine that the gate and the sandbox still work. Runs the
-    reference agents (floor must fail, ceiling must pass), canary cells of the real claude-code agent
-    on the scripted model with one piece of wiring broken each (server never attaches, tools deferred,
-    memory tool denied, another arm's tools present; the gate must discard each), the planted protocol's
+    reference agents (floor must fail, ceiling must pass), canary cells of the real claude-code and codex
+    agents on the scripted model with one piece of wiring broken each (server never attaches, tools deferred
+    (claude-code), memory tool denied or withheld, another arm's tools present; the gate must discard each), the planted protocol's
     canary (recall_fallback, whose namespace hook serves a default namespace, must be flagged), and escape probes
     inside a real cell (host reachability, route out, gateway paths, disk budget, artifact cap, links,
     output flood). One line per check, PASS or FAIL with what was tried; exit 1 on any FAIL. Offline,

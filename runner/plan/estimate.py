@@ -101,7 +101,7 @@ def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: i
     price = price_for(grid.model, grid.prices, grid_path)
     planned = planned_cells(grid, grid_path, root)
     if not planned:
-        raise UserError(f"{grid_path}: no agent of this grid uses a model: fix: add claude-code to agents, or drop --estimate")
+        raise UserError(f"{grid_path}: no agent of this grid uses a model: fix: add claude-code or codex to agents, or drop --estimate")
     if source_run is None:
         source_run, live = find_source(runs_dir, grid.model, planned)
     else:

@@ -2,7 +2,8 @@
 timeline, the checker's verdict and log, and the artifact's diff against the fixture it started from.
 
 Every protocol writes the same per-phase records (bundle.manifest, proof.json, transcript.jsonl and, for
-a model agent, claude.stream.jsonl.gz and gateway.jsonl): coding and planted in the cell folder itself,
+a model agent, gateway.jsonl and its CLI's raw stream: claude.stream.jsonl.gz, whose timeline is drawn here, or
+codex.events.jsonl.gz, listed as a record while its transcript.jsonl is drawn): coding and planted in the cell folder itself,
 two-session in step1/ and step2/. What a protocol writes besides (plant.json, phases.json ...) is listed
 as a record. Texts are cut to `TEXT_CAP` characters with their full length stated: a page never inlines
 a whole transcript or tool result.
