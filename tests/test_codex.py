@@ -308,3 +308,25 @@ def test_planted_memory_on_and_off(engine, images, run_id, tmp_path, no_leftover
     on, off = json.loads(rows["on"]["result"]), json.loads(rows["off"]["result"])
     assert rows["on"]["checker_passed"] and on["injection"]["confirmed"], on
     assert not rows["off"]["checker_passed"] and not off["injection"]["confirmed"], off
+
+
+def test_a_turn_cap_codex_cannot_enforce_is_refused_by_name():
+    """Codex has no turn limit: a grid's or a task's max_turns would be passed over unsaid, so the run refuses it
+    naming the file and the field; claude-code (--max-turns) is not refused."""
+    from dataclasses import replace
+
+    from runner.errors import SpecError
+    from runner.exec.job import check_turn_caps
+    from runner.plan.spec import SessionLimits, load_all_tasks
+
+    tasks = load_all_tasks(REPO)
+    spec = {"name": "capped", "tasks": ["slug_ids"], "arms": ["bare"], "seeds": 1, "conditions": ["present"],
+            "model": "scripted"}
+    with pytest.raises(SpecError, match=r"limits\.max_turns.*codex agent has no turn cap"):
+        check_turn_caps(grid_from_dict({**spec, "agents": ["codex"], "limits": {"max_turns": 5}}, Path("g.yaml")),
+                        Path("g.yaml"), tasks, {})
+    capped = {**tasks, "slug_ids": replace(tasks["slug_ids"], session_limits=SessionLimits(max_turns=5))}
+    with pytest.raises(SpecError, match=r"slug_ids/task\.yaml.*limits\.max_turns"):
+        check_turn_caps(grid_from_dict({**spec, "agents": ["codex"]}, Path("g.yaml")), Path("g.yaml"), capped, {})
+    check_turn_caps(grid_from_dict({**spec, "agents": ["claude-code"], "limits": {"max_turns": 5}}, Path("g.yaml")),
+                    Path("g.yaml"), capped, {})

@@ -128,6 +128,7 @@ class Agent:
     # Whether records written inside its sandbox (an arm's log of what it served) can be taken as they are:
     # only memgrid's own LLM-free agents; any other agent could have written them itself.
     harness_code: ClassVar[bool] = False
+    turn_cap: ClassVar[bool] = True  # whether it can stop a session at limits.max_turns (or needs no cap: no model)
 
     def __init__(self, setup: SessionSetup):
         self.setup = setup

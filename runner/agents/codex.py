@@ -35,7 +35,6 @@ from runner.digest import sha256_bytes
 from runner.env.archive import Entry
 from runner.env.images import IMAGES_DIR
 from runner.env.sandbox import Sandbox
-from runner.errors import SpecError
 from runner.plan.spec import ArmSpec
 
 NAME = "codex"
@@ -206,17 +205,11 @@ class CodexAgent(ModelCliAgent):
     api = "openai"
     lock_key, cli_input = "codex", "codex_cli"
     core_tools = CORE_TOOLS
+    turn_cap = False  # `codex exec` has no turn limit; the gateway's output-token cap still holds
 
     def __init__(self, setup):
         super().__init__(setup)
         self.raw_path = setup.record_dir / "codex.events.jsonl.gz"
-
-    @classmethod
-    def prepare_grid(cls, client, grid, grid_path, images, arm_images: dict, log=print):
-        if grid.limits.max_turns is not None:
-            raise SpecError(grid_path, "limits.max_turns", "is set, and the codex CLI has no turn cap",
-                            "cap its sessions with limits.max_output_tokens (the gateway enforces it), or drop codex")
-        return super().prepare_grid(client, grid, grid_path, images, arm_images, log=log)
 
     @classmethod
     def bundle_entries(cls, arm: ArmSpec, agent_config: dict) -> list:

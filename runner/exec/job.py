@@ -71,6 +71,7 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     all_tasks, all_arms = grid_tasks(root, grid_spec, grid_path), load_all_arms(root)
     check_grid(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, all_tasks, all_arms)
     protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
+    check_turn_caps(grid_spec, grid_path, all_tasks, command_agents)
     if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
         raise SpecError(grid_path, "budget_usd", "is set, but no agent of this grid has a priced model, so no spend "
                         "can be counted against it", "drop budget_usd (and --max-usd), or run a model agent (claude-code)")
@@ -138,6 +139,22 @@ def check_agents(grid: GridSpec, grid_path: Path, root: Path, arms: dict) -> tup
     check_agent_names(grid, grid_path)
     protocol.check(grid, grid_path, arms, {a: agent_class(a, command_agents) for a in grid.agents})
     return protocol, command_agents
+
+
+def check_turn_caps(grid: GridSpec, grid_path: Path, tasks: dict, command_agents: dict) -> None:
+    """A turn cap the grid or one of its tasks sets, refused by name for an agent that cannot enforce it (codex):
+    run anyway, its sessions would go past the cap unsaid."""
+    uncapped = [a for a in grid.agents if not agent_class(a, command_agents).turn_cap]
+    if not uncapped:
+        return
+    fix = f"cap its sessions with limits.max_output_tokens (the model gateway enforces it), or drop {uncapped[0]}"
+    if grid.limits.max_turns is not None:
+        raise SpecError(grid_path, "limits.max_turns", f"is set, and the {uncapped[0]} agent has no turn cap", fix)
+    ids = grid.tasks if isinstance(grid.tasks, tuple) else tuple(tasks)
+    capped = next((tasks[t] for t in ids if t in tasks and tasks[t].session_limits.max_turns is not None), None)
+    if capped is not None:
+        raise SpecError(capped.root / "task.yaml", "limits.max_turns", f"is set, and the {uncapped[0]} agent of grid "
+                        f"{grid.name} has no turn cap", fix)
 
 
 def _relative(path: Path, root: Path) -> str:
