@@ -325,19 +325,21 @@ def test_a_worker_killed_mid_cell_its_cell_reruns_and_is_recorded_once(engine, i
 
 
 def read_paths(run_dir: Path, cell_id: str) -> list[str]:
-    """The files a claude-code session read, in order (the scripted model's search of a corpus arm)."""
+    """The files a CLI agent's session read (the scripted model's search of a corpus arm): claude-code's Read calls,
+    codex's shell commands (its reads are `cat`s). Sorted: codex runs a turn's calls side by side and records each
+    as it ends."""
     events = [json.loads(line) for line in (run_dir / "cells" / cell_id / "transcript.jsonl").open()]
-    return [e["input"] for e in events if e["type"] == "tool_call" and e["tool"] == "Read"]
+    return sorted(e["input"] for e in events if e["type"] == "tool_call" and e["tool"] in ("Read", "exec_command"))
 
 
-def test_claude_code_cells_run_on_a_worker_as_on_the_local_executor(engine, images, tmp_path, run_id, no_leftovers):
-    """claude-code on the scripted model, on a worker of the main engine: its sidecars and network are made on
-    the worker's engine, and the scripted model's script is derived there from the cell's bundle (fs_grep: the
-    documents an agent grepping the corpus opens first), so each cell reads the same files and gets the same
+def test_cli_agent_cells_run_on_a_worker_as_on_the_local_executor(engine, images, tmp_path, run_id, no_leftovers):
+    """claude-code and codex on the scripted model, on a worker of the main engine: their sidecars and network are
+    made on the worker's engine, and the scripted model's script is derived there from the cell's bundle (fs_grep:
+    the documents an agent grepping the corpus opens first), so each cell reads the same files and gets the same
     verdict as on the local executor."""
     from conftest import ISSUED_RUN_IDS
 
-    grid = {"name": "cc-dask", "tasks": ["slug_ids"], "arms": ["bare", "fs_grep"], "agents": ["claude-code"],
+    grid = {"name": "cc-dask", "tasks": ["slug_ids"], "arms": ["bare", "fs_grep"], "agents": ["claude-code", "codex"],
             "seeds": 1, "conditions": ["present"], "model": "scripted"}
 
     def run(run: str, **where):
@@ -357,12 +359,12 @@ def test_claude_code_cells_run_on_a_worker_as_on_the_local_executor(engine, imag
     finally:
         cluster.close()
     local_rows, rows = Ledger(local.run_dir).rows(), Ledger(remote.run_dir).rows()
-    assert len(rows) == 2 and all(r["admitted"] and r["final"] for r in rows), [r["error_detail"] for r in rows]
+    assert len(rows) == 4 and all(r["admitted"] and r["final"] for r in rows), [r["error_detail"] for r in rows]
     assert verdicts(rows) == verdicts(local_rows)
-    assert remote.summary.executor["nodes"] == {"node-a": 2}
-    fs_grep = next(r["cell_id"] for r in rows if r["arm"] == "fs_grep")
-    assert read_paths(remote.run_dir, fs_grep) == read_paths(local.run_dir, fs_grep) != []
-    assert (remote.run_dir / "cells" / fs_grep / "gateway.jsonl").stat().st_size > 0
+    assert remote.summary.executor["nodes"] == {"node-a": 4}
+    for fs_grep in (r["cell_id"] for r in rows if r["arm"] == "fs_grep"):
+        assert read_paths(remote.run_dir, fs_grep) == read_paths(local.run_dir, fs_grep) != []
+        assert (remote.run_dir / "cells" / fs_grep / "gateway.jsonl").stat().st_size > 0
 
 
 # Small grids of the protocols of several phases: every phase of a cell runs on one node, the store passed between
