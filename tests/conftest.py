@@ -1,7 +1,13 @@
 import atexit
+import contextlib
+import gzip
+import io
+import json
 import os
 import shutil
+import tarfile
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -161,3 +167,52 @@ def run_grid_in_process(engine, images, project: Path, runs_dir: Path, run_id: s
                                    protocol=protocol_named(plan.grid.protocol)), ledger, plan.cells,
                       concurrency, show_progress=False)
     return summary, Ledger(plan.run_dir).rows()
+
+
+@contextlib.contextmanager
+def model_upstream(engine, images, run_id: str, script: dict | None = None, env: dict | None = None):
+    """A scripted model server this test owns on this machine's bridge network, standing in for a live provider
+    (the gateway forwards to it as to one); yields (its container, its URL). Its run label is not the run's own:
+    the run removes those."""
+    from runner.env.images import ensure_derived
+
+    image = ensure_derived(engine, "model", images.base, log=lambda m: None)
+    upstream = engine.containers.create(image.tag, ["memgrid-model-server", "8080"], network="bridge",
+                                        environment=env or {}, labels={RUN_LABEL: f"{run_id}-upstream"})
+    try:
+        if script is not None:
+            data = json.dumps(script).encode()
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as tar:
+                info = tarfile.TarInfo("script.json")
+                info.size, info.mode = len(data), 0o444
+                tar.addfile(info, io.BytesIO(data))
+            upstream.put_archive("/srv/script", buf.getvalue())
+        upstream.start()
+        deadline = time.monotonic() + 30
+        while b"ready" not in upstream.logs() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        upstream.reload()
+        yield upstream, f"http://{upstream.attrs['NetworkSettings']['Networks']['bridge']['IPAddress']}:8080"
+    finally:
+        upstream.remove(force=True)
+
+
+def received_requests(upstream) -> bytes:
+    """The upstream model server's record of the requests it answered."""
+    stream, _ = upstream.get_archive("/srv/record/requests.jsonl")
+    return b"".join(stream)
+
+
+def files_holding(run_dir: Path, secret: str) -> tuple[list[Path], int]:
+    """The files of a run folder (gzip records read decompressed) that contain `secret`, and how many were read."""
+    found, scanned = [], 0
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            if secret.encode() in data:
+                found.append(path)
+            scanned += 1
+    return found, scanned

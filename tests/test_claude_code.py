@@ -2,7 +2,6 @@
 that prove its gate can fail: a failing MCP server, tool search left on, a denied memory tool, an
 unreachable model, and a planted API key that must appear in no file of the run."""
 
-import gzip
 import json
 import time
 from pathlib import Path
@@ -13,8 +12,9 @@ from runner.agents import claude_code
 from runner.exec.job import run_grid
 from runner.results.ledger import latest_attempts
 from runner.env.model_endpoint import ModelEndpoint
-from runner.env.containers import RUN_LABEL
 from runner.plan.spec import grid_from_dict
+
+from conftest import files_holding, model_upstream, received_requests
 
 REPO = Path(__file__).resolve().parent.parent
 ALL_ARMS = ["bare", "placebo", "claude_md", "fs_grep", "recall", "recall_prefetch", "oracle_memory"]
@@ -145,40 +145,21 @@ CANARY = "sk-ant-canary-" + "7f3e" * 8
 def test_canary_key_reaches_the_model_and_no_file(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
     """A live-model run whose upstream is a model server this test owns: the key must arrive there
     (injected by the gateway) and appear in no file the run wrote."""
-    from runner.env.images import ensure_derived
-
-    model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
-    upstream = engine.containers.run(model_image.tag, ["memgrid-model-server", "8080"], detach=True,
-                                     labels={RUN_LABEL: f"{run_id}-upstream"}, network="bridge")  # not the run's own label: the run removes those
-    try:
-        deadline = time.monotonic() + 30
-        while b"ready" not in upstream.logs() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        upstream.reload()
-        ip = upstream.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+    with model_upstream(engine, images, run_id) as (upstream, url):
         monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
-        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", f"http://{ip}:8080")
+        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", url)
         prices = {"canary-model": {"input": 3.0, "output": 15.0, "cache_read": 0.3, "cache_creation": 3.75,
                                    "as_of": "2026-11-01", "source": "test prices"}}
         rows, run_dir = run_cc(run_id, tmp_path, ["bare", "claude_md"], model="canary-model", prices=prices)
-        stream, _ = upstream.get_archive("/srv/record/requests.jsonl")
-        received = b"".join(stream)
-    finally:
-        upstream.remove(force=True)
+        received = received_requests(upstream)
     assert b'"api_key": "injected"' in received, "the gateway never delivered the key upstream"
     assert b'"api_key": "placeholder"' not in received
     for row in rows.values():
         assert row["admitted"], row["discard_reason"]
         usage = (row["tokens_fresh_input"], row["tokens_output"], row["tokens_cache_read"], row["tokens_cache_creation"])
         assert row["cost_usd"] == pytest.approx((usage[0] * 3.0 + usage[1] * 15.0 + usage[2] * 0.3 + usage[3] * 3.75) / 1e6)
-    scanned = 0
-    for path in run_dir.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            if path.suffix == ".gz":
-                data = gzip.decompress(data)
-            assert CANARY.encode() not in data, f"the API key leaked into {path}"
-            scanned += 1
+    leaked, scanned = files_holding(run_dir, CANARY)
+    assert not leaked, f"the API key leaked into {leaked}"
     assert scanned > 10
 
 

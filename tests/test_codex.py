@@ -4,7 +4,6 @@ model, and a planted API key that must appear in no file of the run. The first t
 the CLI's recorded streams, its configuration, and the two translations the scripted model and the gateway make
 between the Responses API and what they record."""
 
-import gzip
 import importlib.machinery
 import importlib.util
 import json
@@ -18,10 +17,11 @@ import pytest
 
 from runner.agents import codex
 from runner.exec.job import run_grid
-from runner.env.containers import RUN_LABEL
 from runner.env.model_endpoint import ModelEndpoint
 from runner.plan.spec import grid_from_dict, load_all_arms
 from runner.results.ledger import latest_attempts
+
+from conftest import files_holding, model_upstream, received_requests
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "codex_events"
@@ -242,40 +242,21 @@ CANARY = "sk-proj-canary-" + "5c1d" * 8
 def test_canary_key_reaches_the_model_and_no_file(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
     """A live-model run whose upstream is a model server this test owns: the key must arrive there as the
     bearer token (injected by the gateway) and appear in no file the run wrote."""
-    from runner.env.images import ensure_derived
-
-    model_image = ensure_derived(engine, "model", images.base, log=lambda m: None)
-    upstream = engine.containers.run(model_image.tag, ["memgrid-model-server", "8080"], detach=True,
-                                     labels={RUN_LABEL: f"{run_id}-upstream"}, network="bridge")  # not the run's own label: the run removes those
-    try:
-        deadline = time.monotonic() + 30
-        while b"ready" not in upstream.logs() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        upstream.reload()
-        ip = upstream.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+    with model_upstream(engine, images, run_id) as (upstream, url):
         monkeypatch.setenv("OPENAI_API_KEY", CANARY)
-        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", f"http://{ip}:8080")
+        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", url)
         prices = {"canary-model": {"input": 1.25, "output": 10.0, "cache_read": 0.125, "cache_creation": 0.0,
                                    "as_of": "2026-11-01", "source": "test prices"}}
         rows, run_dir = run_codex(run_id, tmp_path, ["bare", "claude_md"], model="canary-model", prices=prices)
-        stream, _ = upstream.get_archive("/srv/record/requests.jsonl")
-        received = b"".join(stream)
-    finally:
-        upstream.remove(force=True)
+        received = received_requests(upstream)
     assert b'"api_key": "injected"' in received, "the gateway never delivered the key upstream"
     assert b'"api_key": "placeholder"' not in received and b'"/v1/responses"' in received
     for row in rows.values():
         assert row["admitted"], row["discard_reason"]
         usage = (row["tokens_fresh_input"], row["tokens_output"], row["tokens_cache_read"])
         assert row["cost_usd"] == pytest.approx((usage[0] * 1.25 + usage[1] * 10.0 + usage[2] * 0.125) / 1e6, abs=1e-6)
-    scanned = 0
-    for path in run_dir.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            if path.suffix == ".gz":
-                data = gzip.decompress(data)
-            assert CANARY.encode() not in data, f"the API key leaked into {path}"
-            scanned += 1
+    leaked, scanned = files_holding(run_dir, CANARY)
+    assert not leaked, f"the API key leaked into {leaked}"
     assert scanned > 10
 
 

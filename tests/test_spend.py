@@ -11,6 +11,8 @@ from runner.exec.job import run_grid
 from runner.plan.spec import grid_from_dict
 from runner.results.ledger import latest_attempts
 
+from conftest import model_upstream
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -62,38 +64,14 @@ GRID = {"name": "spend-live", "tasks": ["slug_ids"], "arms": ["bare", "claude_md
 def live_upstream(engine, images, run_id, monkeypatch):
     """A model server this test owns on this machine's bridge network, playing the task's session and reporting
     usage as a provider with prompt caching does; the gateway forwards to it as to a live provider."""
-    import io
-    import tarfile
-    import time
-
     from runner.agents.script import build_script
-    from runner.env.images import ensure_derived
-    from runner.env.containers import RUN_LABEL
     from runner.plan.spec import load_all_arms, load_all_tasks
 
-    script = json.dumps(build_script(load_all_tasks(REPO)["slug_ids"], load_all_arms(REPO)["claude_md"], None,
-                                     "present", 0)).encode()
-    image = ensure_derived(engine, "model", images.base, log=lambda m: None)
-    upstream = engine.containers.create(image.tag, ["memgrid-model-server", "8080"], network="bridge",
-                                        environment={"MEMGRID_MODEL_USAGE": "cached"},
-                                        labels={RUN_LABEL: f"{run_id}-upstream"})  # not the run's label: the run removes those
-    try:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo("script.json")
-            info.size, info.mode = len(script), 0o444
-            tar.addfile(info, io.BytesIO(script))
-        upstream.put_archive("/srv/script", buf.getvalue())
-        upstream.start()
-        deadline = time.monotonic() + 30
-        while b"ready" not in upstream.logs() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        upstream.reload()
+    script = build_script(load_all_tasks(REPO)["slug_ids"], load_all_arms(REPO)["claude_md"], None, "present", 0)
+    with model_upstream(engine, images, run_id, script, {"MEMGRID_MODEL_USAGE": "cached"}) as (upstream, url):
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", f"http://{upstream.attrs['NetworkSettings']['Networks']['bridge']['IPAddress']}:8080")
+        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", url)
         yield upstream
-    finally:
-        upstream.remove(force=True)
 
 
 def grid_run(run_id, runs_dir, **spec):
