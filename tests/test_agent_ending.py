@@ -18,7 +18,8 @@ from rich.console import Console
 from synthetic_ledger import cell, write_run
 
 from runner.agents.base import Transcript
-from runner.agents.claude_code import classify, ended
+from runner.agents.claude_code import classify
+from runner.agents.model_cli import ended
 from runner.agents.stream_json import parse_stream, transcript_events
 from runner.agents.command import CommandSpec
 from runner.env.containers import Limits

@@ -8,19 +8,16 @@ disallowed, the arm's instruction appended to the system prompt, and an environm
 what the session needs. The raw stream is kept (gzip); its parse feeds the gate and the ledger.
 """
 
-import gzip
 import json
 import time
 from pathlib import Path
 
 from runner.agents import npm_pin
-from runner.agents.base import (BUDGET_EXHAUSTED, ENDED_CAPPED, ENDED_ERROR, ENDED_EXIT_NONZERO, ENDED_OK,
-                                ENDED_TIMEOUT, Transcript, record_truncation)
+from runner.agents.base import BUDGET_EXHAUSTED, Transcript, record_truncation
 from runner.agents.model_cli import ModelCliAgent
 from runner.agents.npm_pin import NpmPin
 from runner.agents.stream_json import StreamSession, parse_stream, transcript_events
-from runner.arms.kinds import WORKSPACE, kind_of
-from runner.digest import sha256_bytes
+from runner.arms.kinds import kind_of
 from runner.env.archive import Entry
 from runner.env.images import IMAGES_DIR
 from runner.env.sandbox import Sandbox
@@ -50,7 +47,7 @@ def load_pin() -> NpmPin:
 
 def fetch_binary(pin: NpmPin, log=print) -> Path:
     """The verified binary in the build context; fetched only when missing or of another pin."""
-    npm_pin.fetch_files(pin, CONTEXT, {"package/claude": "claude"}, log)
+    npm_pin.fetch_files(pin, CONTEXT, ClaudeCodeAgent.members, log)
     return CONTEXT / "claude"
 
 
@@ -79,10 +76,8 @@ class ClaudeCodeAgent(ModelCliAgent):
     api = "anthropic"
     lock_key, cli_input = "claude_code", "cli"
     core_tools = CORE_TOOLS
-
-    def __init__(self, setup):
-        super().__init__(setup)
-        self.raw_path = setup.record_dir / "claude.stream.jsonl.gz"
+    session_env = SESSION_ENV
+    raw_name = "claude.stream.jsonl.gz"
 
     @classmethod
     def bundle_entries(cls, arm: ArmSpec, agent_config: dict) -> list:
@@ -99,14 +94,9 @@ class ClaudeCodeAgent(ModelCliAgent):
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=NAME, model=self.model)
-        transcript.add("launch", allowed_tools=allowed_tools(self.arm), disallowed_tools=list(DISALLOWED_TOOLS),
-                       env_names=sorted({**SESSION_ENV, **self.endpoint_env}), prompt_sha256=sha256_bytes(prompt.encode()),
-                       instructions_sha256=sha256_bytes(self.instructions.encode()))
+        self.launch(transcript, prompt, allowed_tools=allowed_tools(self.arm), disallowed_tools=list(DISALLOWED_TOOLS))
         started = time.monotonic()
-        result = sandbox.exec(self.command(prompt), timeout=self.setup.agent_seconds, workdir=WORKSPACE,
-                              env={**SESSION_ENV, **self.endpoint_env})
-        with gzip.open(self.raw_path, "wt", encoding="utf-8") as f:
-            f.write(result.stdout + ("\n" if result.stdout else ""))
+        result = self.exec_session(sandbox, prompt)
         session = parse_stream(line for _, line in result.lines)
         for kind, data in transcript_events(session):
             transcript.add(kind, **data)
@@ -119,20 +109,9 @@ class ClaudeCodeAgent(ModelCliAgent):
         transcript.usage = session.usage
         transcript.output = str((session.result or {}).get("result") or "")
         transcript.cli_cost_usd = session.cli_cost_usd
-        transcript.error_class, transcript.error = classify(session, result.timed_out, result.exit_code, result.stderr,
-                                                            self.setup.agent_seconds)
-        transcript.is_error = transcript.error_class not in (None, BUDGET_EXHAUSTED)
-        transcript.ended = ended(transcript.error_class, result.exit_code)
+        self.conclude(transcript, *classify(session, result.timed_out, result.exit_code, result.stderr,
+                                            self.setup.agent_seconds), result.exit_code)
         return transcript
-
-
-def ended(error_class: str | None, exit_code: int | None) -> str:
-    """How the session ended (Transcript.ended), from classify's error class: whichever, it is scored; a model the
-    gateway saw fail is the gate's to discard (model_reached), never the CLI's word."""
-    if error_class is None:
-        return ENDED_OK
-    return {"session_timeout": ENDED_TIMEOUT, BUDGET_EXHAUSTED: ENDED_CAPPED}.get(
-        error_class, ENDED_EXIT_NONZERO if error_class == "no_result" and exit_code else ENDED_ERROR)
 
 
 def classify(session: StreamSession, timed_out: bool, exit_code: int | None, stderr: str,

@@ -21,17 +21,13 @@ of its MCP servers' status: a required server that fails stops the CLI before it
 which), and the tools it offers the model are read from the gateway's record of its first request (read_gateway).
 """
 
-import gzip
 import json
 import re
 import time
 
-from runner.agents.base import (BUDGET_EXHAUSTED, ENDED_ERROR, ENDED_EXIT_NONZERO, ENDED_OK, ENDED_TIMEOUT,
-                                Transcript, Usage, record_truncation)
+from runner.agents.base import Transcript, Usage, record_truncation
 from runner.agents.model_cli import ModelCliAgent
-from runner.agents.npm_pin import load_pin
-from runner.arms.kinds import WORKSPACE, kind_of
-from runner.digest import sha256_bytes
+from runner.arms.kinds import kind_of
 from runner.env.archive import Entry
 from runner.env.images import IMAGES_DIR
 from runner.env.sandbox import Sandbox
@@ -188,14 +184,6 @@ def classify(parsed: dict, timed_out: bool, exit_code: int | None, stderr: str,
     return None, None
 
 
-def ended(error_class: str | None, exit_code: int | None) -> str:
-    if error_class is None:
-        return ENDED_OK
-    if error_class == "session_timeout":
-        return ENDED_TIMEOUT
-    return ENDED_EXIT_NONZERO if error_class == "no_result" and exit_code else ENDED_ERROR
-
-
 # ---- the agent ----------------------------------------------------------------------------------
 
 class CodexAgent(ModelCliAgent):
@@ -206,10 +194,8 @@ class CodexAgent(ModelCliAgent):
     lock_key, cli_input = "codex", "codex_cli"
     core_tools = CORE_TOOLS
     turn_cap = False  # `codex exec` has no turn limit; the gateway's output-token cap still holds
-
-    def __init__(self, setup):
-        super().__init__(setup)
-        self.raw_path = setup.record_dir / "codex.events.jsonl.gz"
+    session_env = SESSION_ENV
+    raw_name = "codex.events.jsonl.gz"
 
     @classmethod
     def bundle_entries(cls, arm: ArmSpec, agent_config: dict) -> list:
@@ -226,18 +212,13 @@ class CodexAgent(ModelCliAgent):
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=NAME, model=self.model)
         servers = [s for s in [getattr(kind_of(self.arm).own_server(self.arm), "server", None)] if s]
-        transcript.add("launch", approval_policy="never", sandbox_mode="danger-full-access", mcp_servers=servers,
-                       env_names=sorted({**SESSION_ENV, **self.endpoint_env}), prompt_sha256=sha256_bytes(prompt.encode()),
-                       instructions_sha256=sha256_bytes(self.instructions.encode()))
+        self.launch(transcript, prompt, approval_policy="never", sandbox_mode="danger-full-access", mcp_servers=servers)
         started = time.monotonic()
-        result = sandbox.exec(self.command(prompt), timeout=self.setup.agent_seconds, workdir=WORKSPACE,
-                              env={**SESSION_ENV, **self.endpoint_env})
-        with gzip.open(self.raw_path, "wt", encoding="utf-8") as f:
-            f.write(result.stdout + ("\n" if result.stdout else ""))
+        result = self.exec_session(sandbox, prompt)
         parsed = parse_events((line for _, line in result.lines), result.stderr, servers)
-        transcript.add("init", tools=[], mcp_servers=parsed["mcp_servers"], cli_version=load_pin(CONTEXT).version,
-                       model=self.model, permission_mode="approval never, sandbox danger-full-access",
-                       tools_from="the gateway's record of the first model request")
+        transcript.add("init", tools=[], mcp_servers=parsed["mcp_servers"],
+                       cli_version=self.setup.run_setup.pin.version, model=self.model,
+                       permission_mode="approval never, sandbox danger-full-access", tools_from="the gateway's record of the first model request")
         for call in parsed["calls"]:
             transcript.add("tool_call", **call)
         if parsed["turns"] or parsed["failed"] is not None:
@@ -251,10 +232,8 @@ class CodexAgent(ModelCliAgent):
                         "exec": round(result.seconds, 3)}
         transcript.usage = as_usage(parsed["usage"])
         transcript.output = (parsed["messages"] or [""])[-1]
-        transcript.error_class, transcript.error = classify(parsed, result.timed_out, result.exit_code, result.stderr,
-                                                            self.setup.agent_seconds)
-        transcript.is_error = transcript.error_class not in (None, BUDGET_EXHAUSTED)
-        transcript.ended = ended(transcript.error_class, result.exit_code)
+        self.conclude(transcript, *classify(parsed, result.timed_out, result.exit_code, result.stderr,
+                                            self.setup.agent_seconds), result.exit_code)
         return transcript
 
     def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:

@@ -5,18 +5,31 @@ session from its usage. claude-code and codex are subclasses; each says which CL
 session runs.
 """
 
+import gzip
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from runner.agents.base import Agent
+from runner.agents.base import (BUDGET_EXHAUSTED, ENDED_CAPPED, ENDED_ERROR, ENDED_EXIT_NONZERO, ENDED_OK,
+                                ENDED_TIMEOUT, Agent, Transcript)
 from runner.agents.npm_pin import NpmPin, fetch_files, load_pin
 from runner.agents.script import build_script
+from runner.arms.kinds import WORKSPACE
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.images import ImageRef, build_image, ensure_derived, find_image
 from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
+from runner.env.sandbox import Sandbox
 from runner.errors import SpecError, UserError
 from runner.results.costs import Price, price_for
+
+
+def ended(error_class: str | None, exit_code: int | None) -> str:
+    """How the session ended (Transcript.ended), from the CLI's error class: whichever, it is scored; a model the
+    gateway saw fail is the gate's to discard (model_reached), never the CLI's word."""
+    if error_class is None:
+        return ENDED_OK
+    return {"session_timeout": ENDED_TIMEOUT, BUDGET_EXHAUSTED: ENDED_CAPPED}.get(
+        error_class, ENDED_EXIT_NONZERO if error_class == "no_result" and exit_code else ENDED_ERROR)
 
 
 @dataclass(frozen=True)
@@ -56,10 +69,12 @@ class ModelCliAgent(Agent):
     lock_key: ClassVar[str]
     cli_input: ClassVar[str]
     core_tools: ClassVar[tuple[str, ...]]  # the gate proves the model was offered these beside the arm's memory tools
+    session_env: ClassVar[dict[str, str]]  # the session's whole environment, besides the model endpoint's
+    raw_name: ClassVar[str]  # the file in the cell's record folder its raw stream is kept in (gzip)
 
     def __init__(self, setup):
         super().__init__(setup)
-        self.task, self.arm, self.model = setup.task, setup.arm, setup.run_setup.model
+        self.arm, self.model = setup.arm, setup.run_setup.model
         self.instructions = setup.instructions
         self.endpoint_env = setup.endpoint.sandbox_env()
 
@@ -131,3 +146,29 @@ class ModelCliAgent(Agent):
 
     def cost(self, usage) -> float | None:
         return self.setup.run_setup.price.cost(usage)
+
+    def command(self, prompt: str) -> list[str]:
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        return {**self.session_env, **self.endpoint_env}
+
+    def launch(self, transcript: Transcript, prompt: str, **how) -> None:
+        """The launch event: how the CLI is run, the names of its environment, and digests of its prompt and
+        instruction (never their text: the transcript is read beside other arms' cells)."""
+        transcript.add("launch", **how, env_names=sorted(self.env()), prompt_sha256=sha256_bytes(prompt.encode()),
+                       instructions_sha256=sha256_bytes(self.instructions.encode()))
+
+    def exec_session(self, sandbox: Sandbox, prompt: str):
+        """The CLI's session in the sandbox, bounded by the cell's time; its raw stdout kept in the record folder."""
+        result = sandbox.exec(self.command(prompt), timeout=self.setup.agent_seconds, workdir=WORKSPACE, env=self.env())
+        with gzip.open(self.setup.record_dir / self.raw_name, "wt", encoding="utf-8") as f:
+            f.write(result.stdout + ("\n" if result.stdout else ""))
+        return result
+
+    @staticmethod
+    def conclude(transcript: Transcript, error_class: str | None, error: str | None, exit_code: int | None) -> None:
+        """The session's error class (the CLI's classify) and how it ended."""
+        transcript.error_class, transcript.error = error_class, error
+        transcript.is_error = error_class not in (None, BUDGET_EXHAUSTED)
+        transcript.ended = ended(error_class, exit_code)
