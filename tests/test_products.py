@@ -108,7 +108,12 @@ def ingested(engine, images, corpus, run_id, name: str):
     and the corpus's session names."""
     arm, image = built(engine, images, name)
     folder, names = corpus
-    snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id)
+    said = []
+    snapshot = ingest(engine, image, arm, folder, "present", 0, run_id=run_id, log=said.append)
+    # the driver reports its progress (memgrid_corpus.progress) and the harness logs it, the first report at once
+    assert any(re.fullmatch(rf"ingest {name} present seed 0: \d of {len(names)} documents, [\d.]+/s, .*", line)
+               for line in said), said
+    assert "memgrid-ingest-progress" not in snapshot.report["log_tail"]
     return arm, image, snapshot, {e.path: e.data for e in snapshot.entries}, names
 
 
@@ -430,3 +435,32 @@ def test_a_corpus_of_no_sessions_may_arrive_without_docs_but_a_lost_docs_folder_
     (tmp_path / MANIFEST).unlink()  # no manifest either: not a corpus at all
     with pytest.raises(FileNotFoundError):
         corpus.sessions(tmp_path)
+
+
+def test_progress_is_throttled_in_the_driver_and_in_the_harness(engine, images, run_id, no_leftovers, capsys):
+    """A long ingest says how far it is without flooding: the driver prints at most one progress line a second (and
+    always its last), the harness logs the first report at once and then at most one per interval."""
+    import importlib.util
+
+    from runner.arms.ingest import PROGRESS, watch_progress
+
+    spec = importlib.util.spec_from_file_location("memgrid_corpus", REPO / "images/sandbox/memgrid_corpus.py")
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    for done in range(1, 11):
+        driver.progress(done, 10)
+    assert capsys.readouterr().err.splitlines() == [f"{PROGRESS} 1 10", f"{PROGRESS} 10 10"]
+
+    script = f'for i in 1 2 3 4 5 6 7 8; do echo "{PROGRESS} $i 8" >&2; sleep 0.5; done; echo done'
+    container = engine.containers.create(**hardened(images.base.tag, user="1000:1000", network="none", limits=Limits(),
+                                                    labels={RUN_LABEL: run_id, CELL_LABEL: "progress"},
+                                                    command=["sh", "-c", script]))
+    try:
+        said = []
+        container.start()
+        watch_progress(container, "ingest demo present seed 0", said.append, every=1.5).join(timeout=30)
+    finally:
+        remove_quietly(container)
+    assert said[0].startswith("ingest demo present seed 0: 1 of 8 documents, ")
+    assert 2 <= len(said) <= 4, said  # 4 s of reports every 0.5 s, logged at most every 1.5 s
+    assert all(re.fullmatch(r"ingest demo present seed 0: \d of 8 documents, [\d.]+/s, \d+ min left", s) for s in said)

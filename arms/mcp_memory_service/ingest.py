@@ -17,7 +17,7 @@ import sys
 
 sys.path[:0] = ["/opt/memgrid/pydeps", "/opt/memgrid/lib"]
 
-from memgrid_corpus import call, count, product_server, run_ingest, said  # noqa: E402
+from memgrid_corpus import call, count, product_server, progress, run_ingest, said  # noqa: E402
 
 DATABASE = "sqlite_vec.db"
 
@@ -28,12 +28,13 @@ def content(session):
 
 async def write(store, found, embedder_url):
     async with product_server(["memory-service-mcp", store, *([embedder_url] if embedder_url else [])]) as s:
-        for x in found:
+        for done, x in enumerate(found, 1):
             result = await call(s, "memory_store", {"content": content(x), "conversation_id": x.id,
                                                     "metadata": {"tags": "session", "type": "observation"}},
                                 f"session {x.id}")
             if said(result).startswith(("Error", "Not stored")):  # it refuses in its answer's text, not as an error
                 raise RuntimeError(f"memory_store refused session {x.id}: {said(result)[:300]}")
+            progress(done, len(found))
     # rows of its memories table (the vector table would need the product's own SQLite extension)
     return count(os.path.join(store, DATABASE), "SELECT count(*) FROM memories")
 

@@ -14,7 +14,7 @@ import sys
 
 sys.path[:0] = ["/opt/memgrid/pydeps", "/opt/memgrid/lib"]
 
-from memgrid_corpus import call, count, product_server, run_ingest, said  # noqa: E402
+from memgrid_corpus import call, count, product_server, progress, run_ingest, said  # noqa: E402
 
 COLLECTION = "sessions"  # the launcher's COLLECTION_NAME
 
@@ -25,11 +25,12 @@ def content(session):
 
 async def write(store, found):
     async with product_server(["qdrant-mcp", store]) as s:
-        for x in found:
+        for done, x in enumerate(found, 1):
             metadata = {"session": x.id, **({"date": x.date} if x.date else {})}
             result = await call(s, "qdrant-store", {"information": content(x), "metadata": metadata}, f"session {x.id}")
             if not said(result).startswith("Remembered:"):  # its answer names what it stored
                 raise RuntimeError(f"qdrant-store refused session {x.id}: {said(result)[:300]}")
+            progress(done, len(found))
     # local mode keeps one row per point in storage.sqlite, created with the collection at the first store
     path = os.path.join(store, "collection", COLLECTION, "storage.sqlite")
     return count(path, "SELECT count(*) FROM points") if os.path.exists(path) else 0

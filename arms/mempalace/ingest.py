@@ -11,13 +11,14 @@ shortfall (memgrid_corpus.run_ingest); mine exits 0 when it files nothing (a mis
 one), so what it said is logged first.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 sys.path[:0] = ["/opt/memgrid/lib"]
 
-from memgrid_corpus import count, run_ingest  # noqa: E402
+from memgrid_corpus import count, progress, run_ingest  # noqa: E402
 
 
 def write(store, found):
@@ -27,15 +28,31 @@ def write(store, found):
         for s in found:
             with open(os.path.join(folder, f"{s.id}.md"), "w", encoding="utf-8") as f:
                 f.write((f"date: {s.date}\n" if s.date else "") + s.text + "\n")
-        mine = subprocess.run(["mempalace", store, "mine", folder, "--wing", "sessions"], capture_output=True, text=True)
-    said = " | ".join(l.strip() for l in (mine.stderr + mine.stdout).splitlines() if l.strip())[-400:]
-    if mine.returncode != 0:
-        raise RuntimeError(f"mempalace mine exited {mine.returncode}: {said}")
+        lines, returncode = mine(store, folder)
+    said = " | ".join(l.strip() for l in lines if l.strip())[-400:]
+    if returncode != 0:
+        raise RuntimeError(f"mempalace mine exited {returncode}: {said}")
     print(f"mempalace mine said: {said}", file=sys.stderr)
     if not found:  # nothing mined: the palace may not even have its database
         return 0
     return count(os.path.join(store, "chroma.sqlite3"),
                  "SELECT count(DISTINCT string_value) FROM embedding_metadata WHERE key = 'source_file'")
+
+
+FILED = re.compile(r"\[\s*(\d+)/(\d+)\]")  # mine's line per file: "  + [  12/4915] <file>   +5"
+
+
+def mine(store, folder):
+    """`mempalace mine` over the folder; its lines (stdout and stderr), each file it reports passed on as progress."""
+    with subprocess.Popen(["mempalace", store, "mine", folder, "--wing", "sessions"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as process:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            filed = FILED.search(line)
+            if filed:
+                progress(int(filed.group(1)), int(filed.group(2)))
+    return lines, process.returncode
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import sys
 
 sys.path[:0] = ["/opt/memgrid/pydeps", "/opt/memgrid/lib"]
 
-from memgrid_corpus import call, product_server, run_ingest  # noqa: E402
+from memgrid_corpus import call, product_server, progress, run_ingest  # noqa: E402
 
 BATCH = 500  # entities per create_entities call: the product rewrites its whole JSONL file on every call
 
@@ -31,6 +31,7 @@ async def write(store, found):
         for i in range(0, max(len(found), 1), BATCH):
             await call(s, "create_entities", {"entities": [entity(x) for x in found[i:i + BATCH]]},
                        f"sessions {i}..{i + BATCH - 1}")
+            progress(min(i + BATCH, len(found)), len(found))
         graph = await s.call_tool("read_graph", {})
         return len((graph.structured_content or {}).get("entities", []))
 

@@ -11,6 +11,7 @@ product, the shortfall check, the receipt and a one-line error. The script keeps
     count(database, sql) -> a count read back from the product's own SQLite database, read only
     product_server(command) -> an MCP session with the product's server, started as the agent starts it
     call(session, tool, arguments, what) -> the tool's result; an error result raises, naming `what`
+    progress(done, total) -> a progress line on stderr for the harness (at most one a second)
 """
 import argparse
 import contextlib
@@ -74,6 +75,20 @@ def _manifest_is_empty(corpus):
             return not f.read().strip()
     except FileNotFoundError:
         return False
+
+
+PROGRESS = "memgrid-ingest-progress"  # the harness reads "PROGRESS DONE TOTAL" lines off stderr (runner/arms/ingest.py)
+_last_progress = [0.0]
+
+
+def progress(done: int, total: int) -> None:
+    """`done` of the `total` sessions are in the product's store. Printed at most once a second and always at the
+    end, so a long ingest says how far it is without filling its log (the harness keeps a bounded one)."""
+    now = time.monotonic()
+    if done < total and now - _last_progress[0] < 1.0:
+        return
+    _last_progress[0] = now
+    print(f"{PROGRESS} {done} {total}", file=sys.stderr, flush=True)
 
 
 def write_receipt(store, *, documents, **facts):

@@ -9,8 +9,10 @@ later run with the same inputs takes it from there instead of ingesting again.
 """
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,12 +63,19 @@ def store_receipt(entries: list[Entry]) -> dict:
 
 
 def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, seed: int, *, run_id: str,
-           limits: Limits = Limits(memory="2g"), embedder: str | None = None) -> StoreSnapshot:
-    """`embedder`: the shared embedder's image, for an arm with `embedder: shared`."""
+           limits: Limits = Limits(memory="2g"), embedder: str | None = None, log=None) -> StoreSnapshot:
+    """`embedder`: the shared embedder's image, for an arm with `embedder: shared`. `log`: where a long ingest's
+    progress lines go (documents done, documents per second, time left), every PROGRESS_SECONDS."""
+    return ingest_documents(client, image, arm, corpus_entries(corpus_dir), condition, seed, run_id=run_id,
+                            limits=limits, embedder=embedder, log=log)
+
+
+def ingest_documents(client, image: str, arm: ArmSpec, docs: list[Entry], condition: str, seed: int, *, run_id: str,
+                     limits: Limits = Limits(memory="2g"), embedder: str | None = None, log=None) -> StoreSnapshot:
+    """ingest() of a corpus already read (corpus_entries): what a dask worker gets, away from the corpus folder."""
     namespace = f"{arm.name}-{condition}-seed{seed}"
     command = fill(arm.ingest, corpus=f"{INGEST_ROOT}/corpus", store=f"{INGEST_ROOT}/store", namespace=namespace)
     cell = f"ingest-{namespace}"
-    docs = corpus_entries(corpus_dir)
     started = time.monotonic()
     sidecar = _start_sidecar(client, arm, embedder, run_id, cell)
     # The ingest's command runs at its start, so it joins the embedder's namespace (started first, on 'none').
@@ -78,11 +87,14 @@ def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, s
         container = client.containers.create(**args)
         container.put_archive("/sandbox", pack(docs, uid=AGENT_UID, gid=AGENT_UID))
         container.start()
+        watcher = None if log is None else watch_progress(container, f"ingest {arm.name} {condition} seed {seed}", log)
         code = container.wait(timeout=arm.ingest_seconds + 60)["StatusCode"]
-        log = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        if watcher is not None:  # its stream has ended with the container: its last line comes before ours
+            watcher.join(timeout=10)
+        said = without_progress(container.logs(stdout=True, stderr=True).decode(errors="replace"))
         if code != 0:
             raise UserError(f"arms/{arm.name}/arm.yaml: ingest: exited {code} for {condition} seed {seed}: "
-                            f"{log.strip()[-300:]!r}: fix: run 'memgrid arm check {arm.name}'")
+                            f"{said.strip()[-300:]!r}: fix: run 'memgrid arm check {arm.name}'")
         stream, _ = container.get_archive(f"{INGEST_ROOT}/store")
         raw = b"".join(stream)
         used = None if sidecar is None else _embedder_used(arm, sidecar, len(docs) - 1)
@@ -100,8 +112,47 @@ def ingest(client, image: str, arm: ArmSpec, corpus_dir: Path, condition: str, s
     report = {"namespace": namespace, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs) - 1,
               "model_tokens": receipt.get("model_tokens"), "local_model": receipt.get("local_model"),
               "seconds": round(time.monotonic() - started, 2), "files": len(entries), "bytes": len(frozen),
-              "log_tail": log.strip()[-500:], "embedder": used or own_embedder(arm)}
+              "log_tail": said.strip()[-500:], "embedder": used or own_embedder(arm)}
     return StoreSnapshot(arm.name, condition, seed, tuple(entries), sha256_bytes(frozen), report)
+
+
+PROGRESS = "memgrid-ingest-progress"  # a driver's "PROGRESS DONE TOTAL" lines on stderr (memgrid_corpus.progress)
+PROGRESS_SECONDS = 30.0
+
+
+def watch_progress(container, what: str, log, every: float = PROGRESS_SECONDS) -> threading.Thread:
+    """Follows the ingest container's stderr in the background and logs how far the driver says it is, its first
+    report at once and then at most every `every` seconds: `what: 1,200 of 4,915 documents, 3.1/s, 20 min left`. A driver that reports nothing logs
+    nothing; the thread ends with the container's log stream."""
+    def follow() -> None:
+        started, last = time.monotonic(), None
+        pending = b""
+        try:
+            for chunk in container.logs(stdout=False, stderr=True, stream=True, follow=True):
+                *lines, pending = (pending + chunk).split(b"\n")
+                report = next((line.split() for line in reversed(lines) if line.startswith(PROGRESS.encode())), None)
+                now = time.monotonic()
+                if report is None or len(report) != 3 or (last is not None and now - last < every):
+                    continue
+                last = now
+                log(progress_line(what, int(report[1]), int(report[2]), now - started))
+        except Exception:  # the container went away under the stream: progress is advisory, the wait decides
+            return
+
+    thread = threading.Thread(target=follow, name=f"progress-{what}", daemon=True)
+    thread.start()
+    return thread
+
+
+def progress_line(what: str, done: int, total: int, seconds: float) -> str:
+    rate = done / seconds if seconds > 0 else 0.0
+    left = f"{(total - done) / rate / 60:.0f} min left" if rate > 0 else "time left unknown"
+    return f"{what}: {done:,} of {total:,} documents, {rate:.1f}/s, {left}"
+
+
+def without_progress(said: str) -> str:
+    """The container's output less the progress lines, so the log tail a report keeps says what the driver said."""
+    return "\n".join(line for line in said.splitlines() if not line.startswith(PROGRESS))
 
 
 def _start_sidecar(client, arm: ArmSpec, image: str | None, run_id: str, cell: str):
@@ -159,7 +210,8 @@ def store_costs(stores: dict) -> dict[str, dict]:
         "digest": s.digest, "documents": s.report.get("documents"), "corpus_documents": s.report.get("corpus_documents"),
         "seconds": s.report.get("seconds"), "store_mib": round(s.report.get("bytes", 0) / 2**20, 3),
         "model_tokens": s.report.get("model_tokens"), "local_model": s.report.get("local_model"),
-        "embedder": s.report.get("embedder"), "source": s.source, "cache_key": s.cache_key}
+        "embedder": s.report.get("embedder"), "source": s.source, "cache_key": s.cache_key,
+        **({"node": s.report["node"]} if s.report.get("node") else {})}
         for s in sorted(stores.values(), key=lambda s: (s.arm, s.condition, s.seed)) if isinstance(s, StoreSnapshot)}
 
 
@@ -199,8 +251,19 @@ def store_key(arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, s
     return corpus_store_key(arm_key_inputs(arm, image, embedder), corpus_dir, condition, seed)
 
 
-def _ensure(client, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int, run_dir: Path,
-            run_id: str, log, embedder: str | None, key: store_cache.StoreKey) -> StoreSnapshot:
+# (arm, image, corpus folder, condition, seed) -> the store ingested now: on this engine (local_build) or on a
+# worker of a cluster (the dask executor's store_builder).
+StoreBuild = Callable[[ArmSpec, ImageRef, Path, str, int], StoreSnapshot]
+
+
+def local_build(client, *, run_id: str, embedder: str | None, log) -> StoreBuild:
+    def build(arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int) -> StoreSnapshot:
+        return ingest(client, image.tag, arm, corpus_dir, condition, seed, run_id=run_id, embedder=embedder, log=log)
+    return build
+
+
+def _ensure(build: StoreBuild, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int,
+            run_dir: Path, log, key: store_cache.StoreKey) -> StoreSnapshot:
     """This run's store: the one an earlier attempt of the run froze (resume), else the cached one, else ingested
     now (and cached). run.json records which (`stores.<arm>/<condition>-seed<n>.source`)."""
     snapshot = load(run_dir, arm.name, condition, seed)
@@ -216,21 +279,25 @@ def _ensure(client, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: 
         log(f"store {arm.name} {condition} seed {seed} from the store cache ({key.key[:12]}, {len(raw) / 2**20:.1f} MiB "
             f"in {time.monotonic() - started:.2f}s; ingested once in {report.get('seconds')}s)")
         return snapshot
-    snapshot = ingest(client, image.tag, arm, corpus_dir, condition, seed, run_id=run_id, embedder=embedder)
+    snapshot = build(arm, image, corpus_dir, condition, seed)
     snapshot = StoreSnapshot(**{**vars(snapshot), "report": {**snapshot.report, "source": "ingested"}, "cache_key": key.key})
     folder = save(snapshot, run_dir)
     store_cache.write(key, (folder / "store.tar").read_bytes(), snapshot.report)  # the tar save() just packed
     rate = snapshot.report["documents"] / max(snapshot.report["seconds"], 0.01)
-    log(f"ingested {arm.name} {condition} seed {seed}: {snapshot.report['documents']} of "
+    node = f" on node {snapshot.report['node']}" if snapshot.report.get("node") else ""
+    log(f"ingested {arm.name} {condition} seed {seed}{node}: {snapshot.report['documents']} of "
         f"{snapshot.report['corpus_documents']} documents in {snapshot.report['seconds']}s ({rate:.0f}/s; cached as {key.key[:12]})")
     return snapshot
 
 
 def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, images_by_arm: dict, *, run_id: str,
-                  log=print, embedder: str | None = None, parallel: int = 1) -> dict[tuple[str, str, int], StoreSnapshot]:
+                  log=print, embedder: str | None = None, parallel: int = 1,
+                  build: StoreBuild | None = None) -> dict[tuple[str, str, int], StoreSnapshot]:
     """One frozen store per (arm with an ingest, condition, seed): this run's, the cache's, or ingested now.
     `embedder`: the shared embedder's image, for arms with `embedder: shared`. `parallel`: how many stores are
-    ingested at once; they are independent (each its own container and corpus), so the order changes no store."""
+    ingested at once; they are independent (each its own container and corpus), so the order changes no store.
+    `build`: where a store is ingested (default: this engine)."""
+    build = build or local_build(client, run_id=run_id, embedder=embedder, log=log)
     ingesting = [(arm, _arm_image(arm, images_by_arm)) for arm in {a.name: a for a in arms if a.ingest is not None}.values()]
     keyed = [(arm, image, arm_key_inputs(arm, image, embedder)) for arm, image in ingesting]
     jobs = [(arm, image, condition, seed, inputs) for arm, image, inputs in keyed for condition, seed in pairs]
@@ -238,8 +305,7 @@ def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, i
     def make(job) -> StoreSnapshot:
         arm, image, condition, seed, inputs = job
         corpus = settings.condition_dir(condition, seed)
-        return _ensure(client, arm, image, corpus, condition, seed, run_dir, run_id, log, embedder,
-                       corpus_store_key(inputs, corpus, condition, seed))
+        return _ensure(build, arm, image, corpus, condition, seed, run_dir, log, corpus_store_key(inputs, corpus, condition, seed))
 
     if parallel <= 1 or len(jobs) <= 1:
         return {(job[0].name, job[2], job[3]): make(job) for job in jobs}
@@ -258,15 +324,17 @@ EMPTY = "empty"  # the store an arm's own ingest makes of no documents
 
 
 def ensure_empty_stores(client, arms: list[ArmSpec], run_dir: Path, images_by_arm: dict, *, run_id: str,
-                        log=print, embedder: str | None = None) -> dict[tuple[str, str, int], StoreSnapshot]:
+                        log=print, embedder: str | None = None,
+                        build: StoreBuild | None = None) -> dict[tuple[str, str, int], StoreSnapshot]:
     """Each arm's own ingest of an empty corpus, keyed (arm, "empty", 0): where a protocol whose agents write
     their own memories starts, so the store's format is always the product's own."""
+    build = build or local_build(client, run_id=run_id, embedder=embedder, log=log)
     corpus = run_dir / "stores" / "empty-corpus"
     (corpus / "docs").mkdir(parents=True, exist_ok=True)
     (corpus / MANIFEST).write_text("")
     stores = {}
     for arm in {a.name: a for a in arms if a.ingest is not None}.values():
         image = _arm_image(arm, images_by_arm)
-        stores[(arm.name, EMPTY, 0)] = _ensure(client, arm, image, corpus, EMPTY, 0, run_dir, run_id, log, embedder,
+        stores[(arm.name, EMPTY, 0)] = _ensure(build, arm, image, corpus, EMPTY, 0, run_dir, log,
                                                store_key(arm, image, corpus, EMPTY, 0, embedder))
     return stores
