@@ -20,6 +20,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from runner.env.archive import safe_entries
 from runner.env.containers import RUN_LABEL
 from runner.errors import UserError
 from runner.exec.executors import ExecutorSettings, executor_class
@@ -365,6 +366,47 @@ def test_cli_agent_cells_run_on_a_worker_as_on_the_local_executor(engine, images
     for fs_grep in (r["cell_id"] for r in rows if r["arm"] == "fs_grep"):
         assert read_paths(remote.run_dir, fs_grep) == read_paths(local.run_dir, fs_grep) != []
         assert (remote.run_dir / "cells" / fs_grep / "gateway.jsonl").stat().st_size > 0
+
+
+def test_stores_are_ingested_on_the_workers_and_return_as_the_local_ingest_makes_them(
+        engine, images, second_engine, cluster, tmp_path, run_id, monkeypatch, no_leftovers):
+    """A run on dask ingests its stores on the workers (the arm's image loaded on a node that lacks it, the corpus sent
+    with the task, the store sent back with its digest); the store is the one a local ingest makes, byte for byte."""
+    from conftest import ISSUED_RUN_IDS
+
+    host_b, _ = second_engine
+    cluster.revive("node-b", host_b)
+    grid = dict(tasks=("slug_ids",), arms=("bare", "recall"), agents=("reader",), conditions=("present", "superseded"))
+    logs = []
+
+    def run(run: str, **where):
+        spec = write_grid(tmp_path / f"{run}.yaml", **grid)
+        if where:
+            spec.write_text(spec.read_text() + json.dumps(where)[1:-1].replace('", "', '"\n"') + "\n")
+        return run_grid(load_grid(spec), spec, root=REPO, run_id=run, runs_dir=tmp_path / "runs", concurrency=2,
+                        progress=False, log=logs.append)
+
+    remote = run(run_id, executor="dask", scheduler=cluster.address)
+    stores = json.loads((remote.run_dir / "run.json").read_text())["stores"]
+    assert set(stores) == {"recall/present-seed0", "recall/superseded-seed0"}, stores
+    for name, store in stores.items():  # each built on a worker, none taken from a cache
+        assert store["source"] == "ingested" and store["node"] in {"node-a", "node-b"}, (name, store, logs)
+        assert any(line.startswith(f"ingested {name.replace('/', ' ').replace('-seed', ' seed ')} on node ")
+                   for line in logs), logs
+    monkeypatch.setenv("MEMGRID_CACHE", str(tmp_path / "another-cache"))  # the local run ingests too
+    local_id = f"{run_id}-local"
+    ISSUED_RUN_IDS.add(local_id)
+    local = run(local_id)
+    local_stores = json.loads((local.run_dir / "run.json").read_text())["stores"]
+    for name in stores:  # the same files, byte for byte, but the receipt's own timing
+        folder = f"stores/{name}/store.tar"
+        files = [{e.path: e.data for e in safe_entries((r.run_dir / folder).read_bytes())} for r in (remote, local)]
+        receipts = [json.loads(f.pop("store.json")) for f in files]
+        assert files[0] == files[1] and files[0]
+        assert [{k: v for k, v in r.items() if k != "ingest_seconds"} for r in receipts] == \
+            [{k: v for k, v in receipts[1].items() if k != "ingest_seconds"}] * 2
+    assert all("node" not in v for v in local_stores.values())
+    assert verdicts(Ledger(remote.run_dir).rows()) == verdicts(Ledger(local.run_dir).rows())
 
 
 # Small grids of the protocols of several phases: every phase of a cell runs on one node, the store passed between

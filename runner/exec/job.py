@@ -54,7 +54,7 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
     executor = ExecutorSettings(grid_spec.executor, concurrency, grid_spec.scheduler, log)
     executor_class(executor.name, grid_path).check(executor, grid_spec.protocol, grid_path)
     run = prepare_run(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
-                      log=log, prereg=prereg, verify_lock=verify_lock)
+                      log=log, prereg=prereg, verify_lock=verify_lock, executor=executor)
     where = f"executor dask at {executor.scheduler}" if executor.name == "dask" else f"concurrency {concurrency}"
     log(f"run {run.plan.run_id}: {len(run.plan.cells)} cells, {where} -> {run.plan.run_dir}")
     summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress, budget_usd=grid_spec.budget_usd,
@@ -65,9 +65,11 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
 
 def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | None, runs_dir: Path,
                 concurrency: int, log: Callable[[str], None], prereg: Prereg | None = None,
-                verify_lock: Callable[[dict], None] | None = None) -> PreparedRun:
+                verify_lock: Callable[[dict], None] | None = None,
+                executor: ExecutorSettings | None = None) -> PreparedRun:
     """Everything before the first cell: inputs checked, images, corpora, the plan, arm images, the lock
-    (run.json), the arms' stores."""
+    (run.json), the arms' stores (ingested where the executor runs cells)."""
+    executor = executor or ExecutorSettings(concurrency=concurrency, log=log)
     all_tasks, all_arms = grid_tasks(root, grid_spec, grid_path), load_all_arms(root)
     check_grid(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, all_tasks, all_arms)
     protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
@@ -119,8 +121,11 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
         verify_lock(lock)
     ledger = open_run(plan, lock)
 
-    stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
-                             run_id=plan.run_id, log=log, embedder=embedder and embedder.tag, parallel=concurrency)
+    with executor_class(executor.name).store_builder(executor, client, run_id=plan.run_id, embedder=embedder,
+                                                     log=log) as (build, parallel):
+        stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
+                                 run_id=plan.run_id, log=log, embedder=embedder and embedder.tag, parallel=parallel,
+                                 build=build)
     costs = store_costs(stores)
     if costs:
         amend_lock(plan.run_dir, lambda lock: lock.update(stores=costs))

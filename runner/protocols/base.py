@@ -66,9 +66,10 @@ class Protocol:
         return {}
 
     def stores(self, client, arms: list[ArmSpec], pairs, settings, run_dir, images_by_arm: dict, *, run_id: str,
-               log=print, embedder: str | None = None, parallel: int = 1) -> dict:
+               log=print, embedder: str | None = None, parallel: int = 1, build=None) -> dict:
         """The stores its cells start from, keyed (arm, condition, seed); `embedder`: the shared embedder's
-        image, for arms with `embedder: shared`; `parallel`: how many to ingest at once (the run's concurrency)."""
+        image, for arms with `embedder: shared`; `parallel`: how many to ingest at once (the run's concurrency);
+        `build`: where a store is ingested (runner.arms.ingest.StoreBuild; default: this engine)."""
         return {}
 
     def run_cell(self, ctx, cell, attempt: int, bundle=None):

@@ -69,10 +69,10 @@ class CodingProtocol(Protocol):
         return True
 
     def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None,
-               parallel=1) -> dict:
+               parallel=1, build=None) -> dict:
         """Each arm's own ingest of each condition's corpus, frozen; every cell gets a fresh copy."""
         return ensure_stores(client, arms, pairs, settings, run_dir, images_by_arm, run_id=run_id, log=log,
-                             embedder=embedder, parallel=parallel) if pairs else {}
+                             embedder=embedder, parallel=parallel, build=build) if pairs else {}
 
     def bundle(self, ctx: TrialContext, cell: CellSpec) -> Bundle:
         task, arm = ctx.tasks[cell.task], ctx.arms[cell.arm]

@@ -1,6 +1,7 @@
 """What the controller's scheduler needs from an executor: submit a cell attempt, wait for some to
 finish, take a finished one's ledger row, and remove the run's containers wherever cells ran."""
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
@@ -59,6 +60,13 @@ class Executor:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    @classmethod
+    @contextmanager
+    def store_builder(cls, settings: ExecutorSettings, engine, *, run_id: str, embedder, log):
+        """Where the run's stores are ingested and how many at once: (runner.arms.ingest.StoreBuild, count).
+        Here: this machine's engine (None: ingest's own default), the run's concurrency at a time."""
+        yield None, settings.concurrency
 
     def __enter__(self):
         return self

@@ -13,15 +13,20 @@ killing the worker holding that replica lost the key and cancelled every cell de
 """
 
 import statistics
+import threading
 import time
 import uuid
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from distributed import Client, get_worker
 from distributed import wait as dask_wait
 
 from runner.agents.registry import agent_class
+from runner.arms.ingest import StoreSnapshot, corpus_entries, ingest_documents, own_embedder
+from runner.digest import sha256_bytes
+from runner.env.archive import pack, safe_entries
 from runner.env.doctor import node_checks
 from runner.env.engine import connect
 from runner.env.images import ImageRef, load_image, save_image
@@ -88,30 +93,29 @@ class Attempt:
     submitted: float = 0.0
 
 
-def admit_nodes(client: Client, ctx, cells, log) -> dict[str, Node]:
-    """address -> Node for every worker that passes the node checks (after the images it lacked were
-    loaded); each refused one is logged by name with the reason and the fix."""
+def cell_workers(client: Client) -> dict[str, dict]:
+    """address -> the scheduler's record of each worker; none at all is refused with the command that starts one."""
     workers = client.scheduler_info(n_workers=-1)["workers"]
     if not workers:
         raise UserError("--executor dask: the scheduler has no workers: fix: start one per node with "
                         f"'DOCKER_HOST=... dask worker SCHEDULER --resources {RESOURCE}=2'")
-    images = needed_images(ctx, cells)
-    reports = client.run(node_checks, images, on_error="return")
+    return workers
+
+
+def ready_nodes(client: Client, engine, workers: dict[str, dict], images: dict[str, str], log) -> dict[str, str | None]:
+    """address -> None for each worker whose node passes the node checks once the images it lacked were loaded there
+    from `engine` (docker save / load, ids checked), else why not, with the fix."""
+    reports = client.run(node_checks, images, on_error="return", workers=list(workers))
     saved: dict[str, bytes] = {}
-    admitted, refused = {}, {}
+    ready = {}
     for address, info in sorted(workers.items()):
-        name = info.get("name", address)
-        slots = int(info.get("resources", {}).get(RESOURCE, 0))
-        checks = reports.get(address)
-        if not slots:
-            refused[name] = f"declares no '{RESOURCE}' resource: fix: start it with --resources {RESOURCE}=N"
-            continue
+        name, checks = info.get("name", address), reports.get(address)
         if checks is None or isinstance(checks, BaseException):
-            refused[name] = f"the node checks did not run ({checks!r})"
+            ready[address] = f"the node checks did not run ({checks!r})"
             continue
-        engine, image_checks = checks[0], checks[1:]
-        if not engine.ok:
-            refused[name] = f"{engine.detail}: fix: {engine.fix}"
+        node_engine, image_checks = checks[0], checks[1:]
+        if not node_engine.ok:
+            ready[address] = f"{node_engine.detail}: fix: {node_engine.fix}"
             continue
         problems = []
         for check in image_checks:
@@ -120,14 +124,29 @@ def admit_nodes(client: Client, ctx, cells, log) -> dict[str, Node]:
             tag = check.name.removeprefix("image ")
             log(f"node {name}: loading {tag} from this engine ({check.detail} there)")
             if tag not in saved:
-                saved[tag] = save_image(ctx.client, tag)
+                saved[tag] = save_image(engine, tag)
             problem = client.run(_load_on_worker, saved[tag], tag, images[tag], workers=[address], on_error="return")[address]
             if problem is not None:
                 problems.append(str(problem))
-        if problems:
-            refused[name] = "; ".join(problems) + ": fix: load the images on that node (memgrid images build there)"
-            continue
-        admitted[address] = Node(str(name), address, slots)
+        ready[address] = "; ".join(problems) + ": fix: load the images on that node (memgrid images build there)" \
+            if problems else None
+    return ready
+
+
+def admit_nodes(client: Client, ctx, cells, log) -> dict[str, Node]:
+    """address -> Node for every worker that passes the node checks (after the images it lacked were
+    loaded); each refused one is logged by name with the reason and the fix."""
+    workers = cell_workers(client)
+    refused = {info.get("name", a): f"declares no '{RESOURCE}' resource: fix: start it with --resources {RESOURCE}=N"
+               for a, info in workers.items() if not int(info.get("resources", {}).get(RESOURCE, 0))}
+    slotted = {a: info for a, info in workers.items() if info.get("name", a) not in refused}
+    admitted = {}
+    for address, problem in ready_nodes(client, ctx.client, slotted, needed_images(ctx, cells), log).items():
+        info = slotted[address]
+        if problem is not None:
+            refused[info.get("name", address)] = problem
+        else:
+            admitted[address] = Node(str(info.get("name", address)), address, int(info["resources"][RESOURCE]))
     for name, why in refused.items():
         log(f"node {name} refused: {why}")
     if not admitted:
@@ -170,11 +189,7 @@ class DaskExecutor(Executor):
     @classmethod
     def open(cls, ctx, settings: ExecutorSettings, cells: list) -> "DaskExecutor":
         cls.check(settings, ctx.protocol.name, "--executor")
-        try:
-            client = Client(settings.scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as e:
-            raise UserError(f"--scheduler {settings.scheduler}: no dask scheduler answers ({str(e)[:160]}): fix: start "
-                            "one with 'dask scheduler' and give its address, tcp://HOST:8786") from None
+        client = connect_scheduler(settings)
         try:
             return cls(ctx, client, admit_nodes(client, ctx, cells, settings.log), settings.log)
         except BaseException:
@@ -260,6 +275,84 @@ class DaskExecutor(Executor):
 
     def close(self) -> None:
         self.client.close()
+
+    @classmethod
+    @contextmanager
+    def store_builder(cls, settings: ExecutorSettings, engine, *, run_id: str, embedder: ImageRef | None, log):
+        """Stores are ingested on the workers, as many at once as the cluster has cell slots (each holds one)."""
+        client = connect_scheduler(settings)
+        try:
+            build = DaskStoreBuild(client, engine, run_id, embedder, log)
+            yield build, max(1, build.slots)
+        finally:
+            client.close()
+
+
+def connect_scheduler(settings: ExecutorSettings) -> Client:
+    try:
+        return Client(settings.scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise UserError(f"--scheduler {settings.scheduler}: no dask scheduler answers ({str(e)[:160]}): fix: start "
+                        "one with 'dask scheduler' and give its address, tcp://HOST:8786") from None
+
+
+def _ingest_on_worker(arm, tag: str, docs: list, condition: str, seed: int, run_id: str, embedder: str | None,
+                      topic: str):
+    """One store ingested on this worker's engine; its progress lines go to the controller as events of `topic`.
+    Returns the node, the frozen store (its tar) and its digest: the controller checks the one against the other."""
+    worker = get_worker()
+    snapshot = ingest_documents(connect(timeout=300), tag, arm, docs, condition, seed, run_id=run_id, embedder=embedder,
+                                log=lambda line: worker.log_event(topic, f"node {worker.name}: {line}"))
+    return str(worker.name), pack(list(snapshot.entries)), snapshot.digest, snapshot.report
+
+
+class DaskStoreBuild:
+    """runner.arms.ingest.StoreBuild on the cluster: each store ingested on a worker with a free cell slot, from the
+    corpus sent with its task (a worker needs no corpus of its own), the arm's image loaded on a node that lacks it;
+    the store comes back as its tar and digest, checked here before it is frozen into the run."""
+
+    def __init__(self, client: Client, engine, run_id: str, embedder: ImageRef | None, log):
+        self.client, self.engine, self.run_id, self.embedder, self.log = client, engine, run_id, embedder, log
+        workers = cell_workers(client)
+        self.workers = {a: info for a, info in workers.items() if int(info.get("resources", {}).get(RESOURCE, 0))}
+        self.slots = sum(int(info["resources"][RESOURCE]) for info in self.workers.values())
+        self.ready: dict[str, list[str]] = {}  # image tag -> the addresses of the nodes that have it
+        self.lock = threading.Lock()
+        self.topic = f"memgrid-ingest-{run_id}"
+        client.subscribe_topic(self.topic, lambda event: log(event[1]))
+
+    def _nodes_with(self, images: dict[str, str]) -> list[str]:
+        with self.lock:  # one load of an image per node, whichever store asks first
+            for tag in images:
+                if tag not in self.ready:
+                    problems = ready_nodes(self.client, self.engine, self.workers, {tag: images[tag]}, self.log)
+                    for address, why in problems.items():
+                        if why is not None:
+                            self.log(f"node {self.workers[address].get('name', address)}: ingests no store from {tag}: {why}")
+                    self.ready[tag] = [a for a, why in problems.items() if why is None]
+            nodes = set.intersection(*(set(self.ready[tag]) for tag in images))
+        if not nodes:
+            raise UserError(f"--executor dask: no worker can ingest from {', '.join(images)}: see the lines above")
+        return sorted(nodes)
+
+    def __call__(self, arm, image: ImageRef, corpus_dir, condition: str, seed: int):
+        images = {image.tag: image.id}
+        if arm.embedder == "shared" and self.embedder is not None:  # its sidecar starts beside the ingest
+            images[self.embedder.tag] = self.embedder.id
+        future = self.client.submit(_ingest_on_worker, arm, image.tag, corpus_entries(corpus_dir), condition, seed,
+                                    self.run_id, self.embedder and self.embedder.tag, self.topic, pure=False,
+                                    key=f"store-{arm.name}-{condition}-{seed}-{uuid.uuid4().hex[:8]}",
+                                    resources={RESOURCE: 1}, workers=self._nodes_with(images))
+        try:
+            node, frozen, digest, report = future.result()
+        finally:
+            future.release()
+        if sha256_bytes(frozen) != digest:
+            raise UserError(f"arms/{arm.name}: the store of {condition} seed {seed} ingested on node {node} arrived "
+                            f"unlike its digest ({digest[:12]}): fix: run again (the node's network or memory corrupted it)")
+        if arm.embedder != "shared":  # the model files are read from the arm's folder here, where the run's inputs are
+            report = {**report, "embedder": own_embedder(arm)}
+        return StoreSnapshot(arm.name, condition, seed, tuple(safe_entries(frozen)), digest, {**report, "node": node})
 
 
 EXECUTOR = DaskExecutor

@@ -130,8 +130,9 @@ class TwoSessionProtocol(Protocol):
                                 "memory_file (notes), or mcp (recall)")
 
     def stores(self, client, arms, pairs, settings, run_dir, images_by_arm, *, run_id, log=print, embedder=None,
-               parallel=1) -> dict:
-        return ensure_empty_stores(client, arms, run_dir, images_by_arm, run_id=run_id, log=log, embedder=embedder)
+               parallel=1, build=None) -> dict:
+        return ensure_empty_stores(client, arms, run_dir, images_by_arm, run_id=run_id, log=log, embedder=embedder,
+                                   build=build)
 
     def job_stores(self, ctx: TrialContext, cell: CellSpec) -> dict:
         """The empty store step 1 starts from, files and all: the node builds step 1's bundle from it."""
