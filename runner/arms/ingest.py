@@ -146,7 +146,9 @@ def watch_progress(container, what: str, log, every: float = PROGRESS_SECONDS) -
 
 def progress_line(what: str, done: int, total: int, seconds: float) -> str:
     rate = done / seconds if seconds > 0 else 0.0
-    left = f"{(total - done) / rate / 60:.0f} min left" if rate > 0 else "time left unknown"
+    seconds_left = (total - done) / rate if rate > 0 else None
+    left = ("time left unknown" if seconds_left is None else f"{seconds_left:.0f} s left" if seconds_left < 120
+            else f"{seconds_left / 60:.0f} min left")
     return f"{what}: {done:,} of {total:,} documents, {rate:.1f}/s, {left}"
 
 
