@@ -121,11 +121,12 @@ PROGRESS_SECONDS = 30.0
 
 
 def watch_progress(container, what: str, log, every: float = PROGRESS_SECONDS) -> threading.Thread:
-    """Follows the ingest container's stderr in the background and logs how far the driver says it is, its first
-    report at once and then at most every `every` seconds: `what: 1,200 of 4,915 documents, 3.1/s, 20 min left`. A driver that reports nothing logs
-    nothing; the thread ends with the container's log stream."""
+    """Follows the ingest container's stderr in the background and logs how far the driver says it is: its first
+    report at once (`what: started, 1 of 4,915 documents`), then at most every `every` seconds
+    (`what: 1,200 of 4,915 documents, 3.1/s, 20 min left`), the rate measured from the first report so the product's
+    start does not count as writing. A driver that reports nothing logs nothing; the thread ends with the stream."""
     def follow() -> None:
-        started, last = time.monotonic(), None
+        first, last = None, None  # (time, done) of the first report; time of the last line logged
         pending = b""
         try:
             for chunk in container.logs(stdout=False, stderr=True, stream=True, follow=True):
@@ -134,8 +135,13 @@ def watch_progress(container, what: str, log, every: float = PROGRESS_SECONDS) -
                 now = time.monotonic()
                 if report is None or len(report) != 3 or (last is not None and now - last < every):
                     continue
+                done, total = int(report[1]), int(report[2])
+                if first is None:
+                    first = (now, done)
+                    log(f"{what}: started, {done:,} of {total:,} documents")
+                else:
+                    log(progress_line(what, done, total, (done - first[1]) / max(now - first[0], 1e-6)))
                 last = now
-                log(progress_line(what, int(report[1]), int(report[2]), now - started))
         except Exception:  # the container went away under the stream: progress is advisory, the wait decides
             return
 
@@ -144,8 +150,7 @@ def watch_progress(container, what: str, log, every: float = PROGRESS_SECONDS) -
     return thread
 
 
-def progress_line(what: str, done: int, total: int, seconds: float) -> str:
-    rate = done / seconds if seconds > 0 else 0.0
+def progress_line(what: str, done: int, total: int, rate: float) -> str:
     seconds_left = (total - done) / rate if rate > 0 else None
     left = ("time left unknown" if seconds_left is None else f"{seconds_left:.0f} s left" if seconds_left < 120
             else f"{seconds_left / 60:.0f} min left")
