@@ -479,6 +479,37 @@ def test_a_command_agents_files_travel_in_the_job_not_by_the_controllers_paths(t
     assert CommandAgent(None, landed["ceiling"]).channel() == before
 
 
+def test_a_store_that_comes_back_unlike_its_digest_is_refused(engine, images, tmp_path, monkeypatch):
+    """The controller freezes a store a worker sends only when its tar matches the digest the worker computed: a
+    store damaged on the way (here, a worker that alters it after the digest) is refused by name, not saved."""
+    from distributed import Client, LocalCluster
+
+    from runner.arms.ingest import StoreSnapshot
+    from runner.env.archive import Entry, pack
+    from runner.exec.executors import dask as dask_executor
+    from runner.plan.spec import load_arm
+
+    def altered_on_the_way(arm, tag, docs, condition, seed, run_id, embedder, topic):
+        frozen = pack([Entry("store.json", b'{"documents": 1}')])
+        return "node-x", frozen + b"\0" * 512, dask_executor.sha256_bytes(frozen), {"documents": 1}
+
+    monkeypatch.setattr(dask_executor, "_ingest_on_worker", altered_on_the_way)  # the workers run in this process
+    (tmp_path / "corpus" / "docs").mkdir(parents=True)
+    (tmp_path / "corpus" / "MANIFEST.sha256").write_text("")
+    arm = load_arm(REPO / "arms" / "recall")
+    with LocalCluster(n_workers=1, processes=False, resources={"cells": 1}, dashboard_address=None) as local, \
+            Client(local, set_as_default=False) as client:
+        build = dask_executor.DaskStoreBuild(client, engine, "test-digest", None, lambda line: None)
+        with pytest.raises(UserError, match=r"arms/recall: the store of present seed 0 ingested on node node-x "
+                                            r"arrived unlike its digest"):
+            build(arm, images.base, tmp_path / "corpus", "present", 0)
+        monkeypatch.setattr(dask_executor, "_ingest_on_worker",  # the same store, intact: taken
+                            lambda *a: (lambda f: ("node-x", f, dask_executor.sha256_bytes(f), {"documents": 1}))(
+                                pack([Entry("store.json", b'{"documents": 1}')])))
+        taken = build(arm, images.base, tmp_path / "corpus", "present", 0)
+        assert isinstance(taken, StoreSnapshot) and taken.report["node"] == "node-x"
+
+
 def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path, monkeypatch):
     from runner.errors import SpecError
     from runner.plan.spec import grid_from_dict
