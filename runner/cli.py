@@ -94,15 +94,43 @@ def stores_export(
     out: Path = typer.Argument(..., help="The archive to write (e.g. stores.tar)."),
     arm: Optional[str] = typer.Option(None, help="Only this arm's stores (default: every cached store)."),
     keys: Optional[str] = typer.Option(None, help="Comma-separated keys (or their first characters) to export."),
+    images: bool = typer.Option(False, "--images", help="Carry the images the stores were ingested in (docker save): a "
+                                "store's key holds its image's id, and an image built on another machine from the same "
+                                "recipe gets another id, so there its stores would be ingested again."),
 ):
-    """Write cached stores into one archive that memgrid stores import on another machine verifies and adds."""
+    """Write cached stores into one archive that memgrid stores import on another machine verifies and adds.
+
+    Example: memgrid stores export mms.tar --arm mcp_memory_service --images"""
     from runner.arms import store_cache
 
     chosen = _chosen_stores(arm, keys)
     if not chosen:
         raise UserError("stores export: no cached store matches: fix: run a grid first, or check --arm (memgrid stores list)")
-    size = store_cache.export(chosen, out)
-    console.print(f"exported {len(chosen)} stores ({size / 2**20:.1f} MiB) to {out}")
+    saved = _saved_images(store_cache.image_ids(chosen)) if images else []
+    size = store_cache.export(chosen, out, saved)
+    console.print(f"exported {len(chosen)} stores" + (f" and {len(saved)} images" if saved else "") +
+                  f" ({size / 2**20:.1f} MiB) to {out}")
+
+
+def _saved_images(ids: list[str]) -> list:
+    """Each image by id from this engine, saved under its memgrid tags (the tags another machine's run looks for)."""
+    import docker
+
+    from runner.arms.store_cache import SavedImage
+    from runner.env.engine import connect
+    from runner.env.images import save_image
+
+    client, saved = connect(), []
+    for image_id in ids:
+        try:
+            tags = tuple(t for t in client.images.get(image_id).tags if t.startswith("memgrid-"))
+        except docker.errors.ImageNotFound:
+            tags = ()
+        if not tags:
+            raise UserError(f"stores export --images: image {image_id[:19]} is no longer on this engine: fix: export "
+                            "without --images, or build the arm's image again and re-run its grid")
+        saved.append(SavedImage(image_id, tags, save_image(client, tags[0])))
+    return saved
 
 
 @stores_app.command("import")
@@ -113,8 +141,24 @@ def stores_import(archive: Path = typer.Argument(..., help="An archive memgrid s
 
     if not archive.is_file():
         raise UserError(f"{archive}: does not exist: fix: give the path of an archive memgrid stores export wrote")
-    added, present = store_cache.import_archive(archive)
+    added, present, loaded = store_cache.import_archive(archive, _load_image)
+    for tag in loaded:
+        console.print(f"loaded image {tag}")
     console.print(f"imported {len(added)} stores into {store_cache.stores_dir()}" + (f"; {len(present)} were already there" if present else ""))
+
+
+def _load_image(archive: bytes, tags: tuple[str, ...], image_id: str) -> str | None:
+    """docker load into this machine's engine, every tag then on the loaded id; None when that is so, else why not."""
+    from runner.env.engine import connect
+    from runner.env.images import load_image
+
+    client = connect()
+    problem = load_image(client, archive, tags[0], image_id)
+    if problem is None:
+        for tag in tags[1:]:
+            repository, _, name = tag.rpartition(":")
+            client.images.get(image_id).tag(repository, name)
+    return problem
 
 
 @protocol_app.command("list")

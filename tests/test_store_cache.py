@@ -86,10 +86,10 @@ def test_stores_move_between_machines_by_export_and_import_each_verified(project
     archive = tmp_path / "stores.tar"
     store_cache.export(store_cache.entries(), archive)
     monkeypatch.setenv("MEMGRID_CACHE", str(tmp_path / "other-machine"))
-    added, present = store_cache.import_archive(archive)
-    assert len(added) == 2 and present == []
+    added, present, loaded = store_cache.import_archive(archive)
+    assert len(added) == 2 and present == [] and loaded == []
     assert store_cache.read(store_key(arm, IMAGE, corpus, "present", 1, None))[0] == snapshot_of({"store.json": b"1"})[0]
-    assert store_cache.import_archive(archive) == ([], sorted(added))
+    assert store_cache.import_archive(archive) == ([], sorted(added), [])
     # a store changed in transit, or a key that does not hash its inputs, refuses the whole archive
     files = {e.path: e.data for e in safe_entries(archive.read_bytes())}
     for changed in ("store.tar", "key.json"):
@@ -171,3 +171,40 @@ def test_the_stores_commands_list_export_import_and_prune(project, corpus, tmp_p
     assert "removed 2 stores" in memgrid("stores", "prune", "--unused-days", "0", cache=there).stdout
     assert "0 stores" in memgrid("stores", "list", cache=there).stdout
     assert "would remove 0 stores" in memgrid("stores", "prune", "--dry-run", cache=here).stdout  # used today: kept
+
+
+def test_stores_carry_their_images_to_a_machine_that_never_built_them(engine, images, project, corpus, tmp_path, run_id,
+                                                                      monkeypatch):
+    """A store's key holds its image's id, which an image built elsewhere from the same recipe does not share: export
+    --images carries the image, import loads it (the id checked) before it adds the stores, so the key matches there.
+    A carried image that loads under another id refuses the archive with no store imported."""
+    import io
+
+    here, there = tmp_path / "here", tmp_path / "there"
+    tag = f"memgrid-test-{run_id}:x"  # an image of this test's own, removed by its id at the end
+    dockerfile = f"FROM {images.base.tag}\nLABEL memgrid.test={run_id}\n".encode()
+    built, _ = engine.images.build(fileobj=io.BytesIO(dockerfile), tag=tag, rm=True, network_mode="none")
+    try:
+        arm = load_all_arms(project)["recall"]
+        key = store_key(arm, ImageRef("arm:recall", tag, built.id), corpus, "present", 0, None)
+        monkeypatch.setenv("MEMGRID_CACHE", str(here))
+        store_cache.write(key, *snapshot_of({"store.json": b"0"}))
+        out = tmp_path / "stores.tar"
+        exported = memgrid("stores", "export", str(out), "--images", cache=here)
+        assert exported.stdout.startswith("exported 1 stores and 1 images"), exported.stdout + exported.stderr
+        engine.images.remove(built.id, force=True)  # the other machine has never seen it
+        imported = memgrid("stores", "import", str(out), cache=there)
+        assert imported.returncode == 0 and imported.stdout.startswith(f"loaded image {tag}\nimported 1 stores"), imported.stdout + imported.stderr
+        assert engine.images.get(tag).id == built.id
+        monkeypatch.setenv("MEMGRID_CACHE", str(there))
+        assert store_cache.read(key) is not None
+        files = {e.path: e.data for e in safe_entries(out.read_bytes())}  # an image that is not the one its stores name
+        name = next(p for p in files if p.startswith("images/") and p.endswith(".json"))
+        files[name] = json.dumps({**json.loads(files[name]), "id": "sha256:" + "2" * 64}).encode()
+        (tmp_path / "bad.tar").write_bytes(pack([Entry(p, d) for p, d in files.items()]))
+        refused = memgrid("stores", "import", str(tmp_path / "bad.tar"), cache=tmp_path / "third")
+        assert refused.returncode == 2 and "no store was imported" in refused.stderr, refused.stderr
+        assert not (tmp_path / "third" / "stores").exists() or not any((tmp_path / "third" / "stores").iterdir())
+    finally:
+        for image in engine.images.list(filters={"label": f"memgrid.test={run_id}"}):
+            engine.images.remove(image.id, force=True)

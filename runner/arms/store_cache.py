@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -135,9 +136,22 @@ def set_aside() -> list[Path]:
     return sorted(stores_dir().glob(".bad-*")) if stores_dir().is_dir() else []
 
 
-def export(chosen: list[CachedStore], out: Path) -> int:
-    """One archive of the chosen entries (stores/<key>/{store.tar,report.json,key.json}); returns its size."""
+@dataclass(frozen=True)
+class SavedImage:
+    """An image the exported stores were ingested in, as `docker save` wrote it under its first tag."""
+    id: str
+    tags: tuple[str, ...]
+    archive: bytes
+
+
+def export(chosen: list[CachedStore], out: Path, images: list[SavedImage] = ()) -> int:
+    """One archive of the chosen entries (stores/<key>/{store.tar,report.json,key.json}) and, when given, the
+    images they were ingested in (images/<id>.tar and .json); returns its size."""
     files = [Entry(f"stores/{s.key}/{name}", (entry_dir(s.key) / name).read_bytes()) for s in chosen for name in ENTRY_FILES]
+    for image in images:
+        name = image.id.removeprefix("sha256:")
+        files += [Entry(f"images/{name}.tar", image.archive),
+                  Entry(f"images/{name}.json", json.dumps({"id": image.id, "tags": list(image.tags)}).encode())]
     data = pack(files)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_bytes(data)
@@ -145,15 +159,27 @@ def export(chosen: list[CachedStore], out: Path) -> int:
     return len(data)
 
 
-def import_archive(path: Path) -> tuple[list[str], list[str]]:
+def image_ids(chosen: list[CachedStore]) -> list[str]:
+    """The images the chosen stores were ingested in (each store's key holds its image's id)."""
+    return sorted({s.inputs["image_id"] for s in chosen})
+
+
+# load(archive, tags, id) -> None once the engine holds the image under those tags with that id, else why not
+LoadImage = Callable[[bytes, tuple[str, ...], str], str | None]
+
+
+def import_archive(path: Path, load: LoadImage | None = None) -> tuple[list[str], list[str], list[str]]:
     """Entries of an exported archive into this cache, each checked before it is written: its store against its
-    recorded digest, its key against the sha256 of its inputs. Returns (added, already here)."""
+    recorded digest, its key against the sha256 of its inputs. Images the archive carries are loaded first
+    (`load`: into this machine's engine, the id checked), so the stores' keys, which hold their image's id, match
+    here. Returns (stores added, stores already here, image tags loaded)."""
     try:
         files = {e.path: e.data for e in safe_entries(path.read_bytes())}
     except (UnsafeArchive, OSError, ValueError) as e:
         raise UserError(f"{path}: not a store archive memgrid exported ({e}): fix: export it again with memgrid stores export")
     keys = sorted({p.split("/")[1] for p in files if p.startswith("stores/") and p.count("/") == 2})
-    if not keys or any(not p.startswith("stores/") or p.count("/") != 2 for p in files):
+    if not keys or any(not p.startswith(("stores/", "images/")) or p.count("/") != (2 if p.startswith("stores/") else 1)
+                       for p in files):
         raise UserError(f"{path}: holds no stores/<key>/ entries: fix: give an archive made by memgrid stores export")
     added, present = [], []
     for key in keys:
@@ -168,6 +194,16 @@ def import_archive(path: Path) -> tuple[list[str], list[str]]:
         if sha256_bytes(parts["store.tar"]) != report.get("digest"):
             raise UserError(f"{path}: stores/{key}/store.tar does not match its recorded digest: fix: export it again; "
                             "nothing was imported")
+    loaded = []
+    for name in sorted(p for p in files if p.startswith("images/") and p.endswith(".json")):
+        about = json.loads(files[name])
+        if load is None:
+            raise UserError(f"{path}: carries images and no Docker engine was given to load them: fix: run memgrid "
+                            "stores import where the engine answers")
+        problem = load(files[name.removesuffix(".json") + ".tar"], tuple(about["tags"]), about["id"])
+        if problem is not None:
+            raise UserError(f"{path}: {name}: {problem}: fix: export it again; no store was imported")
+        loaded += about["tags"]
     for key in keys:
         if entry_dir(key).is_dir():
             present.append(key)
@@ -176,7 +212,7 @@ def import_archive(path: Path) -> tuple[list[str], list[str]]:
         write(StoreKey(**{**inputs, "ingest": tuple(inputs["ingest"])}), files[f"stores/{key}/store.tar"],
               json.loads(files[f"stores/{key}/report.json"]))
         added.append(key)
-    return added, present
+    return added, present, loaded
 
 
 def corpus_digest(corpus_dir: Path) -> str:
