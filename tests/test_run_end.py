@@ -111,3 +111,41 @@ def test_a_failed_container_removal_still_lets_the_others_end_and_the_network_go
     with pytest.raises(RuntimeError, match="exit event"):
         trial.remove_in_order([sandbox_stop, sidecars_stop], lambda: calls.append("network"))
     assert calls == ["sandbox", "sidecars", "network"]
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_a_run_stopped_while_its_stores_are_ingested_ends_them_at_once(signal_name, engine, images, project, tmp_path,
+                                                                       run_id, no_leftovers):
+    """`kill` or Ctrl-C while stores are ingested ends the run within seconds and leaves no ingest running: before,
+    SIGTERM killed the controller with its ingest containers left running to their timeout (hours for a product),
+    and Ctrl-C waited for them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    arm_yaml = project / "arms" / "recall" / "arm.yaml"  # an ingest that would run for ten minutes
+    arm_yaml.write_text(arm_yaml.read_text().replace('command: ["recall-ingest", "--corpus", "{corpus}", "--store", '
+                                                     '"{store}", "--namespace", "{namespace}"]', 'command: ["sleep", "600"]'))
+    assert 'command: ["sleep", "600"]' in arm_yaml.read_text()
+    args = [str(os.path.join(os.path.dirname(sys.executable), "memgrid")), "grid", "--tasks", "slug_ids", "--arms", "recall",
+            "--agent", "reader", "--conditions", "present,superseded", "--run-id", run_id, "--runs-dir",
+            str(tmp_path / "runs"), "--concurrency", "2", "--no-progress"]
+    grid = subprocess.Popen(args, cwd=project, env={**os.environ, "MEMGRID_ROOT": str(project)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        ingests = {"label": [f"{RUN_LABEL}={run_id}", f"{ROLE_LABEL}=ingest"]}
+        while len(engine.api.containers(filters=ingests)) < 2:
+            assert grid.poll() is None and time.monotonic() < deadline, grid.stdout.read() if grid.poll() is not None else ""
+            time.sleep(0.5)
+        stopped = time.monotonic()
+        grid.send_signal(getattr(signal, signal_name))
+        grid.wait(timeout=90)
+        assert time.monotonic() - stopped < 60
+        assert grid.returncode != 0
+        assert run_labelled(engine, run_id)[0] == [], grid.stdout.read()
+    finally:
+        if grid.poll() is None:
+            grid.kill()
+            grid.wait(timeout=30)

@@ -12,9 +12,10 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from runner.arms import store_cache
 from runner.env.archive import Entry, UnsafeArchive, pack, safe_entries
@@ -25,6 +26,7 @@ from runner.errors import UserError
 from runner.env import embedder as shared_embedder
 from runner.env.images import ImageRef
 from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
+from runner.env.sandbox import remove_run_containers
 from runner.plan.spec import ArmSpec
 
 INGEST_ROOT = "/sandbox/ingest"
@@ -258,15 +260,26 @@ def store_key(arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, s
     return corpus_store_key(arm_key_inputs(arm, image, embedder), corpus_dir, condition, seed)
 
 
-# (arm, image, corpus folder, condition, seed) -> the store ingested now: on this engine (local_build) or on a
-# worker of a cluster (the dask executor's store_builder).
-StoreBuild = Callable[[ArmSpec, ImageRef, Path, str, int], StoreSnapshot]
+class StoreBuild(Protocol):
+    """Where a store is ingested: on this engine (LocalStoreBuild) or on a cluster's workers (the dask executor's)."""
+
+    def __call__(self, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int) -> StoreSnapshot:
+        """The store ingested now."""
+
+    def stop(self) -> None:
+        """Ctrl-C or SIGTERM: end every ingest in flight now (its containers removed), not at its timeout."""
 
 
-def local_build(client, *, run_id: str, embedder: str | None, log) -> StoreBuild:
-    def build(arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int) -> StoreSnapshot:
-        return ingest(client, image.tag, arm, corpus_dir, condition, seed, run_id=run_id, embedder=embedder, log=log)
-    return build
+class LocalStoreBuild:
+    def __init__(self, client, *, run_id: str, embedder: str | None, log):
+        self.client, self.run_id, self.embedder, self.log = client, run_id, embedder, log
+
+    def __call__(self, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int) -> StoreSnapshot:
+        return ingest(self.client, image.tag, arm, corpus_dir, condition, seed, run_id=self.run_id,
+                      embedder=self.embedder, log=self.log)
+
+    def stop(self) -> None:
+        remove_run_containers(self.client, self.run_id)
 
 
 def _ensure(build: StoreBuild, arm: ArmSpec, image: ImageRef, corpus_dir: Path, condition: str, seed: int,
@@ -304,7 +317,7 @@ def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, i
     `embedder`: the shared embedder's image, for arms with `embedder: shared`. `parallel`: how many stores are
     ingested at once; they are independent (each its own container and corpus), so the order changes no store.
     `build`: where a store is ingested (default: this engine)."""
-    build = build or local_build(client, run_id=run_id, embedder=embedder, log=log)
+    build = build or LocalStoreBuild(client, run_id=run_id, embedder=embedder, log=log)
     ingesting = [(arm, _arm_image(arm, images_by_arm)) for arm in {a.name: a for a in arms if a.ingest is not None}.values()]
     keyed = [(arm, image, arm_key_inputs(arm, image, embedder)) for arm, image in ingesting]
     jobs = [(arm, image, condition, seed, inputs) for arm, image, inputs in keyed for condition, seed in pairs]
@@ -315,16 +328,29 @@ def ensure_stores(client, arms: list[ArmSpec], pairs, settings, run_dir: Path, i
         return _ensure(build, arm, image, corpus, condition, seed, run_dir, log, corpus_store_key(inputs, corpus, condition, seed))
 
     if parallel <= 1 or len(jobs) <= 1:
-        return {(job[0].name, job[2], job[3]): make(job) for job in jobs}
+        with stopped_on_interrupt(build):
+            return {(job[0].name, job[2], job[3]): make(job) for job in jobs}
     with ThreadPoolExecutor(max_workers=min(parallel, len(jobs)), thread_name_prefix="ingest") as pool:
         futures = {pool.submit(make, job): (job[0].name, job[2], job[3]) for job in jobs}
         try:
-            done = {futures[f]: f.result() for f in as_completed(futures)}
-        except BaseException:  # one failed: start no other (those running end at their ingest timeout at most)
+            with stopped_on_interrupt(build):
+                done = {futures[f]: f.result() for f in as_completed(futures)}
+        except BaseException:  # one failed: start no other (those running finish, and are cached, or time out)
             for f in futures:
                 f.cancel()
             raise
     return {key: done[key] for key in futures.values()}
+
+
+@contextmanager
+def stopped_on_interrupt(build: StoreBuild):
+    """Ctrl-C or SIGTERM while stores are built ends the ingests in flight at once (their containers removed, so
+    the threads waiting on them return), instead of leaving them running to their timeout, up to hours."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        build.stop()
+        raise
 
 
 EMPTY = "empty"  # the store an arm's own ingest makes of no documents
@@ -335,13 +361,14 @@ def ensure_empty_stores(client, arms: list[ArmSpec], run_dir: Path, images_by_ar
                         build: StoreBuild | None = None) -> dict[tuple[str, str, int], StoreSnapshot]:
     """Each arm's own ingest of an empty corpus, keyed (arm, "empty", 0): where a protocol whose agents write
     their own memories starts, so the store's format is always the product's own."""
-    build = build or local_build(client, run_id=run_id, embedder=embedder, log=log)
+    build = build or LocalStoreBuild(client, run_id=run_id, embedder=embedder, log=log)
     corpus = run_dir / "stores" / "empty-corpus"
     (corpus / "docs").mkdir(parents=True, exist_ok=True)
     (corpus / MANIFEST).write_text("")
     stores = {}
-    for arm in {a.name: a for a in arms if a.ingest is not None}.values():
-        image = _arm_image(arm, images_by_arm)
-        stores[(arm.name, EMPTY, 0)] = _ensure(build, arm, image, corpus, EMPTY, 0, run_dir, log,
-                                               store_key(arm, image, corpus, EMPTY, 0, embedder))
+    with stopped_on_interrupt(build):
+        for arm in {a.name: a for a in arms if a.ingest is not None}.values():
+            image = _arm_image(arm, images_by_arm)
+            stores[(arm.name, EMPTY, 0)] = _ensure(build, arm, image, corpus, EMPTY, 0, run_dir, log,
+                                                   store_key(arm, image, corpus, EMPTY, 0, embedder))
     return stores

@@ -21,7 +21,7 @@ from runner.plan.prereg import Prereg
 from runner.exec.executors import ExecutorSettings, executor_class
 from runner.arms.ingest import store_costs
 from runner.exec.run import (RunPlan, RunSummary, amend_lock, check_run_id, corpus_pairs, execute, lock_document,
-                             open_run, plan_run)
+                             open_run, plan_run, sigterm_as_interrupt)
 from runner.errors import SpecError
 from runner.plan.spec import GridSpec, grid_tasks, image_arm, load_all_arms, provider
 from runner.exec.trial import TrialContext
@@ -121,8 +121,8 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
         verify_lock(lock)
     ledger = open_run(plan, lock)
 
-    with executor_class(executor.name).store_builder(executor, client, run_id=plan.run_id, embedder=embedder,
-                                                     log=log) as (build, parallel):
+    with sigterm_as_interrupt(), executor_class(executor.name).store_builder(
+            executor, client, run_id=plan.run_id, embedder=embedder, log=log) as (build, parallel):
         stores = protocol.stores(client, list(runs_on.values()), pairs, settings, plan.run_dir, arm_images,
                                  run_id=plan.run_id, log=log, embedder=embedder and embedder.tag, parallel=parallel,
                                  build=build)

@@ -349,7 +349,7 @@ class Scheduler:
 
 
 @contextmanager
-def _sigterm_as_interrupt():
+def sigterm_as_interrupt():
     """`kill`, a CI timeout or a batch system stops the run the way Ctrl-C does: no new cells, this run's
     containers removed, the ledger consistent. A grid started as a background job of a script cannot be
     stopped with SIGINT at all (the shell leaves it ignored). The previous handler is back once it has
@@ -417,7 +417,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
 
             scheduler = Scheduler(ctx, ledger, runner, on_row, budget, done)
             try:
-                with _sigterm_as_interrupt():
+                with sigterm_as_interrupt():
                     scheduler.run(pending, attempts)
             except KeyboardInterrupt:
                 interrupted = True

@@ -319,7 +319,13 @@ class DaskStoreBuild:
         self.ready: dict[str, list[str]] = {}  # image tag -> the addresses of the nodes that have it
         self.lock = threading.Lock()
         self.topic = f"memgrid-ingest-{run_id}"
+        self.futures: set = set()  # the stores in flight, for stop()
         client.subscribe_topic(self.topic, lambda event: log(event[1]))
+
+    def stop(self) -> None:
+        for future in list(self.futures):
+            future.cancel()
+        self.client.run(_remove_on_worker, self.run_id, workers=list(self.workers), on_error="return")
 
     def _nodes_with(self, images: dict[str, str]) -> list[str]:
         with self.lock:  # one load of an image per node, whichever store asks first
@@ -343,9 +349,11 @@ class DaskStoreBuild:
                                     self.run_id, self.embedder and self.embedder.tag, self.topic, pure=False,
                                     key=f"store-{arm.name}-{condition}-{seed}-{uuid.uuid4().hex[:8]}",
                                     resources={RESOURCE: 1}, workers=self._nodes_with(images))
+        self.futures.add(future)
         try:
             node, frozen, digest, report = future.result()
         finally:
+            self.futures.discard(future)
             future.release()
         if sha256_bytes(frozen) != digest:
             raise UserError(f"arms/{arm.name}: the store of {condition} seed {seed} ingested on node {node} arrived "
