@@ -15,7 +15,8 @@ The floors per product (the FLOORS script below):
     .venv/bin/python benchmarks/ingest_floor.py [--arms server_memory,mcp_memory_service,mempalace,mcp_server_qdrant]
                                                 [--documents 300] [--corpus corpus/build/present/seed-0] [--quick]
 
-Needs a built corpus (`memgrid corpus build --seeds 0`); --quick takes its first 5 sessions and server_memory only.
+Needs a built corpus (`memgrid corpus build --seeds 0`); --quick takes arm check's six-session corpus instead, and
+server_memory only.
 The target (issue 27) is (a) within 3x (b).
 """
 
@@ -30,6 +31,7 @@ import uuid
 from pathlib import Path
 
 from _engine import cleanup, foreign_containers
+from runner.arms.check import write_tiny_corpus
 from runner.arms.ingest import INGEST_ROOT, corpus_entries, ingest
 from runner.env.archive import Entry, pack
 from runner.env.bundle import AGENT_UID
@@ -142,16 +144,18 @@ def main() -> None:
     parser.add_argument("--arms", default=",".join(PRODUCTS))
     parser.add_argument("--documents", type=int, default=300, help="sessions from the start of the corpus")
     parser.add_argument("--corpus", type=Path, default=ROOT / "corpus/build/present/seed-0")
-    parser.add_argument("--quick", action="store_true", help="5 sessions, server_memory only")
+    parser.add_argument("--quick", action="store_true", help="arm check's six sessions, server_memory only")
     args = parser.parse_args()
     if args.quick:
-        args.documents, args.arms = 5, "server_memory"
+        args.arms = "server_memory"
     client = connect()
     run_id = f"bench-floor-{uuid.uuid4().hex[:8]}"
     images = ensure_images(client, log=lambda m: None)
     tmp = Path(tempfile.mkdtemp(prefix="memgrid-floor-"))
     ratios = {}
     try:
+        if args.quick:
+            args.corpus, _ = write_tiny_corpus(tmp / "tiny")
         n = sample_corpus(args.corpus, args.documents, tmp / "corpus")
         print(f"{n} sessions of {args.corpus}; {foreign_containers(client, run_id)} containers of other runs on the engine")
         print(f"{'arm':<20} {'path s/session':>15} {'product share':>14} {'floor s/session':>16} {'ratio':>6}  floor items")

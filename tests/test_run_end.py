@@ -131,8 +131,10 @@ def test_a_run_stopped_while_its_stores_are_ingested_ends_them_at_once(signal_na
     args = [str(os.path.join(os.path.dirname(sys.executable), "memgrid")), "grid", "--tasks", "slug_ids", "--arms", "recall",
             "--agent", "reader", "--conditions", "present,superseded", "--run-id", run_id, "--runs-dir",
             str(tmp_path / "runs"), "--concurrency", "2", "--no-progress"]
+    # SIGINT as at a terminal: a test run started in the background (CI's) hands its children SIGINT ignored
     grid = subprocess.Popen(args, cwd=project, env={**os.environ, "MEMGRID_ROOT": str(project)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 300
         ingests = {"label": [f"{RUN_LABEL}={run_id}", f"{ROLE_LABEL}=ingest"]}
