@@ -10,6 +10,7 @@ The floors per product (the FLOORS script below):
 - mcp_memory_service: its ONNXEmbeddingModel (mcp_memory_service.embeddings.onnx_embeddings) on each memory's text;
 - mcp_server_qdrant: fastembed's TextEmbedding on each entry's text, one call per entry as qdrant-store makes;
 - mempalace: mempalace.miner.chunk_text's drawers of each session, embedded by its configured_embedding_function;
+The texts are the arm's own ingest script's (its content / entity / session_file), imported in the container.
 - server_memory: JSON.stringify of each entity and one writeFileSync of the lot.
 
     .venv/bin/python benchmarks/ingest_floor.py [--arms server_memory,mcp_memory_service,mempalace,mcp_server_qdrant]
@@ -48,15 +49,20 @@ TARGET = 3.0
 # embedded or written; the time printed is the whole of it, the model's load included (as the product's own share
 # includes its server's start).
 FLOOR = r'''
-import json, os, subprocess, sys, time
+import importlib.util, json, os, subprocess, sys, time
 sys.path[:0] = ["/opt/memgrid/lib"]
 from memgrid_corpus import sessions
 
-def content(s):  # what the MCP ingests store: the session's id line, then its text
-    return f"session {s.id} {s.date or ''}".rstrip() + "\n" + s.text
+def own_ingest(path):
+    """The arm's own ingest script, for the texts it hands its product (content, entity, session_file)."""
+    spec = importlib.util.spec_from_file_location("own_ingest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 def mcp_memory_service(found):
-    sys.path[:0] = ["/opt/mcp-memory-service/pydeps"]
+    content = own_ingest("/opt/mcp-memory-service/ingest.py").content
+    sys.path[:0] = ["/opt/mcp-memory-service/pydeps"]  # ahead of memgrid's, as the product's server has them
     os.environ.update(HOME="/opt/mcp-memory-service/home", HF_HUB_OFFLINE="1")
     from mcp_memory_service.embeddings.onnx_embeddings import get_onnx_embedding_model
     model = get_onnx_embedding_model("all-MiniLM-L6-v2")
@@ -65,6 +71,7 @@ def mcp_memory_service(found):
     return len(found)
 
 def mcp_server_qdrant(found):
+    content = own_ingest("/opt/mcp-server-qdrant/ingest.py").content
     sys.path[:0] = ["/opt/mcp-server-qdrant/pydeps"]
     os.environ.update(HF_HUB_OFFLINE="1")
     from fastembed import TextEmbedding
@@ -74,6 +81,7 @@ def mcp_server_qdrant(found):
     return len(found)
 
 def mempalace(found):
+    session_file = own_ingest("/opt/mempalace/ingest.py").session_file
     home = "/tmp/floor-home"
     os.makedirs(f"{home}/.cache/chroma/onnx_models", exist_ok=True)
     os.symlink("/opt/mempalace/model", f"{home}/.cache/chroma/onnx_models/all-MiniLM-L6-v2")
@@ -83,17 +91,15 @@ def mempalace(found):
     from mempalace.miner import chunk_text
     ef, drawers = configured_embedding_function(), 0
     for s in found:  # the file mempalace-ingest lays out for the session, chunked as mine chunks it
-        chunks = chunk_text((f"date: {s.date}\n" if s.date else "") + s.text + "\n", f"{s.id}.md")
+        chunks = chunk_text(session_file(s), f"{s.id}.md")
         ef([c["content"] for c in chunks])
         drawers += len(chunks)
     return drawers
 
 def server_memory(found):
-    entities = [{"type": "entity", "name": s.id, "entityType": "session",
-                 "observations": ([f"date: {s.date}"] if s.date else []) + [l for l in s.text.splitlines() if l.strip()]}
-                for s in found]
-    with open("/tmp/entities.json", "w") as f:
-        json.dump(entities, f)
+    entity = own_ingest("/opt/server-memory/ingest.py").entity
+    with open("/tmp/entities.json", "w") as f:  # each line as the product's saveGraph writes it: type first
+        json.dump([{"type": "entity", **entity(s)} for s in found], f)
     subprocess.run(["node", "-e", "const fs = require('fs'); const e = JSON.parse(fs.readFileSync('/tmp/entities.json'));"
                     "fs.writeFileSync('/tmp/memory.jsonl', e.map(x => JSON.stringify(x)).join('\\n'));"], check=True)
     return len(found)

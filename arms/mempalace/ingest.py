@@ -21,13 +21,18 @@ sys.path[:0] = ["/opt/memgrid/lib"]
 from memgrid_corpus import count, progress, run_ingest  # noqa: E402
 
 
+def session_file(session):
+    """<session id>.md as mine reads it: the first line `date: <ts>`, then the session's rendered lines."""
+    return (f"date: {session.date}\n" if session.date else "") + session.text + "\n"
+
+
 def write(store, found):
     with tempfile.TemporaryDirectory(prefix="mempalace-ingest-") as tmp:
         folder = os.path.join(tmp, "sessions")
         os.mkdir(folder)
         for s in found:
             with open(os.path.join(folder, f"{s.id}.md"), "w", encoding="utf-8") as f:
-                f.write((f"date: {s.date}\n" if s.date else "") + s.text + "\n")
+                f.write(session_file(s))
         lines, returncode = mine(store, folder)
     said = " | ".join(l.strip() for l in lines if l.strip())[-400:]
     if returncode != 0:
