@@ -93,6 +93,11 @@ class Attempt:
     submitted: float = 0.0
 
 
+def slots_of(info: dict) -> int:
+    """A worker's `cells` resource: how many cells (or stores being built) it takes at once."""
+    return int(info.get("resources", {}).get(RESOURCE, 0))
+
+
 def cell_workers(client: Client) -> dict[str, dict]:
     """address -> the scheduler's record of each worker; none at all is refused with the command that starts one."""
     workers = client.scheduler_info(n_workers=-1)["workers"]
@@ -138,7 +143,7 @@ def admit_nodes(client: Client, ctx, cells, log) -> dict[str, Node]:
     loaded); each refused one is logged by name with the reason and the fix."""
     workers = cell_workers(client)
     refused = {info.get("name", a): f"declares no '{RESOURCE}' resource: fix: start it with --resources {RESOURCE}=N"
-               for a, info in workers.items() if not int(info.get("resources", {}).get(RESOURCE, 0))}
+               for a, info in workers.items() if not slots_of(info)}
     slotted = {a: info for a, info in workers.items() if info.get("name", a) not in refused}
     admitted = {}
     for address, problem in ready_nodes(client, ctx.client, slotted, needed_images(ctx, cells), log).items():
@@ -146,7 +151,7 @@ def admit_nodes(client: Client, ctx, cells, log) -> dict[str, Node]:
         if problem is not None:
             refused[info.get("name", address)] = problem
         else:
-            admitted[address] = Node(str(info.get("name", address)), address, int(info["resources"][RESOURCE]))
+            admitted[address] = Node(str(info.get("name", address)), address, slots_of(info))
     for name, why in refused.items():
         log(f"node {name} refused: {why}")
     if not admitted:
@@ -314,8 +319,8 @@ class DaskStoreBuild:
     def __init__(self, client: Client, engine, run_id: str, embedder: ImageRef | None, log):
         self.client, self.engine, self.run_id, self.embedder, self.log = client, engine, run_id, embedder, log
         workers = cell_workers(client)
-        self.workers = {a: info for a, info in workers.items() if int(info.get("resources", {}).get(RESOURCE, 0))}
-        self.slots = sum(int(info["resources"][RESOURCE]) for info in self.workers.values())
+        self.workers = {a: info for a, info in workers.items() if slots_of(info)}
+        self.slots = sum(map(slots_of, self.workers.values()))
         self.ready: dict[str, list[str]] = {}  # image tag -> the addresses of the nodes that have it
         self.lock = threading.Lock()
         self.topic = f"memgrid-ingest-{run_id}"
