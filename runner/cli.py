@@ -204,27 +204,34 @@ def images_build():
     """Build base, sandbox and checker images, every arm's own image, the model sidecars' image and
     the claude-code and codex layers (each a pinned CLI, fetched from the npm registry and checksum-verified)
     over the sandbox and each arm image; only what changed is rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
-    MEMGRID_BASE_SOURCE to force); Python packages are resolved on the host from pinned requirements."""
+    MEMGRID_BASE_SOURCE to force); Python packages are resolved on the host from pinned requirements.
+    Each image is listed with the seconds it took (near 0 when it was already built)."""
+    from runner.agents.registry import cli_agents
     from runner.env.engine import connect
-    from runner.env.images import ensure_images
-
-    from runner.env.images import arm_image_needed, ensure_arm_image
+    from runner.env.images import DERIVED, ImageSet, arm_image_needed, ensure_arm_image, ensure_base, ensure_derived
     from runner.plan.spec import load_all_arms
 
-    from runner.agents.registry import cli_agents
-    from runner.env.images import ensure_derived
-
     client = connect()
-    images = ensure_images(client, log=progress_log)
-    arm_refs = [ensure_arm_image(client, a.root, images.sandbox, log=progress_log)
+    built: list[tuple] = []
+
+    def timed(ensure, *args):
+        started = time.monotonic()
+        ref = ensure(client, *args, log=progress_log)
+        built.append((ref, time.monotonic() - started))
+        return ref
+
+    base = timed(ensure_base)
+    images = ImageSet(base, *(timed(ensure_derived, role, base) for role in DERIVED))
+    arm_refs = [timed(ensure_arm_image, a.root, images.sandbox)
                 for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
-    model = ensure_derived(client, "model", images.base, log=progress_log)
-    embedder = ensure_derived(client, "embedder", images.base, log=progress_log)  # for arms with embedder: shared
-    agent_refs = [agent.ensure_image(client, base, log=progress_log) for agent in cli_agents()
-                  for base in (images.sandbox, *arm_refs)]
-    refs = [images.base, images.sandbox, images.checker, *arm_refs, model, embedder, *agent_refs]
-    for ref in refs:
-        console.print(f"{ref.role:24} {ref.tag:36} {ref.id[:19]}")
+    timed(ensure_derived, "model", base)
+    timed(ensure_derived, "embedder", base)  # for arms with embedder: shared
+    for agent in cli_agents():
+        for parent in (images.sandbox, *arm_refs):
+            timed(agent.ensure_image, parent)
+    for ref, seconds in built:
+        console.print(f"{ref.role:24} {ref.tag:36} {ref.id[:19]} {seconds:7.1f}s")
+    console.print(f"{len(built)} images ready in {sum(s for _, s in built):.1f}s")
 
 
 @app.command()

@@ -33,6 +33,28 @@ def fresh_store_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MEMGRID_CACHE", str(tmp_path_factory.mktemp("store-cache")))
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    """With --durations, the slowest test files too: a file's seconds are its tests' setup, call and teardown on
+    one worker (a module fixture counts once, in the first test's setup), so a change that slows CI shows in the
+    file that pays for it, whichever of its tests the fixture's cost lands on."""
+    if config.option.durations is None:
+        return
+    by_file: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) in ("setup", "call", "teardown"):
+                path = report.nodeid.split("::", 1)[0]
+                by_file[path] = by_file.get(path, 0.0) + report.duration
+    if not by_file:
+        return
+    slowest = sorted(by_file.items(), key=lambda kv: -kv[1])
+    shown = slowest if config.option.durations == 0 else slowest[:config.option.durations]
+    terminalreporter.write_sep("=", f"slowest {len(shown)} test files (seconds of one worker)")
+    for path, seconds in shown:
+        terminalreporter.write_line(f"{seconds:9.1f}s  {path}")
+    terminalreporter.write_line(f"{sum(by_file.values()):9.1f}s  all {len(by_file)} files")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "engine" in getattr(item, "fixturenames", ()):
