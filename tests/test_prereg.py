@@ -3,6 +3,7 @@ and reproduce refuses drift by name."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -121,7 +122,10 @@ def memgrid(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def repo(project) -> Path:
-    """The project copy as a git checkout with one committed, tiny preregistration."""
+    """The project copy as a git checkout with one committed, tiny preregistration. It ignores what the repository
+    ignores: without it, git would hash every resolved wheel of the product arms (hundreds of MB) at each commit
+    and status, a minute of every test here."""
+    shutil.copy(REPO / ".gitignore", project / ".gitignore")
     write(project / "preregistration" / "001-tiny.md", fields())
     git(project, "init", "-q")
     git(project, "add", ".")
