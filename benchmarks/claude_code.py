@@ -6,8 +6,9 @@ model) through the same path as `memgrid grid`, into a temp runs dir under its o
 prints medians of: sidecars start (network + gateway + scripted model), sandbox container start,
 CLI start to its init event, MCP connect (the init delay of recall cells beyond bare cells: the CLI
 connects its MCP servers before init) and the session (init to result). With --image it also
-rebuilds the claude-code layer over the sandbox image without the build cache and reports its time
-and size (the layer is removed afterwards).
+rebuilds the claude-code layer over the sandbox image without the build cache, both with the binary sent in
+its build context (as layers were built before) and copied from the agent's own image (as now), and reports
+each one's time and size and their ratio (the layers are removed afterwards).
 
     .venv/bin/python benchmarks/claude_code.py [--arms bare,recall] [--image] [--run RUN_DIR] [--quick]
 
@@ -16,12 +17,15 @@ and size (the layer is removed afterwards).
 
 import argparse
 import json
+import shutil
 import statistics
+import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from runner.agents.claude_code import CONTEXT, fetch_binary, load_pin
+from runner.agents.claude_code import CONTEXT, ClaudeCodeAgent, fetch_binary, load_pin
+from runner.agents.model_cli import AGENT_LAYER
 from runner.env.engine import connect
 from runner.env.images import _context_tar, context_files, ensure_images
 from runner.results.ledger import latest_attempts
@@ -61,17 +65,36 @@ def summarise(run_dir: Path) -> None:
 
 
 def image_build(client, base_tag: str) -> None:
-    fetch_binary(load_pin(), log=print)
-    tag = f"memgrid-bench-claude-code:{uuid.uuid4().hex[:8]}"
-    started = time.monotonic()
-    with _context_tar(CONTEXT, context_files(CONTEXT)) as archive:
-        image, _ = client.images.build(fileobj=archive, custom_context=True, tag=tag, buildargs={"BASE": base_tag},
-                                       rm=True, forcerm=True, nocache=True)
-    seconds = time.monotonic() - started
+    """The claude-code layer over the sandbox image built both ways without cache, side by side: the binary sent
+    in the layer's own build context (how every layer was built before the agent had an image of its own) and
+    copied from the agent's own image (images/agent-layer, how they are built now)."""
+    pin = load_pin()
+    fetch_binary(pin, log=print)
+    cli = ClaudeCodeAgent.ensure_cli_image(client, pin, log=print)
     base = client.images.get(base_tag)
-    print(f"claude-code layer over {base_tag}: built in {seconds:.1f} s without cache; image {image.attrs['Size'] / 2**20:.0f} MiB "
-          f"(layer {(image.attrs['Size'] - base.attrs['Size']) / 2**20:.0f} MiB)")
-    client.images.remove(image.id, force=True)
+
+    def timed(context: Path, buildargs: dict) -> float:
+        tag = f"memgrid-bench-claude-code:{uuid.uuid4().hex[:8]}"
+        started = time.monotonic()
+        with _context_tar(context, context_files(context)) as archive:
+            image, _ = client.images.build(fileobj=archive, custom_context=True, tag=tag, buildargs=buildargs,
+                                           rm=True, forcerm=True, nocache=True)
+        seconds = time.monotonic() - started
+        print(f"  {context.name}: built in {seconds:.1f} s without cache; image {image.attrs['Size'] / 2**20:.0f} MiB "
+              f"(layer {(image.attrs['Size'] - base.attrs['Size']) / 2**20:.0f} MiB)")
+        client.images.remove(image.id, force=True)
+        return seconds
+
+    print(f"claude-code layer over {base_tag}:")
+    with tempfile.TemporaryDirectory(prefix="memgrid-bench-layer-") as tmp:
+        sent = Path(tmp) / "binary-in-context"
+        sent.mkdir()
+        (sent / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\nCOPY claude /usr/local/bin/claude\n")
+        shutil.copyfile(CONTEXT / "claude", sent / "claude")
+        (sent / "claude").chmod(0o755)
+        before = timed(sent, {"BASE": base_tag})
+    after = timed(AGENT_LAYER, {"BASE": base_tag, "CLI": cli})
+    print(f"  copied from the agent's image / sent in the context: {after / before:.2f}")
 
 
 def main() -> None:

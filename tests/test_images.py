@@ -275,3 +275,31 @@ def test_wheel_files_are_validated(tmp_path):
             read_wheel_files(spec)
     for arm in ("mcp_memory_service", "mempalace", "mcp_server_qdrant"):  # the shipped ones parse
         assert read_wheel_files(REPO / "arms" / arm / "wheel-files.yaml")
+
+
+def test_a_cli_agents_binary_is_sent_to_the_engine_once_then_copied_from_its_own_image(engine, images):
+    """Each CLI agent's layer over an image a cell runs in takes its binary from the agent's own image (built once per
+    pin): the layer's build context is its Dockerfile alone, and two layers over different images copy the same
+    files (the engine names a COPY's source by its content)."""
+    from runner.agents.claude_code import ClaudeCodeAgent
+    from runner.agents.model_cli import AGENT_LAYER
+    from runner.env.images import context_files, find_image
+
+    assert context_files(AGENT_LAYER) == [AGENT_LAYER / "Dockerfile"]
+    pin = ClaudeCodeAgent.load_pin()
+    over_checker_tag = ClaudeCodeAgent.image_tag(images.checker, pin)
+    fresh = find_image(engine, over_checker_tag) is None  # no cell runs in the checker image: a layer of this test's
+    try:
+        layers = [ClaudeCodeAgent.ensure_image(engine, base, log=lambda m: None) for base in (images.sandbox, images.checker)]
+        cli = find_image(engine, ClaudeCodeAgent.cli_image_tag(pin))
+        assert cli is not None and cli.labels["memgrid.role"] == "agent-cli"
+
+        def copied(tag: str) -> str:
+            [step] = [h["CreatedBy"] for h in engine.api.history(tag) if "COPY" in h["CreatedBy"]][:1]
+            return step.split("COPY ", 1)[1].split(" in ")[0]
+
+        assert copied(layers[0].tag) == copied(layers[1].tag)
+        assert layers[0].id != layers[1].id
+    finally:
+        if fresh and find_image(engine, over_checker_tag) is not None:
+            engine.images.remove(over_checker_tag)

@@ -16,11 +16,14 @@ from runner.agents.npm_pin import NpmPin, fetch_files, load_pin
 from runner.agents.script import build_script
 from runner.arms.kinds import WORKSPACE
 from runner.digest import sha256_bytes, sha256_json
-from runner.env.images import ImageRef, build_image, ensure_derived, find_image
+from runner.env.images import IMAGES_DIR, ImageRef, build_image, ensure_derived, find_image
 from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
 from runner.env.sandbox import Sandbox
 from runner.errors import SpecError, UserError
 from runner.results.costs import Price, price_for
+
+# The layer every CLI agent's cells run in: its binary, from its own image, over the sandbox or an arm's image.
+AGENT_LAYER = IMAGES_DIR / "agent-layer"
 
 
 def ended(error_class: str | None, exit_code: int | None) -> str:
@@ -83,22 +86,39 @@ class ModelCliAgent(Agent):
         return load_pin(cls.context)
 
     @classmethod
-    def image_tag(cls, base: ImageRef, pin: NpmPin) -> str:
-        # The pin names the binary (its checksum was verified at fetch), so the large file is not re-hashed.
+    def cli_image_tag(cls, pin: NpmPin) -> str:
+        """The agent's own image: its pinned binary alone. The pin names the binary (its checksum was verified at
+        fetch), so the large file is not re-hashed."""
         dockerfile = sha256_bytes((cls.context / "Dockerfile").read_bytes())
-        return f"memgrid-{cls.name}:{sha256_json({'dockerfile': dockerfile, 'pin': pin.integrity, 'parent': base.id})[:12]}"
+        return f"memgrid-{cls.name}-cli:{sha256_json({'dockerfile': dockerfile, 'pin': pin.integrity})[:12]}"
+
+    @classmethod
+    def image_tag(cls, base: ImageRef, pin: NpmPin) -> str:
+        layer = sha256_bytes((AGENT_LAYER / "Dockerfile").read_bytes())
+        return f"memgrid-{cls.name}:{sha256_json({'cli': cls.cli_image_tag(pin), 'layer': layer, 'parent': base.id})[:12]}"
+
+    @classmethod
+    def ensure_cli_image(cls, client, pin: NpmPin, log=print) -> str:
+        """The agent's own image (built once per pin: the only build the binary is sent to the engine for); its tag."""
+        tag = cls.cli_image_tag(pin)
+        if find_image(client, tag) is None:
+            fetch_files(pin, cls.context, cls.members, log)
+            log(f"building {tag} ({pin.package} {pin.version})")
+            build_image(client, cls.context, tag, {}, {"memgrid.role": "agent-cli", "memgrid.agent": cls.name},
+                        f"see images/{cls.context.name}/Dockerfile")
+        return tag
 
     @classmethod
     def ensure_image(cls, client, base: ImageRef, log=print) -> ImageRef:
-        """The agent's layer over `base` (the sandbox image or an arm's own)."""
+        """The agent's layer over `base` (the sandbox image or an arm's own): its binary copied from its own image."""
         pin = cls.load_pin()
         tag = cls.image_tag(base, pin)
         image = find_image(client, tag)
         if image is None:
-            fetch_files(pin, cls.context, cls.members, log)
-            log(f"building {tag} over {base.tag}")
-            image = build_image(client, cls.context, tag, {"BASE": base.tag}, {"memgrid.role": "agent", "memgrid.agent": cls.name},
-                                f"see images/{cls.context.name}/Dockerfile")
+            cli = cls.ensure_cli_image(client, pin, log)
+            log(f"building {tag}: {cli} over {base.tag}")
+            image = build_image(client, AGENT_LAYER, tag, {"BASE": base.tag, "CLI": cli},
+                                {"memgrid.role": "agent", "memgrid.agent": cls.name}, f"see images/{AGENT_LAYER.name}/Dockerfile")
         return ImageRef(f"agent:{cls.name}:{base.role}", tag, image.id)
 
     @classmethod

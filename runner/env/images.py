@@ -572,9 +572,11 @@ def image_recipes(client, images: ImageSet, arm_dirs: list[Path]) -> dict[str, s
     recipes = {"base": base}
     for role in (*DERIVED, "model"):
         recipes[role] = sha256_json({"context": context_digest(IMAGES_DIR / role), "parent": base})
+    layer = sha256_bytes((IMAGES_DIR / "agent-layer" / "Dockerfile").read_bytes())
     for agent in ("claude-code", "codex"):  # a CLI layer's binary is named by its pin (checksums), not hashed again
-        layer = IMAGES_DIR / agent
-        recipes[agent] = sha256_json({f: sha256_bytes((layer / f).read_bytes()) for f in ("Dockerfile", "pin.yaml")})
+        cli = IMAGES_DIR / agent
+        recipes[agent] = sha256_json({**{f: sha256_bytes((cli / f).read_bytes()) for f in ("Dockerfile", "pin.yaml")},
+                                      "layer": layer})
     for arm_dir in arm_dirs:
         recipes[f"arm:{Path(arm_dir).name}"] = sha256_json({"context": context_digest(Path(arm_dir)),
                                                             "parent": recipes["sandbox"]})
