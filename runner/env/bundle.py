@@ -15,7 +15,7 @@ from pathlib import Path
 
 from runner.arms.kinds import kind_of
 from runner.env.archive import Entry, pack
-from runner.digest import sha256_bytes, tree_files
+from runner.digest import CACHES, sha256_bytes, tree_files
 from runner.errors import SpecError
 from runner.plan.spec import ArmSpec, TaskSpec, arm_file
 
@@ -42,9 +42,9 @@ def arm_entries(arm: ArmSpec, task: TaskSpec) -> list[Entry]:
     return entries
 
 
-def tree_entries(root: Path, prefix: str) -> list[Entry]:
+def tree_entries(root: Path, prefix: str, skip: frozenset[str] = CACHES) -> list[Entry]:
     return [Entry(f"{prefix}/{p.relative_to(root).as_posix()}", p.read_bytes(), 0o755 if p.stat().st_mode & 0o111 else 0o644)
-            for p in tree_files(root)]
+            for p in tree_files(root, skip)]
 
 
 def arm_instructions(arm: ArmSpec) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from runner.digest import sha256_bytes, tree_files
+from runner.digest import GENERATED, sha256_bytes, tree_files
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, tree_entries
 from runner.env.engine import connect
@@ -66,8 +66,10 @@ class JobResult:
 
 
 def project_archive(root: Path, parts: tuple[str, ...]) -> tuple[bytes, str]:
-    """The checkout's folders `parts` as a reproducible tar, and its sha256 (its address)."""
-    data = pack([e for part in parts for e in tree_entries(root / part, part)])
+    """The checkout's folders `parts` as a reproducible tar, and its sha256 (its address). Without what image builds
+    resolve into an arm's folder (pydeps/, node_modules/, assets/: over a GB for the shipped products), which is no
+    part of an arm's digest and which a node never reads: its images come from the controller's engine, id checked."""
+    data = pack([e for part in parts for e in tree_entries(root / part, part, GENERATED)])
     return data, sha256_bytes(data)
 
 
