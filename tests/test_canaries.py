@@ -1,5 +1,6 @@
 """Canaries: deliberately broken arms that the gate must catch (discard, never score)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ import yaml
 
 from runner.results.ledger import Ledger
 
-from conftest import REPO, write_grid
+from conftest import PROJECT_SCALE, REPO, write_grid
 
 TASK = "slug_ids"
 
@@ -87,13 +88,13 @@ def test_a_misrouted_namespace_with_an_empty_store_is_discarded(engine, images, 
     derive_arm(root, "recall", "misrouted", misroute)
     row = only_final(run_grid(root, tmp_path, run_id, "misrouted"))
     assert not row["admitted"] and row["discard_reason"] == "store_empty"
-    assert "0 of 4915 documents" in row["gate_proofs"]
+    built = json.loads((root / "corpus" / "build" / "present" / "seed-0" / "meta.json").read_text())
+    assert built["documents"] == PROJECT_SCALE + built["planted"]
+    assert f"0 of {built['documents']} documents" in row["gate_proofs"]
 
 
 def test_healthy_memory_arms_are_admitted_with_their_proofs(engine, images, root, tmp_path, run_id, no_leftovers):
     """The control for the canaries above: the same paths admit recall and recall_prefetch."""
-    import json
-
     for arm in ("recall", "recall_prefetch"):
         row = only_final(run_grid(root, tmp_path, f"{run_id}-{arm}", arm))
         assert row["admitted"] and row["store_digest"], row["gate_proofs"]

@@ -36,8 +36,10 @@ def amb(tmp_path) -> Path:
 
 @pytest.fixture
 def checkout(project) -> Path:
-    """The project copy with memgrid's committed corpus digests, so a rebuild can be compared with them."""
-    shutil.copy(REPO / "corpus" / "digests.yaml", project / "corpus" / "digests.yaml")
+    """The project copy with memgrid's committed corpus settings (at full scale) and digests, so a rebuild can be
+    compared with them."""
+    for name in ("corpus.yaml", "digests.yaml"):
+        shutil.copy(REPO / "corpus" / name, project / "corpus" / name)
     return project
 
 
