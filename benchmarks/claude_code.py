@@ -25,9 +25,8 @@ import uuid
 from pathlib import Path
 
 from runner.agents.claude_code import CONTEXT, ClaudeCodeAgent, fetch_binary, load_pin
-from runner.agents.model_cli import AGENT_LAYER
 from runner.env.engine import connect
-from runner.env.images import _context_tar, context_files, ensure_images
+from runner.env.images import AGENT_LAYER, _context_tar, context_files, ensure_images
 from runner.results.ledger import latest_attempts
 from runner.plan.spec import grid_from_dict, load_all_tasks
 

@@ -282,8 +282,7 @@ def test_a_cli_agents_binary_is_sent_to_the_engine_once_then_copied_from_its_own
     pin): the layer's build context is its Dockerfile alone, and two layers over different images copy the same
     files (the engine names a COPY's source by its content)."""
     from runner.agents.claude_code import ClaudeCodeAgent
-    from runner.agents.model_cli import AGENT_LAYER
-    from runner.env.images import context_files, find_image
+    from runner.env.images import AGENT_LAYER, context_files, find_image
 
     assert context_files(AGENT_LAYER) == [AGENT_LAYER / "Dockerfile"]
     pin = ClaudeCodeAgent.load_pin()
@@ -295,7 +294,8 @@ def test_a_cli_agents_binary_is_sent_to_the_engine_once_then_copied_from_its_own
         assert cli is not None and cli.labels["memgrid.role"] == "agent-cli"
 
         def copied(tag: str) -> str:
-            [step] = [h["CreatedBy"] for h in engine.api.history(tag) if "COPY" in h["CreatedBy"]][:1]
+            """The source of the layer's newest COPY, as the engine names it (by content)."""
+            step = next(h["CreatedBy"] for h in engine.api.history(tag) if "COPY" in h["CreatedBy"])
             return step.split("COPY ", 1)[1].split(" in ")[0]
 
         assert copied(layers[0].tag) == copied(layers[1].tag)

@@ -16,14 +16,11 @@ from runner.agents.npm_pin import NpmPin, fetch_files, load_pin
 from runner.agents.script import build_script
 from runner.arms.kinds import WORKSPACE
 from runner.digest import sha256_bytes, sha256_json
-from runner.env.images import IMAGES_DIR, ImageRef, build_image, ensure_derived, find_image
+from runner.env.images import AGENT_LAYER, ImageRef, build_image, ensure_derived, find_image
 from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
 from runner.env.sandbox import Sandbox
 from runner.errors import SpecError, UserError
 from runner.results.costs import Price, price_for
-
-# The layer every CLI agent's cells run in: its binary, from its own image, over the sandbox or an arm's image.
-AGENT_LAYER = IMAGES_DIR / "agent-layer"
 
 
 def ended(error_class: str | None, exit_code: int | None) -> str:

@@ -50,6 +50,8 @@ BASE_RECIPE = {
     "official_image": "debian:bookworm-slim",
 }
 DERIVED = ("sandbox", "checker")
+# The layer every CLI agent's cells run in: its binary, from the agent's own image, over the sandbox or an arm's image.
+AGENT_LAYER = IMAGES_DIR / "agent-layer"
 
 # The interpreter the images run packages with: the base image's python3 (Debian bookworm: CPython
 # 3.11, glibc 2.36) on the engine's architecture (a local engine: the host's). Wheels are chosen for
@@ -572,7 +574,7 @@ def image_recipes(client, images: ImageSet, arm_dirs: list[Path]) -> dict[str, s
     recipes = {"base": base}
     for role in (*DERIVED, "model"):
         recipes[role] = sha256_json({"context": context_digest(IMAGES_DIR / role), "parent": base})
-    layer = sha256_bytes((IMAGES_DIR / "agent-layer" / "Dockerfile").read_bytes())
+    layer = sha256_bytes((AGENT_LAYER / "Dockerfile").read_bytes())
     for agent in ("claude-code", "codex"):  # a CLI layer's binary is named by its pin (checksums), not hashed again
         cli = IMAGES_DIR / agent
         recipes[agent] = sha256_json({**{f: sha256_bytes((cli / f).read_bytes()) for f in ("Dockerfile", "pin.yaml")},
