@@ -766,22 +766,28 @@ def task_check(
 
 @task_app.command("import")
 def task_import(
-    path: Path = typer.Argument(..., help="An agent-memory-bench task folder (tasks/<id>/) or its tasks/ folder."),
+    path: Path = typer.Argument(..., help="The source: for amb, an agent-memory-bench task folder (tasks/<id>/) or its "
+                                          "tasks/ folder."),
     fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench)."),
-    suite: Optional[str] = typer.Option(None, help="The suite the tasks are written into, tasks/<suite>/, created with "
-                                                   "its corpus settings if new (default: the format's name, e.g. amb). "
-                                                   "Never memgrid's own: an import changes no other suite's benchmark."),
+    suite: Optional[str] = typer.Option(None, help="The suite the source is written into, tasks/<suite>/, created if "
+                                                   "new (default: the format's, e.g. amb). Never memgrid's own: an "
+                                                   "import changes no other suite's benchmark."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported or refused; write nothing."),
     render_unrecorded: bool = typer.Option(False, "--render-unrecorded",
-                                           help="Render a staged but unrecorded session from its prompt, stage files "
-                                                "and followup instead of refusing the task."),
+                                           help="amb: render a staged but unrecorded session from its prompt, stage "
+                                                "files and followup instead of refusing the task."),
 ):
-    """Convert agent-memory-bench tasks into a memgrid task suite of their own (one line per task: imported or
-    refused, and why). Then build its corpus and check its tasks (the last line says how)."""
-    from runner.tasks.importer import import_tasks
+    """Host a published benchmark as a suite of its own, unchanged (one line per unit: imported or refused, and
+    why). The last lines say what to do next."""
+    from runner.sources.registry import source_format
 
-    suite = suite or fmt
-    result = import_tasks(path, project_root(), suite, fmt=fmt, dry_run=dry_run, render=render_unrecorded)
+    source = source_format(fmt)
+    options = {"render": True} if render_unrecorded else {}
+    for name in options:
+        if name not in source.options:
+            raise UserError(f"--render-unrecorded: format {fmt} has no such option — fix: drop it")
+    suite = suite or source.default_suite(path)
+    result = source.import_source(path, project_root(), suite, dry_run=dry_run, **options)
     verb = "would import" if dry_run else "imported"
     for plan in result.plans:
         console.print(("(dry run) " if dry_run else "") + plan.line(), markup=False, highlight=False, soft_wrap=True)
@@ -791,13 +797,9 @@ def task_import(
         err.print(refusal.line(), markup=False, highlight=False, soft_wrap=True)
     for created in result.created:
         console.print(f"new suite {suite}: wrote {created}", markup=False, highlight=False)
-    if result.plans:  # so every shipped arm runs on the suite; each task's provenance.json says how they were made
-        console.print(f"{'would write' if dry_run else 'wrote'} each task's arm files: arms/claude_md/tasks/<id>/CLAUDE.md "
-                      f"(the source's claude_md baseline) and arms/placebo/tasks/<id>/CLAUDE.md (arms/placebo/generate.py)",
-                      markup=False, highlight=False, soft_wrap=True)
-    console.print(f"{verb} {len(result.plans)} into suite {suite}, refused {len(result.refusals)}"
-                  + ("" if dry_run or not result.plans else f"; next: memgrid corpus build --suite {suite}, commit "
-                     f"corpus/suites/{suite}/digests.yaml, then memgrid task check --suite {suite}"), soft_wrap=True)
+    console.print(f"{verb} {len(result.plans)} into suite {suite}, refused {len(result.refusals)}", soft_wrap=True)
+    for line in source.closing_lines(result, suite, dry_run):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if result.refusals:
         raise typer.Exit(1)
 

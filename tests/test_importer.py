@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.tasks.importer import CHECKER_RUN, import_tasks
+from runner.sources.amb import CHECKER_RUN, import_tasks
 from runner.plan.spec import load_all_arms, load_all_tasks, load_suite_tasks
 from runner.tasks.check import arm_findings, check_behaviour, containment_findings, source_notes, transcript_findings
 

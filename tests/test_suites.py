@@ -18,7 +18,7 @@ from runner.exec.run import arm_digest, plan_run
 from runner.plan.spec import (DEFAULT_SUITE, load_all_arms, load_all_tasks, load_grid, load_suite_tasks, load_suites,
                               other_suites_tasks, preset_path)
 from runner.tasks.check import containment_findings, source_notes
-from runner.tasks.importer import import_tasks
+from runner.sources.amb import import_tasks
 
 from conftest import REPO
 

@@ -16,7 +16,7 @@ from runner.errors import SpecError, UserError
 from runner.exec.job import run_grid
 from runner.exec.run import lock_document, plan_run
 from runner.plan.spec import grid_from_dict, load_all_arms, load_all_tasks, load_grid
-from runner.tasks.importer import import_tasks
+from runner.sources.amb import import_tasks
 
 WHY = "oracle/amb/checker.py line 5: sys.path.insert can run artifact code in the judge's process"
 

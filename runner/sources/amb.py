@@ -40,9 +40,9 @@ import yaml
 from runner.digest import sha256_bytes, sha256_json, tree_files
 from runner.errors import SpecError, UserError
 from runner.corpus.build import events_text, load_settings
-from runner.plan.spec import DEFAULT_SUITE, suite_of_task, validate
+from runner.plan.spec import suite_of_task, validate
+from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
 
-FORMATS = ("amb",)
 SOURCE_REPOSITORY = "GiulioDER/agent-memory-bench"
 ROLE_OF = {"superseded": "stale", "contradictory": "rival", "adjacent": "adjacent"}
 # amb runs a checker in-process with no bound of its own; its helpers bound what they spawn at 60-120 s.
@@ -54,14 +54,6 @@ SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache"})
 NEEDS_GIT_OR_BASH = {"git", "git_bash", "run_bash"}
 CLAUDE_MD_RULES = ("Keep changes small and focused, and leave unrelated files alone.",
                    "Read the README and the code before you change anything.")
-
-
-class Refused(Exception):
-    """A task that cannot be imported faithfully: the file, the field, what is wrong, the fix."""
-
-    def __init__(self, file: str, field: str, problem: str, fix: str):
-        self.file, self.field, self.problem, self.fix = file, field, problem, fix
-        super().__init__(f"{file}: {field}: {problem} — fix: {fix}")
 
 
 @dataclass(frozen=True)
@@ -86,59 +78,18 @@ class Plan:
                 f"grades it only when it names it under unisolated_checkers — to isolate it: {RUN_BOUNDED_ONLY}")
 
 
-@dataclass(frozen=True)
-class Refusal:
-    source: Path
-    reason: str
-
-    def line(self) -> str:
-        return f"refuse {self.source.name}: {self.reason}"
-
-
-@dataclass
-class ImportResult:
-    plans: list[Plan] = field(default_factory=list)
-    refusals: list[Refusal] = field(default_factory=list)
-    created: list[str] = field(default_factory=list)  # the suite's own files, written when the suite was new
-
-
-@dataclass(frozen=True)
-class Source:
-    """An amb checkout: the folders a task's files are read from."""
-    root: Path
-
-    def rel(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
-
-    def inside(self, path: Path, field: str = "(file)") -> Path:
-        """`path`, refused unless it stays inside the checkout with every link followed: a checkout is someone
-        else's, and a linked tree/ or oracles/<id>/, a plant named '../../..' or a .git/HEAD naming a ref out of
-        it would make the import copy (or, for a reference, run) a file of this machine into a task."""
-        try:
-            real = path.resolve()
-        except (OSError, RuntimeError) as e:  # RuntimeError: a link loop
-            raise Refused(self.rel(path), field, f"cannot be resolved ({e})", "replace the link with a copy") from None
-        if not real.is_relative_to(self.root.resolve()):
-            raise Refused(self.rel(path), field, f"leads to {real}, outside the amb checkout {self.root}",
-                          "keep every file of the task inside the checkout: copy it in instead of linking to it")
-        return path
-
-
 def find_tasks(path: Path) -> tuple[Source, list[Path]]:
     """One task folder (it holds task.json) or a folder of them; the checkout is the tasks folder's parent."""
     if not path.is_dir():
         raise UserError(f"{path}: (folder): does not exist or is not a folder — fix: give an amb task folder "
                         "(tasks/<id>/ with task.json) or an amb tasks/ folder")
     if (path / "task.json").is_file():
-        return Source(path.resolve().parent.parent), [path.resolve()]
+        return Source(path.resolve().parent.parent, "amb"), [path.resolve()]
     tasks = sorted(p.resolve() for p in path.iterdir() if p.is_dir() and (p / "task.json").is_file())
     if not tasks:
         raise UserError(f"{path}: (folder): holds no task.json and no task folders with one — fix: give an amb "
                         "task folder (tasks/<id>/ with task.json) or an amb tasks/ folder")
-    return Source(path.resolve().parent), tasks
+    return Source(path.resolve().parent, "amb"), tasks
 
 
 def memgrid_id(amb_id: str) -> str:
@@ -833,25 +784,6 @@ def placebo(project: Path, task_id: str, text: str) -> str:
 
 # ---------------------------------------------------------------- one task
 
-def provenance_source(src: Source) -> dict:
-    """The checkout's origin and commit, read from .git without running git; None when it is not a checkout."""
-    git = src.root / ".git"
-    commit = url = None
-    head = git / "HEAD"
-    if src.inside(head).is_file():
-        ref = head.read_text().strip()
-        if ref.startswith("ref: "):
-            ref_file = src.inside(git / ref[5:], "ref")
-            commit = ref_file.read_text().strip() if ref_file.is_file() else None
-        else:
-            commit = ref
-    config = src.inside(git / "config")
-    if config.is_file():
-        found = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', config.read_text())
-        url = found.group(1) if found else None
-    return {"repository": url or SOURCE_REPOSITORY, "commit": commit}
-
-
 def digest_files(files: dict[str, bytes]) -> str:
     """What digest.tree_digest computes for a tree, over files already read."""
     return sha256_json([[rel, sha256_bytes(files[rel])] for rel in sorted(files)])
@@ -993,7 +925,7 @@ def provenance(task_dir: Path, amb_id: str, src: Source, inputs: dict[str, bytes
     stated = [t for t in terms if t.lower() in prompt.lower()]
     return {
         "format": "amb",
-        "source": {**provenance_source(src), "task": src.rel(task_dir), "inputs_sha256": digest_files(inputs)},
+        "source": {**src.origin(SOURCE_REPOSITORY), "task": src.rel(task_dir), "inputs_sha256": digest_files(inputs)},
         "mapped": {
             "task.json prompt": "task.yaml prompt",
             "task.json fact_terms": "task.yaml fact.terms",
@@ -1083,29 +1015,14 @@ def plan_task(task_dir: Path, src: Source, project: Path, into: Path, render: bo
     return Plan(task_dir, task_id, base, tuple(corpus.conditions), files, tuple(corpus.notes), unisolated)
 
 
-SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
-
-
-def suite_folder(project: Path, suite: str) -> Path:
-    """tasks/<suite>/, checked: never memgrid's own suite, never a task's folder."""
-    if suite == DEFAULT_SUITE:
-        raise UserError(f"--suite: '{suite}' is memgrid's own suite, which an import never changes — fix: name another, e.g. --suite amb")
-    if not SUITE_NAME.match(suite):
-        raise UserError(f"--suite: '{suite}' is not a suite name — fix: use lower case letters, digits and _ (2-48), e.g. amb")
-    folder = project / "tasks" / suite
-    if (folder / "task.yaml").exists() or (folder.is_dir() and not (folder / "suite.yaml").is_file()):
-        raise UserError(f"tasks/{suite}: is a folder but not a suite (no suite.yaml) — fix: choose another --suite")
-    return folder
-
-
-def create_suite(project: Path, suite: str, fmt: str, src: Source) -> list[str]:
+def create_suite(project: Path, suite: str, src: Source) -> list[str]:
     """suite.yaml and the suite's corpus settings, when the suite is new: memgrid's own settings with a salt of its
     own. Returns the files written."""
     written = []
     folder = project / "tasks" / suite
     if not (folder / "suite.yaml").is_file():
-        source = {"format": fmt, **provenance_source(src)}
-        doc = {"name": suite, "title": f"Tasks imported from {source['repository']} by memgrid task import --format {fmt}",
+        source = {"format": "amb", **src.origin(SOURCE_REPOSITORY)}
+        doc = {"name": suite, "title": f"Tasks imported from {source['repository']} by memgrid task import --format amb",
                "source": source}
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "suite.yaml").write_text("# A task suite: its tasks are the folders beside this file; its corpus settings are in\n"
@@ -1125,11 +1042,8 @@ def create_suite(project: Path, suite: str, fmt: str, src: Source) -> list[str]:
     return written
 
 
-def import_tasks(path: Path, project: Path, suite: str, *, fmt: str = "amb", dry_run: bool = False,
-                 render: bool = False) -> ImportResult:
+def import_tasks(path: Path, project: Path, suite: str, *, dry_run: bool = False, render: bool = False) -> ImportResult:
     """Import into suite `suite` (tasks/<suite>/), made when new."""
-    if fmt not in FORMATS:
-        raise UserError(f"--format: '{fmt}' is not a format memgrid imports — fix: use one of {', '.join(FORMATS)}")
     into = suite_folder(project, suite)
     src, task_dirs = find_tasks(path)
     result = ImportResult()
@@ -1141,7 +1055,7 @@ def import_tasks(path: Path, project: Path, suite: str, *, fmt: str = "amb", dry
             continue
         result.plans.append(plan)
     if not dry_run and result.plans:
-        result.created = create_suite(project, suite, fmt, src)
+        result.created = create_suite(project, suite, src)
         for plan in result.plans:
             write(plan, project)
     return result
@@ -1166,3 +1080,24 @@ def write(plan: Plan, project: Path) -> None:
         if not rel.startswith(prefix):
             (project / rel).parent.mkdir(parents=True, exist_ok=True)
             (project / rel).write_bytes(data)
+
+
+class AmbFormat(SourceFormat):
+    name = "amb"
+    about = "an agent-memory-bench task folder (tasks/<id>/) or its tasks/ folder"
+    options = frozenset({"render"})
+
+    def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False,
+                      render: bool = False) -> ImportResult:
+        return import_tasks(path, project, suite, dry_run=dry_run, render=render)
+
+    def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
+        if not result.plans:
+            return []
+        # so every shipped arm runs on the suite; each task's provenance.json says how they were made
+        lines = [f"{'would write' if dry_run else 'wrote'} each task's arm files: arms/claude_md/tasks/<id>/CLAUDE.md "
+                 f"(the source's claude_md baseline) and arms/placebo/tasks/<id>/CLAUDE.md (arms/placebo/generate.py)"]
+        if not dry_run:
+            lines.append(f"next: memgrid corpus build --suite {suite}, commit corpus/suites/{suite}/digests.yaml, "
+                         f"then memgrid task check --suite {suite}")
+        return lines

@@ -1,0 +1,118 @@
+"""The source-format seam: what every format of a benchmark hosted as published has in common.
+
+A format (`SourceFormat`, one module per format beside this one, listed in `registry.py`) imports a
+source folder into a suite of its own under tasks/<suite>/ and reports each unit it imported or
+refused in one line (`ImportResult`). A source is someone else's checkout: every file is read
+through `Source.inside`, so a link cannot make an import copy (or run) a file of this machine, and
+where it came from is read from its .git without running git (`Source.origin`).
+"""
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from runner.errors import UserError
+from runner.plan.spec import DEFAULT_SUITE
+
+SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
+
+
+class Refused(Exception):
+    """What cannot be imported faithfully: the file, the field, what is wrong, the fix."""
+
+    def __init__(self, file: str, field: str, problem: str, fix: str):
+        self.file, self.field, self.problem, self.fix = file, field, problem, fix
+        super().__init__(f"{file}: {field}: {problem} — fix: {fix}")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    source: Path
+    reason: str
+
+    def line(self) -> str:
+        return f"refuse {self.source.name}: {self.reason}"
+
+
+@dataclass
+class ImportResult:
+    """`plans`: what was (or, on a dry run, would be) imported, each with `line()` and `unisolated_line()`."""
+    plans: list = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)  # the suite's own files, written when the suite was new
+
+
+@dataclass(frozen=True)
+class Source:
+    """A checkout of someone else's: the folder an import reads its files from."""
+    root: Path
+    kind: str  # how the checkout is named in a refusal: "amb", "trap task"
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def inside(self, path: Path, field: str = "(file)") -> Path:
+        """`path`, refused unless it stays inside the checkout with every link followed: a checkout is someone
+        else's, and a linked folder, a file named '../../..' or a .git/HEAD naming a ref out of it would make the
+        import copy (or run) a file of this machine."""
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError) as e:  # RuntimeError: a link loop
+            raise Refused(self.rel(path), field, f"cannot be resolved ({e})", "replace the link with a copy") from None
+        if not real.is_relative_to(self.root.resolve()):
+            raise Refused(self.rel(path), field, f"leads to {real}, outside the {self.kind} checkout {self.root}",
+                          "keep every file of the task inside the checkout: copy it in instead of linking to it")
+        return path
+
+    def origin(self, fallback: str, git_root: Path | None = None) -> dict:
+        """The checkout's origin and commit, read from `git_root`/.git (default: the root's) without running git;
+        the commit is None when it is not a checkout."""
+        git = (git_root or self.root) / ".git"
+        commit = url = None
+        head = git / "HEAD"
+        if self.inside(head).is_file():
+            ref = head.read_text().strip()
+            if ref.startswith("ref: "):
+                ref_file = self.inside(git / ref[5:], "ref")
+                commit = ref_file.read_text().strip() if ref_file.is_file() else None
+            else:
+                commit = ref
+        config = self.inside(git / "config")
+        if config.is_file():
+            found = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', config.read_text())
+            url = found.group(1) if found else None
+        return {"repository": url or fallback, "commit": commit}
+
+
+def suite_folder(project: Path, suite: str) -> Path:
+    """tasks/<suite>/, checked: never memgrid's own suite, never a task's folder."""
+    if suite == DEFAULT_SUITE:
+        raise UserError(f"--suite: '{suite}' is memgrid's own suite, which an import never changes — fix: name another, e.g. --suite amb")
+    if not SUITE_NAME.match(suite):
+        raise UserError(f"--suite: '{suite}' is not a suite name — fix: use lower case letters, digits and _ (2-48), e.g. amb")
+    folder = project / "tasks" / suite
+    if (folder / "task.yaml").exists() or (folder.is_dir() and not (folder / "suite.yaml").is_file()):
+        raise UserError(f"tasks/{suite}: is a folder but not a suite (no suite.yaml) — fix: choose another --suite")
+    return folder
+
+
+class SourceFormat:
+    """One published benchmark's layout: how `memgrid task import --format NAME PATH` hosts it."""
+    name: ClassVar[str]
+    about: ClassVar[str]  # one line for --help: what PATH is
+    options: ClassVar[frozenset[str]] = frozenset()  # the import options (keyword arguments) it takes
+
+    def default_suite(self, path: Path) -> str:
+        """The suite an import writes into when --suite is not given."""
+        return self.name
+
+    def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
+        raise NotImplementedError
+
+    def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
+        """What the import wrote beside the suite and what to do next, printed after its count."""
+        return []
