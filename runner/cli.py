@@ -690,13 +690,18 @@ SUITE_HELP = "The task suite (memgrid task list shows them; default: memgrid, th
 
 @task_app.command("list")
 def task_list(suite: Optional[str] = typer.Option(None, help="List only this suite's tasks (default: every suite).")):
-    """List the tasks of each suite with their conditions."""
+    """List the tasks of each suite with their conditions (a hosted benchmark's units with their protocol)."""
     from runner.plan.spec import load_suite_tasks, load_suites, suite_named
+    from runner.sources.registry import source_format
 
     root = project_root()
     suites = [suite_named(root, suite)] if suite else list(load_suites(root).values())
     table = Table("suite", "task", "title", "conditions")
     for s in suites:
+        if s.protocol != "coding":
+            for unit, title in source_format(s.source.get("format", "")).hosted_units(s.tasks_dir):
+                table.add_row(s.name, unit, title, f"(protocol {s.protocol})")
+            continue
         for t in load_suite_tasks(root, s).values():
             table.add_row(s.name, t.id, t.title, ", ".join(t.conditions))
     console.print(table)
@@ -767,10 +772,11 @@ def task_check(
 @task_app.command("import")
 def task_import(
     path: Path = typer.Argument(..., help="The source: for amb, an agent-memory-bench task folder (tasks/<id>/) or its "
-                                          "tasks/ folder."),
-    fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench)."),
+                                          "tasks/ folder; for traptask, a trapstreet task folder (with traptask.yaml)."),
+    fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench) or traptask "
+                                                    "(a trapstreet task, hosted in the two-session protocol)."),
     suite: Optional[str] = typer.Option(None, help="The suite the source is written into, tasks/<suite>/, created if "
-                                                   "new (default: the format's, e.g. amb). Never memgrid's own: an "
+                                                   "new (default: amb; a trap task's folder name). Never memgrid's own: an "
                                                    "import changes no other suite's benchmark."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported or refused; write nothing."),
     render_unrecorded: bool = typer.Option(False, "--render-unrecorded",

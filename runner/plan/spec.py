@@ -791,12 +791,14 @@ def _subdirs_with(root: Path, filename: str) -> list[Path]:
 class SuiteSpec:
     """A named set of coding tasks with a corpus of its own, so adding a task to one suite never changes another's
     benchmark. memgrid's own suite is the tasks directly under tasks/ with its corpus settings in corpus/; any
-    other is tasks/<name>/ (a suite.yaml and its task folders) with its corpus settings in corpus/suites/<name>/."""
+    other is tasks/<name>/ (a suite.yaml and its task folders) with its corpus settings in corpus/suites/<name>/.
+    A suite of another protocol hosts a benchmark as published (runner/sources/): its units are not coding tasks."""
     name: str
     title: str
     tasks_dir: Path
     corpus_dir: Path  # holds corpus.yaml, digests.yaml and build/
     source: dict = field(default_factory=dict, compare=False)  # where an imported suite came from
+    protocol: str = "coding"  # the protocol its units run in (suite.yaml protocol)
 
     def task_dirs(self) -> list[Path]:
         return _subdirs_with(self.tasks_dir, "task.yaml")
@@ -824,7 +826,7 @@ def load_suites(root: Path) -> dict[str, SuiteSpec]:
         if (path.parent / "task.yaml").exists():
             raise SpecError(path, "(folder)", "is both a task and a suite", "move the task into a folder of its own")
         suites[data["name"]] = SuiteSpec(data["name"], data["title"], path.parent, root / "corpus" / "suites" / data["name"],
-                                         data.get("source", {}))
+                                         data.get("source", {}), data.get("protocol", "coding"))
     seen: dict[str, str] = {}
     for suite in suites.values():
         for task_dir in suite.task_dirs():
@@ -846,12 +848,16 @@ def suite_named(root: Path, name: str, where=Path("(command line)"), field_name:
 def load_suite_tasks(root: Path, suite: SuiteSpec | str = DEFAULT_SUITE) -> dict[str, TaskSpec]:
     """The tasks of one suite: what a grid of that suite runs and what its corpus is generated from."""
     spec = suite if isinstance(suite, SuiteSpec) else suite_named(root, suite)
+    if spec.protocol != "coding":
+        raise SpecError(spec.tasks_dir / "suite.yaml", "protocol", f"suite '{spec.name}' runs in the {spec.protocol} "
+                        "protocol: its units are not coding tasks", "name a coding suite (memgrid task list shows them)")
     return {t.id: t for t in (load_task(d, root) for d in spec.task_dirs())}
 
 
 def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
     """Every coding task of every suite, by id (ids are unique across suites)."""
-    return {t.id: t for suite in load_suites(root).values() for t in load_suite_tasks(root, suite).values()}
+    return {t.id: t for suite in load_suites(root).values() if suite.protocol == "coding"
+            for t in load_suite_tasks(root, suite).values()}
 
 
 def grid_tasks(root: Path, grid: GridSpec, grid_path) -> dict[str, TaskSpec]:

@@ -113,6 +113,10 @@ class SourceFormat:
     def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
         raise NotImplementedError
 
+    def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
+        """The units a suite of this format hosts (id, title), for a suite whose protocol is not coding."""
+        raise NotImplementedError
+
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         """What the import wrote beside the suite and what to do next, printed after its count."""
         return []

@@ -3,8 +3,9 @@
 from runner.errors import UserError
 from runner.sources.amb import AmbFormat
 from runner.sources.base import SourceFormat
+from runner.sources.traptask import TrapTaskFormat
 
-FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat,)}
+FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat)}
 
 
 def source_format(name: str) -> SourceFormat:

@@ -1,0 +1,353 @@
+"""`memgrid task import --format traptask PATH`: a trapstreet task hosted as published.
+
+A trap task (AntiNoise-ai/trapstreet-tasks, `tasks/<name>/`) is a folder with `traptask.yaml`: `harness.needs`,
+`dirs.inputs` and `dirs.expected`, `cases` (id, description, tags), `judge.cmd` (scores one case's run; it reads
+TRAPTASK_MANIFEST) and `grader.cmd` (the run's verdict over every case's judge result). memgrid hosts the tasks
+whose `needs` is `multi_session`: each case's inputs hold `step1.txt` and `step2.txt`, the prompts of two
+sessions (the contract of the task's own runner, tools/run_case.sh), and the two-session protocol runs them in
+two fresh containers with only the arm's store between them.
+
+The import copies the folder unchanged into tasks/<suite>/source/ and records every file's sha256 in
+tasks/<suite>/provenance.json, with the cases it hosts and those it refused. A task publishes its inputs as its
+build writes them; when a case's inputs are missing and the task has its build (build_cases.py), the build runs
+first, unchanged, in a fresh container of the checker image with no network, and the import takes what it
+wrote. A file the source already had must come out of the build byte for byte, or the source is refused: it is
+not the task its own build makes. What cannot be hosted faithfully is refused with one line: the task (a need
+memgrid does not host, no judge) or one case (its inputs missing).
+"""
+
+import json
+import re
+import shlex
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from runner.digest import sha256_bytes, sha256_json
+from runner.errors import SpecError, UserError
+from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, SUITE_NAME, suite_folder
+
+SPEC = "traptask.yaml"
+REPOSITORY = "AntiNoise-ai/trapstreet-tasks"
+PROTOCOL = "two-session"
+# The needs memgrid hosts, and how.
+HOSTED_NEEDS = {"multi_session": "two fresh sessions with only the arm's store between them"}
+STEP_FILES = ("step1.txt", "step2.txt")  # a multi_session case's prompts, one a session (tools/run_case.sh)
+BUILD_SCRIPT = "build_cases.py"
+BUILD_COMMAND = ("python3", "-B", BUILD_SCRIPT)
+BUILD_NAME = f"python3 {BUILD_SCRIPT}"
+BUILD_SECONDS = 300
+BUILD_CAP_BYTES = 256 * 1024 * 1024
+SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache"})
+CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class TrapCase:
+    id: str
+    description: str
+    tags: tuple[str, ...]
+    inputs: str  # the case's inputs folder, relative to the task folder
+    expected: str | None  # its expected folder; None: the task has no gold for it (its grader counts it unscored)
+
+
+@dataclass(frozen=True)
+class SuitePlan:
+    """The task as it will be hosted: every file (path under source/ -> bytes) and what was done to get them."""
+    source: Path
+    suite: str
+    cases: tuple[TrapCase, ...]
+    refused: tuple[Refusal, ...]
+    files: dict[str, bytes]
+    provenance: dict
+    notes: tuple[str, ...]
+
+    def line(self) -> str:
+        return (f"import {self.source.name} -> tasks/{self.suite}/: {len(self.cases)} cases "
+                f"({', '.join(c.id for c in self.cases)}); {len(self.files)} files"
+                + (f"; {'; '.join(self.notes)}" if self.notes else ""))
+
+    def unisolated_line(self) -> None:
+        return None  # the judge reads the session's output only; it runs no code of the agent's
+
+
+# ---------------------------------------------------------------- reading the source
+
+def find_task(path: Path) -> Source:
+    if not (path / SPEC).is_file():
+        raise UserError(f"{path}: {SPEC}: is missing — fix: give a trap task folder (tasks/<name>/ with {SPEC})")
+    return Source(path.resolve(), "trap task")
+
+
+def source_files(src: Source) -> dict[str, bytes]:
+    """Every regular file of the task folder by relative path; a link is refused (it could name a file of this
+    machine), caches are left out."""
+    files = {}
+    for p in sorted(src.root.rglob("*")):
+        rel = p.relative_to(src.root)
+        if SKIP & set(rel.parts) or p.suffix == ".pyc":
+            continue
+        if p.is_symlink():
+            raise Refused(rel.as_posix(), "(file)", "is a symbolic link", "replace it with a copy of the file")
+        if p.is_file():
+            files[rel.as_posix()] = p.read_bytes()
+    return files
+
+
+def folder_field(spec: dict, name: str) -> str:
+    value = (spec.get("dirs") or {}).get(name) if isinstance(spec.get("dirs"), dict) else None
+    if not isinstance(value, str) or not value.strip("/"):
+        raise Refused(SPEC, f"dirs.{name}", "is missing", f"name the task's {name} folder, e.g. {name}: {name}/")
+    folder = PurePosixPath(value.strip("/"))
+    if folder.is_absolute() or ".." in folder.parts or value.startswith("/"):
+        raise Refused(SPEC, f"dirs.{name}", f"'{value}' leaves the task folder", f"give a folder inside it, e.g. {name}/")
+    return folder.as_posix()
+
+
+def command_files(spec: dict, role: str, files: dict[str, bytes]) -> str | None:
+    """`role`.cmd, checked: each file it names is one of the task's. None when the task has none."""
+    cmd = (spec.get(role) or {}).get("cmd") if isinstance(spec.get(role), dict) else None
+    if cmd is None:
+        return None
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise Refused(SPEC, f"{role}.cmd", "is empty", f"give the command that runs the task's {role}")
+    try:
+        words = shlex.split(cmd)
+    except ValueError as e:
+        raise Refused(SPEC, f"{role}.cmd", f"cannot be read as a command ({e})", "quote it as a shell would") from None
+    for word in words[1:]:
+        if not word.startswith("-") and PurePosixPath(word).suffix and word not in files:
+            raise Refused(SPEC, f"{role}.cmd", f"names {word}, which the task folder does not have",
+                          f"add {word}, or point {role}.cmd at the task's {role}")
+    return cmd
+
+
+def read_spec(data: bytes) -> dict:
+    try:
+        spec = yaml.safe_load(data)
+    except yaml.YAMLError as e:
+        raise Refused(SPEC, "(file)", f"is not YAML ({str(e).splitlines()[0]})", "fix its syntax") from None
+    if not isinstance(spec, dict):
+        raise Refused(SPEC, "(file)", "is not a mapping", "give harness, dirs, cases, judge and grader")
+    needs = (spec.get("harness") or {}).get("needs") if isinstance(spec.get("harness"), dict) else None
+    needs = [needs] if isinstance(needs, str) else needs or []
+    for need in needs:
+        if need not in HOSTED_NEEDS:
+            raise Refused(SPEC, "harness.needs", f"'{need}' is not a need memgrid hosts",
+                          "memgrid hosts " + ", ".join(f"{k} ({v})" for k, v in HOSTED_NEEDS.items()))
+    if "multi_session" not in needs:
+        raise Refused(SPEC, "harness.needs", "does not name multi_session: the task's sessions are one",
+                      "memgrid hosts trap tasks of two sessions (needs: [multi_session]), whose memory it can measure")
+    return spec
+
+
+def spec_cases(spec: dict, inputs: str, expected: str, files: dict[str, bytes], require_inputs: bool = True
+               ) -> tuple[list[TrapCase], list[Refusal], list[str]]:
+    """The cases, each with its inputs (a case without both prompts is refused alone), and notes."""
+    if not isinstance(spec.get("cases"), list) or not spec["cases"]:
+        raise Refused(SPEC, "cases", "is missing or empty", "list the task's cases, each with an id")
+    cases, refused, notes, seen = [], [], [], set()
+    for i, raw in enumerate(spec["cases"]):
+        cid = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(cid, str) or not CASE_ID.match(cid):
+            raise Refused(SPEC, f"cases[{i}].id", f"{cid!r} is not a case id",
+                          "give an id of letters, digits, _ . - (it names the case's inputs folder)")
+        if cid in seen:
+            raise Refused(SPEC, f"cases[{i}].id", f"'{cid}' is listed twice", "give each case an id of its own")
+        seen.add(cid)
+        missing = [f for f in STEP_FILES if f"{inputs}/{cid}/{f}" not in files]
+        if missing and require_inputs:
+            refused.append(Refusal(Path(cid), str(Refused(f"{inputs}/{cid}/{missing[0]}", "(file)", "is missing",
+                                                          f"run the task's build ({BUILD_NAME}) or add "
+                                                          f"the case's {' and '.join(missing)}"))))
+            continue
+        has_gold = any(rel.startswith(f"{expected}/{cid}/") for rel in files)
+        if not has_gold and not missing:
+            notes.append(f"{cid} has no {expected}/{cid}/: its judge and grader score it as the task does without gold")
+        tags = raw.get("tags") or []
+        cases.append(TrapCase(cid, str(raw.get("description") or ""), tuple(str(t) for t in tags) if isinstance(tags, list) else (),
+                              f"{inputs}/{cid}", f"{expected}/{cid}" if has_gold else None))
+    return cases, refused, notes
+
+
+# ---------------------------------------------------------------- the task's build, in a container
+
+def run_build(files: dict[str, bytes], run_id: str, log=print) -> tuple[dict[str, bytes], dict]:
+    """The task's build run unchanged over a copy of its folder in a fresh checker container (no network, the
+    sandbox's limits; labelled with `run_id`): the folder as the build left it, and what ran."""
+    from runner.env.archive import Entry
+    from runner.env.bundle import bundle_of
+    from runner.env.engine import connect
+    from runner.env.images import ensure_images
+    from runner.env.sandbox import Sandbox
+
+    client = connect()
+    images = ensure_images(client, log=log)
+    bundle = bundle_of([Entry(f"source/{rel}", data) for rel, data in files.items()])
+    log(f"running the task's build ({BUILD_NAME}) in the checker image {images.checker.tag}, no network")
+    started = time.monotonic()
+    with Sandbox(client, images.checker.tag, run_id, "build", bundle_tar=bundle.tar,
+                 lifetime=BUILD_SECONDS + 120) as sandbox:
+        done = sandbox.exec(list(BUILD_COMMAND), timeout=BUILD_SECONDS, workdir="/sandbox/source",
+                            env={"PYTHONDONTWRITEBYTECODE": "1"})
+        if done.exit_code != 0:
+            last = next((ln for ln in reversed((done.stderr or done.stdout).strip().splitlines()) if ln.strip()), "")
+            why = f"timed out after {BUILD_SECONDS}s" if done.timed_out else f"exited {done.exit_code}: {last[:200]}"
+            raise Refused(BUILD_SCRIPT, "(build)", why, "fix the task's build, or import a folder its build already wrote")
+        export = sandbox.export("/sandbox/source", BUILD_CAP_BYTES)
+    if export.too_large:
+        raise Refused(BUILD_SCRIPT, "(build)", f"wrote more than {BUILD_CAP_BYTES >> 20} MiB", "import a smaller task")
+    built = {e.path: e.data for e in export.entries if not (SKIP & set(PurePosixPath(e.path).parts))}
+    return built, {"command": list(BUILD_COMMAND), "image": images.checker.tag, "image_id": images.checker.id,
+                   "seconds": round(time.monotonic() - started, 1), "output": done.stdout.strip()[-300:]}
+
+
+def agrees_with_build(source: dict[str, bytes], built: dict[str, bytes]) -> None:
+    """Every file the source had comes out of its build byte for byte: otherwise it is not the task its build makes."""
+    for rel, data in source.items():
+        if rel not in built:
+            raise Refused(rel, "(file)", "is removed by the task's build", "import the folder as its build writes it")
+        if built[rel] != data:
+            raise Refused(rel, "(file)", "differs from what the task's build writes",
+                          "import the folder as its build writes it (run it, or restore the file)")
+
+
+# ---------------------------------------------------------------- one task
+
+def plan_suite(src: Source, suite: str, dry_run: bool, run_id: str, log=print) -> SuitePlan:
+    """The task as it will be hosted (a whole-task refusal is raised); on a dry run a build is named, not run."""
+    files = source_files(src)
+    spec = read_spec(files[SPEC])
+    inputs, expected = folder_field(spec, "inputs"), folder_field(spec, "expected")
+    judge = command_files(spec, "judge", files)
+    if judge is None:
+        raise Refused(SPEC, "judge.cmd", "is missing: the task has no judge", "give the command that scores one case")
+    grader = command_files(spec, "grader", files)
+    notes, built = [], None
+    cases, refused, case_notes = spec_cases(spec, inputs, expected, files)
+    if refused and BUILD_SCRIPT in files:
+        if dry_run:
+            notes.append(f"would run its build ({BUILD_NAME}) in the checker container first: "
+                         f"{len(refused)} cases lack their inputs")
+            cases, refused, case_notes = spec_cases(spec, inputs, expected, files, require_inputs=False)
+        else:
+            out, built = run_build(files, run_id, log)
+            agrees_with_build(files, out)
+            files = out
+            cases, refused, case_notes = spec_cases(read_spec(files[SPEC]), inputs, expected, files)
+            notes.append(f"built by its {BUILD_NAME} in {built['seconds']}s")
+    notes += case_notes
+    if grader is None:
+        notes.append("no grader.cmd: the run has per-case scores and memgrid's statistics only")
+    git_root = next((d for d in (src.root, *src.root.parents) if (d / ".git").exists()), None)
+    origin = Source(git_root, "trap task").origin(REPOSITORY) if git_root else {"repository": REPOSITORY, "commit": None}
+    digests = {rel: sha256_bytes(data) for rel, data in sorted(files.items())}
+    provenance = {
+        "format": "traptask", "protocol": PROTOCOL,
+        "source": {**origin, "task": src.root.relative_to(git_root).as_posix() if git_root else src.root.name},
+        "needs": sorted(HOSTED_NEEDS), "judge": judge, "grader": grader, "built": built,
+        "cases": [{"id": c.id, "description": c.description, "tags": list(c.tags), "inputs": c.inputs,
+                   "expected": c.expected} for c in cases],
+        "refused": [r.reason for r in refused],
+        "files": digests, "digest": sha256_json(sorted(digests.items()))}
+    return SuitePlan(src.root, suite, tuple(cases), tuple(refused), files, provenance, tuple(notes))
+
+
+def write_suite(plan: SuitePlan, project: Path) -> list[str]:
+    """tasks/<suite>/ whole or not at all: staged beside tasks/, then renamed into place."""
+    folder = project / "tasks" / plan.suite
+    staging = project / "tasks" / f".memgrid-import-{plan.suite}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for rel, data in plan.files.items():
+            (staging / "source" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (staging / "source" / rel).write_bytes(data)
+        origin = plan.provenance["source"]
+        doc = {"name": plan.suite, "title": f"Trap task {plan.source.name} from {origin['repository']}, hosted as "
+                                            f"published by memgrid task import --format traptask",
+               "protocol": PROTOCOL,
+               "source": {"format": "traptask", "repository": origin["repository"], "commit": origin["commit"]}}
+        (staging / "suite.yaml").write_text(
+            "# A hosted trap task: source/ is the task folder as published (and as its build wrote it), unchanged;\n"
+            "# provenance.json records every file's sha256 and the cases hosted (tasks/README.md, Suites).\n"
+            + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
+        (staging / "provenance.json").write_text(json.dumps(plan.provenance, indent=2) + "\n")
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [f"tasks/{plan.suite}/suite.yaml", f"tasks/{plan.suite}/provenance.json",
+            f"tasks/{plan.suite}/source/ ({len(plan.files)} files)"]
+
+
+def import_task(path: Path, project: Path, suite: str, *, dry_run: bool = False, log=print,
+                run_id: str | None = None) -> ImportResult:
+    """Host the trap task at `path` as suite `suite`; `run_id` labels its build's container (default: a new id)."""
+    into = suite_folder(project, suite)
+    if into.exists():
+        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
+                        "import the task again")
+    src = find_task(path)
+    result = ImportResult()
+    try:
+        plan = plan_suite(src, suite, dry_run, run_id or f"import-{uuid.uuid4().hex[:12]}", log)
+    except Refused as e:
+        result.refusals.append(Refusal(src.root, str(e)))
+        return result
+    result.refusals.extend(plan.refused)
+    if plan.cases:
+        result.plans.append(plan)
+        if not dry_run:
+            result.created = write_suite(plan, project)
+    return result
+
+
+def hosted(folder: Path) -> dict:
+    """A hosted task's provenance.json, every file of source/ checked against the sha256 recorded there: a hosted
+    task is the one imported, or it is refused by name."""
+    path = folder / "provenance.json"
+    try:
+        provenance = json.loads(path.read_text())
+        recorded = dict(provenance["files"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SpecError(path, "files", f"cannot be read ({e})", "import the task again (memgrid task import --format traptask)") from None
+    source = folder / "source"
+    present = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file() or p.is_symlink()} \
+        if source.is_dir() else set()
+    for rel in sorted(present | set(recorded)):
+        p = source / rel
+        if rel not in recorded:
+            problem = "is not a file of the task as imported"
+        elif rel not in present:
+            problem = "is missing"
+        elif p.is_symlink() or sha256_bytes(p.read_bytes()) != recorded[rel]:
+            problem = "differs from the task as imported (its sha256 is in provenance.json)"
+        else:
+            continue
+        raise SpecError(p, "(file)", problem, "restore the task as published: import it again into a new suite")
+    return provenance
+
+
+class TrapTaskFormat(SourceFormat):
+    name = "traptask"
+    about = "a trapstreet task folder (tasks/<name>/ with traptask.yaml)"
+
+    def default_suite(self, path: Path) -> str:
+        """The task folder's name, as a suite name (session_memory_recall)."""
+        name = re.sub(r"[^a-z0-9_]+", "_", path.resolve().name.lower()).strip("_")
+        name = name if name[:1].isalpha() else f"trap_{name}"
+        return name[:48] if SUITE_NAME.match(name[:48]) else "traptask"
+
+    def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False) -> ImportResult:
+        return import_task(path, project, suite, dry_run=dry_run)
+
+    def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
+        return [(c["id"], c["description"]) for c in hosted(folder)["cases"]]
+
+    def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
+        if not result.plans or dry_run:
+            return []
+        return [f"suite {suite} runs in the {PROTOCOL} protocol; every file's sha256 is in tasks/{suite}/provenance.json"]
