@@ -861,8 +861,15 @@ def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
 
 
 def grid_tasks(root: Path, grid: GridSpec, grid_path) -> dict[str, TaskSpec]:
-    """The tasks a grid chooses from: its suite's (memgrid's own unless it names another)."""
-    return load_suite_tasks(root, suite_named(root, grid.suite, grid_path, "suite"))
+    """The coding tasks a grid chooses from: its suite's (memgrid's own unless it names another); none for a suite
+    that hosts a benchmark in another protocol, whose units its protocol reads."""
+    suite = suite_named(root, grid.suite, grid_path, "suite")
+    if suite.protocol != "coding":
+        if suite.protocol != grid.protocol:
+            raise SpecError(grid_path, "suite", f"names '{suite.name}', a suite of the {suite.protocol} protocol",
+                            f"use protocol: {suite.protocol}, or name a {grid.protocol} suite")
+        return {}
+    return load_suite_tasks(root, suite)
 
 
 def other_suites_tasks(root: Path, suite: str) -> frozenset[str]:

@@ -100,6 +100,26 @@ def suite_folder(project: Path, suite: str) -> Path:
     return folder
 
 
+@dataclass(frozen=True)
+class HostedCase:
+    """One case of a hosted benchmark as a protocol of sessions runs it."""
+    id: str
+    title: str
+    prompts: tuple[str, ...]  # one a session, exactly as the benchmark's own runner passes them
+    digest: str  # what defines it: every file of the hosted benchmark, so any change is a new case
+    secrets: tuple[str, ...]  # values no session's environment may hold (its gold), scrubbed by value
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """The benchmark's own judge, run unchanged in the checker container: `oracle` entries (named oracle/...)
+    readable by the judge alone, `artifact` entries (the session's output) under /artifact, its command."""
+    oracle: tuple
+    artifact: tuple
+    command: tuple[str, ...]
+    timeout_seconds: int
+
+
 class SourceFormat:
     """One published benchmark's layout: how `memgrid task import --format NAME PATH` hosts it."""
     name: ClassVar[str]
@@ -115,6 +135,18 @@ class SourceFormat:
 
     def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
         """The units a suite of this format hosts (id, title), for a suite whose protocol is not coding."""
+        raise NotImplementedError
+
+    def hosted_cases(self, folder: Path) -> dict[str, HostedCase]:
+        """The cases of a hosted suite (tasks/<suite>/), by id, checked to be the source as imported."""
+        raise NotImplementedError
+
+    def judge_request(self, folder: Path, case_id: str, output: str, exit_code: int) -> JudgeRequest:
+        """How the benchmark's own judge scores a case from the last session's output and exit status."""
+        raise NotImplementedError
+
+    def verdict(self, judge_output: str) -> dict | None:
+        """The judge's result (with a numeric `score`) from what it printed; None when it gave none."""
         raise NotImplementedError
 
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:

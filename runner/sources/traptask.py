@@ -29,7 +29,9 @@ import yaml
 
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
-from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, SUITE_NAME, suite_folder
+from runner.env.archive import Entry
+from runner.sources.base import (HostedCase, ImportResult, JudgeRequest, Refusal, Refused, Source, SourceFormat,
+                                 SUITE_NAME, suite_folder)
 
 SPEC = "traptask.yaml"
 REPOSITORY = "AntiNoise-ai/trapstreet-tasks"
@@ -44,6 +46,12 @@ BUILD_SECONDS = 300
 BUILD_CAP_BYTES = 256 * 1024 * 1024
 SKIP = frozenset({".git", "__pycache__", ".pytest_cache", ".ruff_cache"})
 CASE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# Where the task's judge meets a case in the checker container: the task folder (this case's inputs and expected
+# answer, no other case's) where only the judge reads it, the last session's output and exit status beside it.
+JUDGE_TASK_DIR = "/oracle/task"
+RUN_STDOUT, RUN_META = "/artifact/stdout.txt", "/artifact/meta.json"
+JUDGE_SECONDS = 120
+MIN_SECRET = 4  # a gold value shorter than this is no evidence of a leak when an environment variable holds it
 
 
 @dataclass(frozen=True)
@@ -250,6 +258,7 @@ def plan_suite(src: Source, suite: str, dry_run: bool, run_id: str, log=print) -
         "format": "traptask", "protocol": PROTOCOL,
         "source": {**origin, "task": src.root.relative_to(git_root).as_posix() if git_root else src.root.name},
         "needs": sorted(HOSTED_NEEDS), "judge": judge, "grader": grader, "built": built,
+        "dirs": {"inputs": inputs, "expected": expected},
         "cases": [{"id": c.id, "description": c.description, "tags": list(c.tags), "inputs": c.inputs,
                    "expected": c.expected} for c in cases],
         "refused": [r.reason for r in refused],
@@ -331,6 +340,86 @@ def hosted(folder: Path) -> dict:
     return provenance
 
 
+# ---------------------------------------------------------------- a hosted task's cases and judge
+
+def session_prompt(data: bytes) -> str:
+    """A prompt file as tools/run_case.sh passes it, `"$(cat step1.txt)"`: the command substitution drops every
+    trailing newline."""
+    return data.decode("utf-8", errors="replace").rstrip("\n")
+
+
+def gold_values(expected: dict[str, bytes], public: str) -> tuple[str, ...]:
+    """The values a case's expected files hold (each JSON leaf of MIN_SECRET characters or more) that its public
+    text (prompts, id, description, tags) does not: what no session's environment may hold."""
+    found, stack = set(), []
+    for data in expected.values():
+        try:
+            stack.append(json.loads(data))
+        except ValueError:
+            continue
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            text = str(value)
+            if len(text) >= MIN_SECRET and text not in public:
+                found.add(text)
+    return tuple(sorted(found))
+
+
+def case_files(source: Path, folder: str | None) -> dict[str, bytes]:
+    if folder is None or not (source / folder).is_dir():
+        return {}
+    return {p.relative_to(source).as_posix(): p.read_bytes() for p in sorted((source / folder).rglob("*")) if p.is_file()}
+
+
+def hosted_case_list(folder: Path) -> dict[str, HostedCase]:
+    provenance = hosted(folder)
+    source = folder / "source"
+    cases = {}
+    for c in provenance["cases"]:
+        prompts = tuple(session_prompt((source / c["inputs"] / name).read_bytes()) for name in STEP_FILES)
+        public = "\n".join([*prompts, c["id"], c["description"], *c["tags"]])
+        cases[c["id"]] = HostedCase(c["id"], c["description"], prompts,
+                                    sha256_json(["traptask", c["id"], provenance["digest"]]),
+                                    gold_values(case_files(source, c["expected"]), public))
+    return cases
+
+
+def judge_request(folder: Path, case_id: str, output: str, exit_code: int) -> JudgeRequest:
+    """The task's judge.cmd, unchanged, in the task folder: TRAPTASK_MANIFEST names this case's inputs and expected
+    folders and the run's stdout and meta (exit_code), as trap-cli's does. No other case's inputs or answer is there."""
+    provenance = hosted(folder)
+    case = next(c for c in provenance["cases"] if c["id"] == case_id)
+    source, dirs = folder / "source", provenance["dirs"]
+    shared = {rel: (source / rel).read_bytes() for rel in provenance["files"]
+              if not any(rel.startswith(f"{d}/") for d in dirs.values())}
+    own = case_files(source, case["inputs"]) | case_files(source, case["expected"])
+    manifest = {"case_id": case_id, "inputs_dir": f"{JUDGE_TASK_DIR}/{case['inputs']}",
+                "expected_dir": f"{JUDGE_TASK_DIR}/{case['expected'] or dirs['expected'] + '/' + case_id}",
+                "run": {"stdout": RUN_STDOUT, "meta": RUN_META}}
+    oracle = tuple(Entry(f"oracle/task/{rel}", data) for rel, data in sorted((shared | own).items()))
+    artifact = (Entry(PurePosixPath(RUN_STDOUT).name, output.encode()),
+                Entry(PurePosixPath(RUN_META).name, json.dumps({"exit_code": exit_code}).encode()))
+    command = ("env", f"TRAPTASK_MANIFEST={json.dumps(manifest)}", "sh", "-c",
+               f"cd {JUDGE_TASK_DIR} && exec {provenance['judge']}")
+    return JudgeRequest(oracle, artifact, command, JUDGE_SECONDS)
+
+
+def judge_verdict(output: str) -> dict | None:
+    """The judge's last printed line, a JSON object with a numeric score (trap's per-case metrics)."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    try:
+        verdict = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    score = verdict.get("score") if isinstance(verdict, dict) else None
+    return verdict if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+
+
 class TrapTaskFormat(SourceFormat):
     name = "traptask"
     about = "a trapstreet task folder (tasks/<name>/ with traptask.yaml)"
@@ -346,6 +435,15 @@ class TrapTaskFormat(SourceFormat):
 
     def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
         return [(c["id"], c["description"]) for c in hosted(folder)["cases"]]
+
+    def hosted_cases(self, folder: Path) -> dict[str, HostedCase]:
+        return hosted_case_list(folder)
+
+    def judge_request(self, folder: Path, case_id: str, output: str, exit_code: int) -> JudgeRequest:
+        return judge_request(folder, case_id, output, exit_code)
+
+    def verdict(self, judge_output: str) -> dict | None:
+        return judge_verdict(judge_output)
 
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         if not result.plans or dry_run:

@@ -15,11 +15,14 @@ tools). Arms whose files or memory come from coding tasks and their corpora cann
 
 import json
 import time
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Callable
 
-from runner.agents.base import ReferenceChannel, first_ending
+from runner.agents.base import ReferenceChannel, Transcript, first_ending
 from runner.agents.script import search_queries
+from runner.agents.command import CommandAgent
 from runner.agents.registry import agent_class
 from runner.arms.ingest import EMPTY, ensure_empty_stores
 from runner.arms.kinds import kind_of
@@ -31,9 +34,10 @@ from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failu
                                run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
-from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec
 from runner.protocols.base import Protocol
 from runner.protocols.two_session import cases as casegen
+from runner.protocols.two_session.hosted import PUBLISHED, HostedSuite, hosted_suite, judge_session
 from runner.protocols.two_session.judge import judge
 from runner.results.ledger import LedgerRow
 
@@ -103,25 +107,116 @@ def env_proof(env_lines: str, secrets: list[str]) -> gate.GateProof:
                           else f"variables holding step 1's inputs: {', '.join(leaks)}")
 
 
+@dataclass(frozen=True)
+class CaseUnit:
+    """What a cell's two sessions need of its case, generated or hosted: each session's prompt, what the
+    reference agents and the scripted model are handed, the values no session's environment may hold, and how
+    session 2's output is scored (`score(ctx, cell, transcript)` -> the ledger's result and whether it recalled)."""
+    prompts: tuple[str, str]
+    secrets: tuple[str, ...]
+    channels: tuple[ReferenceChannel, ReferenceChannel]
+    scripts: tuple[dict | None, dict | None]
+    score: Callable[[TrialContext, CellSpec, Transcript], tuple[dict, bool]]
+
+
+def generated_unit(case: casegen.Case, arm: ArmSpec) -> CaseUnit:
+    gold, key = casegen.answer(case), casegen.key(case)
+
+    def score(ctx, cell, transcript: Transcript) -> tuple[dict, bool]:
+        verdict = judge(transcript.output, gold)
+        return ({"score": verdict.score, "reason": verdict.reason, "last_line": verdict.last_line[:300],
+                 "candidates": list(verdict.candidates)[:20], "gold": gold, "key": key,
+                 "derivation": case.derivation}, verdict.score == 1)
+
+    secrets = (gold, f"{float(gold):,.2f}" if case.derivation in casegen.MONEY_DERIVATIONS else gold)
+    return CaseUnit((casegen.step1_prompt(case), casegen.step2_prompt(case)), secrets,
+                    (reader_channel(case, "step1"), reader_channel(case, "step2")),
+                    (model_script(case, arm, "step1"), model_script(case, arm, "step2")), score)
+
+
+def exit_code_of(transcript: Transcript) -> int:
+    """The session's exit status as its program reported it (a command agent's `result` event); otherwise 0 for a
+    session that ended ok and 1 for any other ending."""
+    code = next((e.get("exit_code") for e in reversed(transcript.events) if e.get("type") == "result"), None)
+    return code if isinstance(code, int) else (0 if transcript.ended == "ok" else 1)
+
+
+def hosted_unit(hosted: HostedSuite, ctx: TrialContext, case_id: str) -> CaseUnit:
+    case = hosted.cases(ctx.root)[case_id]
+
+    def score(ctx, cell, transcript: Transcript) -> tuple[dict, bool]:
+        verdict, log = judge_session(ctx, cell, hosted, transcript.output, exit_code_of(transcript))
+        if verdict is None:  # a judge that gives no verdict on what the agent printed scores it 0, never discards it
+            return {"score": 0.0, "reason": f"the task's judge gave no verdict: {log.strip()[-300:]!r}",
+                    "judge": None, "suite": hosted.suite}, False
+        return {"score": verdict["score"], "reason": str(verdict.get("reason", "")), "judge": verdict,
+                "suite": hosted.suite}, verdict["score"] >= 1
+    return CaseUnit((case.prompts[0], case.prompts[1]), case.secrets, (ReferenceChannel(), ReferenceChannel()),
+                    (None, None), score)
+
+
 class TwoSessionProtocol(Protocol):
     name = "two-session"
     passed_label = "recalled"
-    reads = ("arms",)  # its cases are generated, not read
+    reads = ("arms", "tasks")  # its generated cases are code; a hosted suite's are tasks/<suite>/
     description = ("Two sessions in fresh containers: step 1 derives a value from a generated ledger and "
                    "remembers it, step 2 asks for it; only the arm's store passes between them.")
 
+    def hosted(self, grid: GridSpec, grid_path) -> HostedSuite | None:
+        """The grid's hosted suite (its cases as published), or None: memgrid's generated cases."""
+        suite = hosted_suite(grid, grid_path)
+        if suite is None:
+            return None
+        if suite.protocol != self.name:
+            raise SpecError(grid_path, "suite", f"names '{suite.name}', a suite of the {suite.protocol} protocol",
+                            f"name a suite that memgrid task import hosts in the {self.name} protocol")
+        fmt = suite.source.get("format", "")
+        cases = HostedSuite(suite.name, fmt, "").cases(None)
+        return HostedSuite(suite.name, fmt, sha256_json(sorted((c.id, c.digest) for c in cases.values())))
+
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
-        return list(cases_of(grid.cases))
+        return list(self.units(grid, tasks, grid_path))
 
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        hosted = self.hosted(grid, grid_path)
+        if hosted is not None:
+            cases = hosted.cases(None)
+            chosen = list(cases) if grid.tasks == "all" else list(grid.tasks)
+            for cid in chosen:
+                if cid not in cases:
+                    raise SpecError(grid_path, "tasks", f"names '{cid}', which is not a case of suite '{hosted.suite}'",
+                                    f"use all, or cases of it: {', '.join(cases)}")
+            return {cid: cases[cid].digest for cid in chosen}
         return {cid: case_digest(c) for cid, c in cases_of(grid.cases).items()}
 
     def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
+        if grid.suite != DEFAULT_SUITE:
+            return [(u, PUBLISHED) for u in units if PUBLISHED in grid.conditions]
         found = cases_of(grid.cases)
         return [(u, found[u].derivation) for u in units if found[u].derivation in grid.conditions]
 
+    def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> HostedSuite | None:
+        return self.hosted(grid, grid_path)
+
+    def lock_entries(self, setup: HostedSuite | None) -> dict:
+        return {} if setup is None else {"hosted_suite": {"suite": setup.suite, "format": setup.format,
+                                                          "cases_digest": setup.digest}}
+
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         super().check(grid, grid_path, arms, agent_classes)
+        if grid.suite != DEFAULT_SUITE:
+            if grid.cases is not None:
+                raise SpecError(grid_path, "cases", f"is set, but suite '{grid.suite}' brings its own cases",
+                                "remove cases (every case of the suite runs)")
+            if tuple(grid.conditions) != (PUBLISHED,):
+                raise SpecError(grid_path, "conditions", f"a hosted suite's cases run in the one condition {PUBLISHED}",
+                                f"use conditions: [{PUBLISHED}]")
+            for name, cls in agent_classes.items():
+                if not issubclass(cls, CommandAgent):
+                    raise SpecError(grid_path, "agents", f"names '{name}', which has no way yet to play a hosted "
+                                    "suite's cases", "use command agents (command_agents)")
+        elif grid.cases is None:
+            raise SpecError(grid_path, "cases", "is missing", "give how many cases to generate, or a hosted suite")
         for name in grid.arms:
             arm = arms[name]
             if arm.files or kind_of(arm).reads_corpus and kind_of(arm).own_server(arm) is None:
@@ -157,9 +252,9 @@ class TwoSessionProtocol(Protocol):
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None,
                  between=None) -> LedgerRow:
         """`between(cell_dir)`: a test's hook, run after step 1's store is saved and before it is checked."""
-        case = cases_of_cell(ctx, cell)
         arm = ctx.arms[cell.arm]
-        gold, key = casegen.answer(case), casegen.key(case)
+        hosted: HostedSuite | None = ctx.protocol_setup
+        unit = hosted_unit(hosted, ctx, cell.task) if hosted is not None else generated_unit(cases_of_cell(ctx, cell), arm)
         cell_dir = ctx.run_dir / "cells" / cell.cell_id
         started_at, t0 = now(), time.monotonic()
         row = new_row(ctx, cell, attempt)
@@ -178,15 +273,15 @@ class TwoSessionProtocol(Protocol):
             for phase in ("step1", "step2"):
                 (cell_dir / phase).mkdir(parents=True, exist_ok=True)
             # Step 1: the table, the derivation, and the request to remember.
-            b1 = self.bundle(ctx, cell, "step1", casegen.step1_prompt(case), self.start_store(ctx, arm))
+            b1 = self.bundle(ctx, cell, "step1", unit.prompts[0], self.start_store(ctx, arm))
             (cell_dir / "step1" / "bundle.manifest").write_text(b1.manifest)
             ctx.check_cancel()
             # An arm without a store (bare) carries nothing, whatever the agent leaves in /sandbox/store.
             has_store = kind_of(arm).write_path(arm) is not None or kind_of(arm).ingests
-            s1 = run_phase(ctx, cell, PhaseSpec("step1", casegen.step1_prompt(case), b1, cell_dir / "step1",
-                                                AGENT_SECONDS, reader_channel(case, "step1"), export=None,
+            s1 = run_phase(ctx, cell, PhaseSpec("step1", unit.prompts[0], b1, cell_dir / "step1",
+                                                AGENT_SECONDS, unit.channels[0], export=None,
                                                 snapshot_store=has_store, writes=True,
-                                                model_script=model_script(case, arm, "step1")), attempt)
+                                                model_script=unit.scripts[0]), attempt)
             wait_for_removals([s1.remover])
             if not has_store:
                 s1.store, s1.store_digest = (), sha256_bytes(pack([]))
@@ -214,20 +309,19 @@ class TwoSessionProtocol(Protocol):
                 return finish(admitted=False, discard_reason=gate.STORE_DIGEST_MISMATCH)
             store = tuple(safe_entries(raw))
             # Step 2: a fresh container; the question, the arm, and the store.
-            b2 = self.bundle(ctx, cell, "step2", casegen.step2_prompt(case), store)
+            b2 = self.bundle(ctx, cell, "step2", unit.prompts[1], store)
             (cell_dir / "step2" / "bundle.manifest").write_text(b2.manifest)
             row["bundle_digest"] = b2.digest
-            secrets = [gold, f"{float(gold):,.2f}" if case.derivation in casegen.MONEY_DERIVATIONS else gold,
-                       str(cell_dir / "step1")]
+            secrets = [*unit.secrets, str(cell_dir / "step1")]
 
             def scrubbed(sandbox) -> list[gate.GateProof]:
                 return [env_proof(sandbox.exec(["env"], timeout=30, workdir="/").stdout, secrets)]
 
             ctx.check_cancel()
-            s2 = run_phase(ctx, cell, PhaseSpec("step2", casegen.step2_prompt(case), b2, cell_dir / "step2",
-                                                AGENT_SECONDS, reader_channel(case, "step2"), export=None,
+            s2 = run_phase(ctx, cell, PhaseSpec("step2", unit.prompts[1], b2, cell_dir / "step2",
+                                                AGENT_SECONDS, unit.channels[1], export=None,
                                                 pre_session=scrubbed, writes=True,
-                                                model_script=model_script(case, arm, "step2")), attempt)
+                                                model_script=unit.scripts[1]), attempt)
             wait_for_removals([s2.remover])
             proofs.extend({"phase": "step2", **p} for p in s2.decision.as_json())
             phases["step2"] = {"admitted": s2.decision.admitted, "discard_reason": s2.decision.discard_reason,
@@ -240,15 +334,13 @@ class TwoSessionProtocol(Protocol):
             fields["agent_ended"] = first_ending(s1.transcript.ended, s2.transcript.ended)
             if not s2.decision.admitted:
                 return finish(**fields)
-            verdict = judge(s2.transcript.output, gold)
-            result = {"score": verdict.score, "reason": verdict.reason, "last_line": verdict.last_line[:300],
-                      "candidates": list(verdict.candidates)[:20], "gold": gold, "key": key,
-                      "derivation": case.derivation, "step1_ended": s1.transcript.ended,
-                      "step2_ended": s2.transcript.ended}
+            scored, recalled = unit.score(ctx, cell, s2.transcript)
+            result = {**scored, "step1_ended": s1.transcript.ended, "step2_ended": s2.transcript.ended}
             write_json(cell_dir / "verdict.json", result)
-            return finish(**fields, checker_passed=verdict.score == 1,
-                          checker_detail=f"{verdict.reason}: {verdict.last_line[:200]}",
-                          outcome="recalled" if verdict.score == 1 else "not_recalled")
+            detail = (f"{scored['reason']}: {scored['last_line'][:200]}" if hosted is None
+                      else f"score {scored['score']}: {scored['reason'][:200]}")
+            return finish(**fields, checker_passed=recalled, checker_detail=detail,
+                          outcome="recalled" if recalled else "not_recalled")
         except Exception as e:
             return finish(**cell_failure(ctx, e))
 

@@ -1,0 +1,57 @@
+"""Two-session cells of a benchmark hosted as published (a suite `memgrid task import --format traptask` wrote).
+
+A grid names the suite (`protocol: two-session`, `suite: session_memory_recall`); its units are the suite's cases,
+each in the one condition `published`. Each session's prompt is the case's own prompt file as the benchmark's
+runner passes it; the score is the benchmark's own judge, run unchanged in the checker container on the last
+session's output. What the two containers add to the benchmark's runner is in docs/hosted-trap-tasks.md.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
+from runner.plan.spec import DEFAULT_SUITE, SuiteSpec, project_root, suite_named
+from runner.sources.base import HostedCase, SourceFormat
+from runner.sources.registry import source_format
+
+PUBLISHED = "published"  # a hosted case's one condition: the benchmark as published
+
+
+@dataclass(frozen=True)
+class HostedSuite:
+    """What a run of a hosted suite keeps (Protocol.prepare): the suite by name, resolved in each checkout."""
+    suite: str
+    format: str
+    digest: str  # every case's digest, so the lock shows the suite it ran
+
+    def folder(self, root: Path | None) -> Path:
+        return (root or project_root()) / "tasks" / self.suite
+
+    def source(self) -> SourceFormat:
+        return source_format(self.format)
+
+    def cases(self, root: Path | None) -> dict[str, HostedCase]:
+        return self.source().hosted_cases(self.folder(root))
+
+
+def hosted_suite(grid, grid_path, root: Path | None = None) -> SuiteSpec | None:
+    """The grid's hosted suite; None for memgrid's generated cases (no suite named)."""
+    if grid.suite == DEFAULT_SUITE:
+        return None
+    return suite_named(root or project_root(), grid.suite, grid_path, "suite")
+
+
+def judge_session(ctx, cell, hosted: HostedSuite, output: str, exit_code: int) -> tuple[dict | None, str]:
+    """The benchmark's judge over the last session's output, in a fresh checker container: its verdict (None when
+    it gave none) and what it printed."""
+    source = hosted.source()
+    request = source.judge_request(hosted.folder(ctx.root), cell.task, output, exit_code)
+    inputs = grading_inputs(list(request.artifact), list(request.oracle))
+    spec = {"checker": {"command": list(request.command), "timeout": request.timeout_seconds}, "detector": None}
+    grade, log, _ = grade_in_container(ctx.client, ctx.images.checker.tag, inputs, spec,
+                                       request.timeout_seconds + GRACE_SECONDS, run_id=ctx.run_id, cell_id=cell.cell_id,
+                                       limits=ctx.limits)
+    judged = grade["checker"] if grade else None
+    if judged is None or judged["timed_out"] or judged["exit"] != 0:
+        return None, log
+    return source.verdict(judged["output"]), log

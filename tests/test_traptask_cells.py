@@ -1,0 +1,121 @@
+"""A hosted trap task's cases as two-session cells in real containers: each session's prompt is the case's own
+prompt file as trap's runner passes it, only the arm's store passes between the sessions, nothing of expected/
+or step 1's inputs is in step 2's sandbox, and the score is the task's own judge, run unchanged in the checker
+container (tests/data/traptask/pair_recall/, a trap-format task written for these tests)."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.agents.command import CommandAgent, CommandSpec
+from runner.digest import sha256_bytes
+from runner.errors import SpecError
+from runner.exec.job import run_grid
+from runner.exec.trial import TrialContext
+from runner.plan.grid import CellSpec
+from runner.plan.spec import load_all_arms, load_grid
+from runner.protocols.registry import PROTOCOLS
+from runner.protocols.two_session.hosted import PUBLISHED
+from runner.results.ledger import Ledger
+from runner.sources.traptask import import_task
+
+from conftest import REPO
+
+PAIR = REPO / "tests" / "data" / "traptask" / "pair_recall"
+STUB = REPO / "tests" / "data" / "traptask" / "pair_stub.py"
+SUITE = "pair_recall"
+PROTOCOL = PROTOCOLS["two-session"]
+# As trap's runner gives a solution its prompt: the last argument. `remembers` keeps its value in the file
+# STUB_MEMORY_FILE names, pointed at the notes arm's store (NOTES.md), the one thing that passes between sessions.
+COMMANDS = {mode: ["sh", "-c", f'exec python3 -I pair_stub.py {mode} "$(cat)"'] for mode in ("amnesiac", "snooper")}
+COMMANDS["remembers"] = ["sh", "-c", 'STUB_MEMORY_FILE="$MEMGRID_STORE/NOTES.md" '
+                                     'exec python3 -I pair_stub.py remembers "$(cat)"']
+
+
+@pytest.fixture
+def hosted(project, tmp_path, monkeypatch) -> Path:
+    """The project with pair_recall imported as a suite (its inputs built on the host by its own build) and the
+    stub beside it; MEMGRID_ROOT names it, as `memgrid grid` run in it would."""
+    src = tmp_path / "src" / SUITE
+    shutil.copytree(PAIR, src, ignore=shutil.ignore_patterns("__pycache__", "inputs", "expected"))
+    subprocess.run([sys.executable, "-B", "build_cases.py"], cwd=src, check=True, capture_output=True, timeout=60)
+    assert not import_task(src, project, SUITE).refusals
+    shutil.copy(STUB, project / "pair_stub.py")
+    monkeypatch.setenv("MEMGRID_ROOT", str(project))
+    return project
+
+
+def answer(project: Path, case: str) -> str:
+    return json.loads((project / "tasks" / SUITE / "source" / "expected" / case / "answer.json").read_text())["answer"]
+
+
+def test_hosted_cases_run_as_published_and_the_tasks_own_judge_scores_them(engine, images, hosted, tmp_path, run_id,
+                                                                          no_leftovers):
+    agents = {m: CommandSpec(m, tuple(c), (hosted / "pair_stub.py",)) for m, c in COMMANDS.items()}
+    path = write_grid(hosted, ["remembers"], ["notes"])
+    setup = PROTOCOL.prepare(engine, load_grid(path), path, images)
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(hosted), command_agents=agents,
+                       protocol=PROTOCOL, protocol_setup=setup, root=hosted)
+    ctx.run_dir.mkdir(parents=True)
+    rows = {}
+    for case, arm, agent in [("pair_01", "notes", "remembers"), ("pair_02", "notes", "remembers"),
+                             ("pair_01", "bare", "remembers"), ("pair_01", "notes", "snooper"),
+                             ("pair_01", "notes", "amnesiac")]:
+        row = PROTOCOL.run_cell(ctx, CellSpec(case, arm, 0, PUBLISHED, agent, f"{agent}-{arm}-{case}", 0), 1)
+        assert row.admitted and row.final, row.error_detail
+        rows[(case, arm, agent)] = row
+    step1 = (hosted / "tasks" / SUITE / "source" / "inputs" / "pair_01" / "step1.txt").read_text()
+    for (case, arm, agent), row in rows.items():
+        result = json.loads(row.result)
+        expected_score = 1.0 if (arm, agent) == ("notes", "remembers") else 0.0
+        assert result["score"] == expected_score, (case, arm, agent, result)
+        assert row.checker_passed is (expected_score == 1.0)
+        # the verdict is the task's own judge's line: its fields, its case id, what it read as the answer
+        assert result["judge"]["id"] == case and result["judge"]["category"] in ("word", "number"), result
+        if expected_score:
+            assert result["judge"]["reported"] == answer(hosted, case)
+    init = [json.loads(line) for line in (ctx.run_dir / "cells" / rows[("pair_01", "notes", "amnesiac")].cell_id /
+                                          "step1" / "transcript.jsonl").read_text().splitlines()]
+    prompt_sha = next(e["prompt_sha256"] for e in init if e["type"] == "init")
+    assert prompt_sha == sha256_bytes(step1.rstrip("\n").encode()) != sha256_bytes(step1.encode())
+    # the snooper walked every folder of step 2's sandbox: no step1.txt, no answer.json, nothing of expected/
+    assert json.loads(rows[("pair_01", "notes", "snooper")].result)["judge"]["reported"] == "UNKNOWN"
+
+
+def write_grid(project: Path, agents: list[str], arms: list[str], **extra) -> Path:
+    path = project.parent / "grid.yaml"
+    spec = {"name": "pair-recall", "protocol": "two-session", "suite": SUITE, "arms": arms, "agents": agents,
+            "seeds": 1, "conditions": [PUBLISHED], "network": "none",
+            "command_agents": {m: {"command": COMMANDS[m], "files": ["pair_stub.py"]} for m in agents}, **extra}
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_a_grid_names_the_hosted_suite_and_runs_every_case(engine, images, hosted, tmp_path, run_id, no_leftovers):
+    path = write_grid(hosted, ["remembers"], ["notes"])
+    outcome = run_grid(load_grid(path), path, root=hosted, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                       progress=False, log=lambda m: None)
+    rows = Ledger(outcome.plan.run_dir).rows()
+    assert sorted(r["task"] for r in rows) == ["pair_01", "pair_02", "pair_03"]
+    assert all(r["admitted"] and r["checker_passed"] and r["condition"] == PUBLISHED for r in rows), rows
+    lock = json.loads((outcome.plan.run_dir / "run.json").read_text())
+    assert lock["grid"]["suite"] == SUITE and lock["hosted_suite"]["format"] == "traptask"
+
+
+@pytest.mark.parametrize("extra, field, problem", [
+    ({"cases": 3}, "cases", "brings its own cases"),
+    ({"conditions": ["closing_balance"]}, "conditions", "one condition published"),
+    ({"tasks": ["pair_09"]}, "tasks", "'pair_09', which is not a case of suite 'pair_recall'"),
+])
+def test_a_grid_of_a_hosted_suite_is_refused_by_name_when_it_cannot_run_it(hosted, tmp_path, extra, field, problem):
+    path = write_grid(hosted, ["remembers"], ["notes"], **extra)
+    grid = load_grid(path)
+    with pytest.raises(SpecError) as refused:
+        PROTOCOL.check(grid, path, load_all_arms(hosted), {"remembers": CommandAgent})
+        PROTOCOL.units(grid, {}, path)
+    assert field in str(refused.value) and problem in str(refused.value), str(refused.value)
