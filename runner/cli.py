@@ -292,7 +292,7 @@ def grid(
     from runner.plan.grid import check_names
     from runner.exec.job import run_grid
     from runner.protocols.registry import protocol_named
-    from runner.plan.spec import load_all_arms, load_grid, load_suite_tasks, preset_path, suite_named
+    from runner.plan.spec import grid_tasks, load_all_arms, load_grid, preset_path
 
     root = project_root()
     if prereg is not None:
@@ -327,8 +327,8 @@ def grid(
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
                                     "model": model, "budget_usd": max_usd}.items() if v}
     grid_spec = _where_cells_run(replace(grid_spec, **overrides), executor, scheduler)
-    suite_tasks = load_suite_tasks(root, suite_named(root, grid_spec.suite) if suite else
-                                   suite_named(root, grid_spec.suite, grid_path, "suite"))
+    suite_tasks = grid_tasks(root, grid_spec, Path("(command line)"), "--suite") if suite else \
+        grid_tasks(root, grid_spec, grid_path)
     check_names(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, suite_tasks, load_all_arms(root),
                 frozenset(overrides))
     if estimate:
@@ -511,7 +511,7 @@ def _print_protocol_summary(run_dir: Path, name: str) -> None:
     for line in lines:
         table.add_row(*line)
     console.print(table)
-    for title, columns, lines, note in protocol.extra_tables(rows):
+    for title, columns, lines, note in [*protocol.extra_tables(rows), *protocol.run_tables(run_dir)]:
         extra = Table(*columns, title=title)
         for line in lines:
             extra.add_row(*line)

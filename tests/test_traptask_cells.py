@@ -96,7 +96,7 @@ def write_grid(project: Path, agents: list[str], arms: list[str], **extra) -> Pa
     return path
 
 
-def test_a_grid_names_the_hosted_suite_and_runs_every_case(engine, images, hosted, tmp_path, run_id, no_leftovers):
+def test_a_grid_names_the_hosted_suite_runs_every_case_and_the_tasks_grader_gives_its_verdict(engine, images, hosted, tmp_path, run_id, no_leftovers):
     path = write_grid(hosted, ["remembers"], ["notes"])
     outcome = run_grid(load_grid(path), path, root=hosted, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
                        progress=False, log=lambda m: None)
@@ -105,6 +105,13 @@ def test_a_grid_names_the_hosted_suite_and_runs_every_case(engine, images, hoste
     assert all(r["admitted"] and r["checker_passed"] and r["condition"] == PUBLISHED for r in rows), rows
     lock = json.loads((outcome.plan.run_dir / "run.json").read_text())
     assert lock["grid"]["suite"] == SUITE and lock["hosted_suite"]["format"] == "traptask"
+    # the run's verdict is the task's own grader.py over the group's judged cases, kept in the run folder
+    graded = json.loads((outcome.plan.run_dir / "grader.json").read_text())
+    assert [(g["agent"], g["arm"], g["cases"]) for g in graded] == [("remembers", "notes", 3)]
+    assert graded[0]["verdict"] == {"passed": True, "score": 1.0, "n_total": 3, "n_scored": 3}, graded
+    (title, columns, lines, _), = PROTOCOL.run_tables(outcome.plan.run_dir)
+    assert columns == ["agent", "arm", "cases", "passed", "score", "n_total", "n_scored"]
+    assert lines == [["remembers", "notes", "3", "true", "1.0", "3", "3"]]
 
 
 @pytest.mark.parametrize("extra, field, problem", [

@@ -15,7 +15,7 @@ from runner.agents.command import load_command_agents
 from runner.agents.registry import agent_class
 from runner.plan.grid import check_agent_names
 from runner.protocols.registry import protocol_named
-from runner.results.ledger import Ledger
+from runner.results.ledger import Ledger, latest_attempts
 from runner.plan.preflight import check_grid
 from runner.plan.prereg import Prereg
 from runner.exec.executors import ExecutorSettings, executor_class
@@ -60,6 +60,9 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
     summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress, budget_usd=grid_spec.budget_usd,
                       executor=executor)
     unfinished = summary.total - len({r["cell_id"] for r in run.ledger.rows() if r["final"]})
+    if not unfinished:  # a run's own verdict over all its cells, never over part of them
+        run.ctx.protocol.after_run(run.ctx, [r for r in latest_attempts(run.ledger.rows()).values() if r["final"]],
+                                   log=log)
     return GridOutcome(run.plan, summary, unfinished)
 
 

@@ -860,13 +860,14 @@ def load_all_tasks(root: Path) -> dict[str, TaskSpec]:
             for t in load_suite_tasks(root, suite).values()}
 
 
-def grid_tasks(root: Path, grid: GridSpec, grid_path) -> dict[str, TaskSpec]:
+def grid_tasks(root: Path, grid: GridSpec, grid_path, field_name: str = "suite") -> dict[str, TaskSpec]:
     """The coding tasks a grid chooses from: its suite's (memgrid's own unless it names another); none for a suite
-    that hosts a benchmark in another protocol, whose units its protocol reads."""
-    suite = suite_named(root, grid.suite, grid_path, "suite")
+    that hosts a benchmark in another protocol, whose units its protocol reads. `grid_path` and `field_name` name
+    where the suite was given (the grid file's suite, or --suite on the command line)."""
+    suite = suite_named(root, grid.suite, grid_path, field_name)
     if suite.protocol != "coding":
         if suite.protocol != grid.protocol:
-            raise SpecError(grid_path, "suite", f"names '{suite.name}', a suite of the {suite.protocol} protocol",
+            raise SpecError(grid_path, field_name, f"names '{suite.name}', a suite of the {suite.protocol} protocol",
                             f"use protocol: {suite.protocol}, or name a {grid.protocol} suite")
         return {}
     return load_suite_tasks(root, suite)

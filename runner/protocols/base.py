@@ -85,6 +85,16 @@ class Protocol:
         holds travels without them (its digest and report only)."""
         return {}
 
+    def after_run(self, ctx, rows: list[dict], log=print) -> None:
+        """What the protocol does once a run's cells are done (a resumed run's too), over each cell's final row:
+        e.g. a hosted benchmark's own grader, its output kept in the run folder. Nothing by default."""
+        return None
+
+    def run_tables(self, run_dir) -> list[tuple[str, list[str], list[list[str]], str]]:
+        """Tables of what `after_run` kept in the run folder, printed after the summary: (title, columns, rows,
+        a note under it)."""
+        return []
+
     def summary(self, rows: list[dict]) -> list[dict]:
         """One line per group for the end of a run: what the protocol measures, by arm and agent; a line's
         `flags` name what a reader must not miss (a canary caught)."""

@@ -145,6 +145,11 @@ class SourceFormat:
         """How the benchmark's own judge scores a case from the last session's output and exit status."""
         raise NotImplementedError
 
+    def grader_request(self, folder: Path, judged: list[dict]) -> JudgeRequest | None:
+        """How the benchmark's own grader gives a run's verdict over its judged cases (`judged`: per case its id,
+        the judge's verdict or None, seconds, cost); None when it has no grader."""
+        return None
+
     def verdict(self, judge_output: str) -> dict | None:
         """The judge's result (with a numeric `score`) from what it printed; None when it gave none."""
         raise NotImplementedError

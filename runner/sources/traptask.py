@@ -409,6 +409,25 @@ def judge_request(folder: Path, case_id: str, output: str, exit_code: int) -> Ju
     return JudgeRequest(oracle, artifact, command, JUDGE_SECONDS)
 
 
+def grader_request(folder: Path, judged: list[dict]) -> JudgeRequest | None:
+    """The task's grader.cmd, unchanged, in the task folder (no case's inputs or answers), TRAPTASK_MANIFEST the
+    list trap-cli hands it: per case its id, `metrics` (the judge's verdict; None when it gave none), `duration`
+    (seconds) and `cost` ({"cost_usd"} when known). The list travels as a file and is read into the variable."""
+    provenance = hosted(folder)
+    if not provenance.get("grader"):
+        return None
+    source, dirs = folder / "source", provenance["dirs"]
+    shared = {rel: (source / rel).read_bytes() for rel in provenance["files"]
+              if not any(rel.startswith(f"{d}/") for d in dirs.values())}
+    manifest = [{"id": c["id"], "metrics": c["verdict"], "duration": c["seconds"],
+                 **({"cost": {"cost_usd": c["cost_usd"]}} if c.get("cost_usd") is not None else {})} for c in judged]
+    oracle = tuple(Entry(f"oracle/task/{rel}", data) for rel, data in sorted(shared.items()))
+    artifact = (Entry("manifest.json", json.dumps(manifest).encode()),)
+    command = ("sh", "-c", 'TRAPTASK_MANIFEST="$(cat /artifact/manifest.json)" && export TRAPTASK_MANIFEST && '
+                           f"cd {JUDGE_TASK_DIR} && exec {provenance['grader']}")
+    return JudgeRequest(oracle, artifact, command, JUDGE_SECONDS)
+
+
 def judge_verdict(output: str) -> dict | None:
     """The judge's last printed line, a JSON object with a numeric score (trap's per-case metrics)."""
     lines = [line for line in output.splitlines() if line.strip()]
@@ -441,6 +460,9 @@ class TrapTaskFormat(SourceFormat):
 
     def judge_request(self, folder: Path, case_id: str, output: str, exit_code: int) -> JudgeRequest:
         return judge_request(folder, case_id, output, exit_code)
+
+    def grader_request(self, folder: Path, judged: list[dict]) -> JudgeRequest | None:
+        return grader_request(folder, judged)
 
     def verdict(self, judge_output: str) -> dict | None:
         return judge_verdict(judge_output)

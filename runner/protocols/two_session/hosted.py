@@ -6,6 +6,7 @@ runner passes it; the score is the benchmark's own judge, run unchanged in the c
 session's output. What the two containers add to the benchmark's runner is in docs/hosted-trap-tasks.md.
 """
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,48 @@ def hosted_suite(grid, grid_path, root: Path | None = None) -> SuiteSpec | None:
     if grid.suite == DEFAULT_SUITE:
         return None
     return suite_named(root or project_root(), grid.suite, grid_path, "suite")
+
+
+GRADER_FILE = "grader.json"  # in the run folder: the benchmark's own grader over each agent x arm's cells
+
+
+def last_json(output: str) -> dict | None:
+    lines = [line for line in output.splitlines() if line.strip()]
+    try:
+        value = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def grade_run(ctx, hosted: HostedSuite, rows: list[dict], log=print) -> list[dict]:
+    """The benchmark's own grader over each agent x arm's scored cells (admitted, final), each in a fresh checker
+    container; kept in the run folder as grader.json and returned. A group whose grader gives no verdict keeps its
+    output instead."""
+    source = hosted.source()
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        if r["admitted"] and r["result"]:
+            groups.setdefault((r["agent"], r["arm"]), []).append(r)
+    graded = []
+    for (agent, arm), cells in sorted(groups.items()):
+        judged = [{"id": r["task"], "verdict": json.loads(r["result"]).get("judge"), "seconds": r["wall_seconds"],
+                   "cost_usd": r["cost_usd"]} for r in sorted(cells, key=lambda r: r["task"])]
+        request = source.grader_request(hosted.folder(ctx.root), judged)
+        if request is None:
+            return []
+        spec = {"checker": {"command": list(request.command), "timeout": request.timeout_seconds}, "detector": None}
+        grade, log_text, _ = grade_in_container(ctx.client, ctx.images.checker.tag,
+                                                grading_inputs(list(request.artifact), list(request.oracle)), spec,
+                                                request.timeout_seconds + GRACE_SECONDS, run_id=ctx.run_id,
+                                                cell_id=f"grader-{agent}-{arm}", limits=ctx.limits)
+        judged_ok = grade is not None and grade["checker"]["exit"] == 0 and not grade["checker"]["timed_out"]
+        verdict = last_json(grade["checker"]["output"]) if judged_ok else None
+        graded.append({"agent": agent, "arm": arm, "cases": len(cells), "verdict": verdict,
+                       "output": None if verdict else log_text.strip()[-2000:]})
+    (ctx.run_dir / GRADER_FILE).write_text(json.dumps(graded, indent=2) + "\n")
+    log(f"{hosted.suite}'s own grader over {len(graded)} agent x arm groups -> {ctx.run_dir / GRADER_FILE}")
+    return graded
 
 
 def judge_session(ctx, cell, hosted: HostedSuite, output: str, exit_code: int) -> tuple[dict | None, str]:

@@ -37,11 +37,13 @@ from runner.plan.grid import CellSpec
 from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec
 from runner.protocols.base import Protocol
 from runner.protocols.two_session import cases as casegen
-from runner.protocols.two_session.hosted import PUBLISHED, HostedSuite, hosted_suite, judge_session
+from runner.protocols.two_session.hosted import (GRADER_FILE, PUBLISHED, HostedSuite, grade_run, hosted_suite,
+                                                 judge_session)
 from runner.protocols.two_session.judge import judge
 from runner.results.ledger import LedgerRow
 
 AGENT_SECONDS = 300
+GRADER_COLUMNS = 5  # of a hosted task's grader output shown in the run's summary
 README = ("# Scratch space\n\nThis folder is yours for this session. Nothing here is graded; only your answer is.\n")
 GENERATOR_FILES = ("cases.py", "judge.py")
 
@@ -343,6 +345,24 @@ class TwoSessionProtocol(Protocol):
                           outcome="recalled" if recalled else "not_recalled")
         except Exception as e:
             return finish(**cell_failure(ctx, e))
+
+    def after_run(self, ctx: TrialContext, rows: list[dict], log=print) -> None:
+        """A hosted suite's own grader over each agent x arm (grader.json in the run folder)."""
+        if ctx.protocol_setup is not None:
+            grade_run(ctx, ctx.protocol_setup, rows, log)
+
+    def run_tables(self, run_dir) -> list[tuple[str, list[str], list[list[str]], str]]:
+        path = Path(run_dir) / GRADER_FILE
+        if not path.is_file():
+            return []
+        graded = json.loads(path.read_text())
+        # its first few plain fields, in the order it prints them; everything it printed is in the file
+        first = next((g["verdict"] for g in graded if g["verdict"]), {})
+        keys = [k for k, v in first.items() if not isinstance(v, (dict, list))][:GRADER_COLUMNS]
+        lines = [[g["agent"], g["arm"], str(g["cases"]),
+                  *(json.dumps(g["verdict"].get(k)) if g["verdict"] else "no verdict" for k in keys)] for g in graded]
+        return [("the task's own grader, per agent x arm", ["agent", "arm", "cases", *keys], lines,
+                 f"its whole output for each group's admitted cells, unchanged: {path}")]
 
     def summary(self, rows: list[dict]) -> list[dict]:
         from statsmodels.stats.proportion import proportion_confint
