@@ -126,3 +126,94 @@ def test_a_grid_of_a_hosted_suite_is_refused_by_name_when_it_cannot_run_it(hoste
         PROTOCOL.check(grid, path, load_all_arms(hosted), {"remembers": CommandAgent})
         PROTOCOL.units(grid, {}, path)
     assert field in str(refused.value) and problem in str(refused.value), str(refused.value)
+
+
+CARRY = r'''
+import os, re, sys
+prompt, store = sys.argv[-1], os.path.join(os.environ.get("MEMGRID_STORE", "/nowhere"), "NOTES.md")
+value = re.search(r"Remember this \w+: (\S+)", prompt)
+if value:  # session 1: its memory is the arm's store, the one thing memgrid carries to session 2
+    open(store, "w").write(value.group(1))
+    print("noted")
+else:
+    print(open(store).read().strip() if os.path.isfile(store) else "UNKNOWN")
+'''
+# What trap's runner leaves within reach of a solution, tried in every way: the gold answer walked to from the
+# working directory (../../expected/<case>/answer.json under trap-cli) and anywhere on the disk, the task checkout
+# its trap.yaml clones beside it, and any variable that names the manifest's inputs or answers.
+CHEAT = r'''
+import json, os, re, sys
+prompt = sys.argv[-1]
+if "PART 1 of 2" in prompt:
+    print("nothing to do")
+    sys.exit(0)
+kind = "number" if "number" in prompt else "word"
+found = []
+for top, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in ("/proc", "/sys", "/dev", "/usr")]
+    for name in files:
+        if name == "answer.json" or name == "step1.txt":
+            try:
+                text = open(os.path.join(top, name), errors="replace").read()
+            except OSError:
+                continue
+            if name == "answer.json":
+                gold = json.loads(text)
+                if gold.get("category") == kind:
+                    found.append(gold["answer"])
+            else:
+                hit = re.search(r"Remember this " + kind + r": (\S+)", text)
+                found += [hit.group(1)] if hit else []
+for value in os.environ.values():
+    if "inputs_dir" in value or "expected_dir" in value:
+        found.append(value)
+print(found[0] if found else "UNKNOWN")
+'''
+
+
+def solution(project: Path, name: str, harness: str, clone: bool = False) -> str:
+    folder = project / "solutions" / name
+    folder.mkdir(parents=True)
+    (folder / f"{name}.py").write_text(harness)
+    spec = {"cmd": f"bash task/tasks/{SUITE}/tools/run_case.sh python3 -I {name}.py"}
+    if clone:  # the task's checkout where trap-cli's clone_to puts it, expected answers and all
+        spec["tasks"] = {SUITE: {"source": "git+https://example.invalid/tasks", "clone_to": "task"}}
+        shutil.copytree(project / "tasks" / SUITE / "source", folder / "task" / "tasks" / SUITE)
+    (folder / "trap.yaml").write_text(yaml.safe_dump(spec))
+    return f"solutions/{name}"
+
+
+def test_a_trap_solution_runs_as_an_agent_and_no_way_to_the_gold_answer_scores(engine, images, hosted, tmp_path,
+                                                                               run_id, no_leftovers):
+    path = hosted.parent / "grid.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "pair-solutions", "protocol": "two-session", "suite": SUITE, "tasks": ["pair_02"], "arms": ["notes"],
+        "agents": ["carry", "cheat"], "seeds": 1, "conditions": [PUBLISHED], "network": "none",
+        "command_agents": {"carry": {"trap_solution": solution(hosted, "carry", CARRY)},
+                           "cheat": {"trap_solution": solution(hosted, "cheat", CHEAT, clone=True)}}}))
+    outcome = run_grid(load_grid(path), path, root=hosted, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                       progress=False, log=lambda m: None)
+    rows = {r["agent"]: r for r in Ledger(outcome.plan.run_dir).rows()}
+    assert rows["carry"]["checker_passed"] and json.loads(rows["carry"]["result"])["score"] == 1.0, rows["carry"]
+    cheat = json.loads(rows["cheat"]["result"])
+    assert rows["cheat"]["admitted"] and cheat["score"] == 0.0 and cheat["judge"]["reported"] == "UNKNOWN", cheat
+    # what was delivered: the solution's own files, never the task checkout its trap.yaml clones beside them
+    events = [json.loads(line) for line in (outcome.plan.run_dir / "cells" / rows["cheat"]["cell_id"] / "step2" /
+                                            "transcript.jsonl").read_text().splitlines()]
+    channel = next(e for e in events if e["type"] == "channel")
+    assert sorted(channel["files"]) == [".command/cheat.py", ".command/trap.yaml"], channel
+
+
+def test_a_trap_solution_must_hand_its_harness_to_the_tasks_runner(tmp_path):
+    from runner.sources.traptask import solution_agent
+
+    folder = tmp_path / "solution"
+    folder.mkdir()
+    (folder / "agent.py").write_text("print('UNKNOWN')\n")
+    (folder / "trap.yaml").write_text("cmd: bash task/tools/run_case.sh python3 agent.py --profile x\n")
+    command, files = solution_agent(folder, tmp_path / "grid.yaml", "command_agents.s.trap_solution")
+    assert command == ("sh", "-c", 'exec "$@" "$(cat)"', "sh", "python3", "agent.py", "--profile", "x")
+    assert sorted(files) == ["agent.py", "trap.yaml"]
+    (folder / "trap.yaml").write_text("cmd: python3 agent.py\n")  # hand-rolled sessions: memgrid runs its own
+    with pytest.raises(SpecError, match="does not hand a harness command to the task's tools/run_case.sh"):
+        solution_agent(folder, tmp_path / "grid.yaml", "command_agents.s.trap_solution")

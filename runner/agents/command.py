@@ -34,6 +34,7 @@ class CommandSpec:
     name: str
     command: tuple[str, ...]
     files: tuple[Path, ...]  # absolute paths on the host
+    base: Path | None = None  # a folder delivered whole: files keep their paths relative to it; None: by name
 
 
 def load_command_agents(data: dict, root: Path, grid_path) -> dict[str, CommandSpec]:
@@ -41,6 +42,9 @@ def load_command_agents(data: dict, root: Path, grid_path) -> dict[str, CommandS
     schema checked the shape). Its files are copied into the sandbox and so into what the cell records."""
     agents = {}
     for name, spec in data.items():
+        if "trap_solution" in spec:
+            agents[name] = trap_solution_agent(name, spec["trap_solution"], root, grid_path)
+            continue
         files = []
         for i, f in enumerate(spec.get("files", [])):
             path = inside_project(root / f, root, grid_path, f"command_agents.{name}.files[{i}]", f,
@@ -52,6 +56,17 @@ def load_command_agents(data: dict, root: Path, grid_path) -> dict[str, CommandS
             files.append(path)
         agents[name] = CommandSpec(name, tuple(spec["command"]), tuple(files))
     return agents
+
+
+def trap_solution_agent(name: str, named: str, root: Path, grid_path) -> CommandSpec:
+    """A trap solution folder (its trap.yaml) as a command agent (runner/sources/traptask.py solution_agent)."""
+    from runner.sources.traptask import solution_agent
+
+    field = f"command_agents.{name}.trap_solution"
+    folder = inside_project(root / named, root, grid_path, field, named,
+                            "name a folder inside the project, relative to its root (a copy, not a link out of it)")
+    command, files = solution_agent(folder, grid_path, field)
+    return CommandSpec(name, command, tuple(files.values()), base=folder)
 
 
 def command_env(setup) -> dict[str, str]:
@@ -73,7 +88,8 @@ class CommandAgent(Agent):
         self.name = spec.name
 
     def channel(self) -> tuple[bytes, list[str]]:
-        entries = [Entry(f".command/{p.name}", p.read_bytes(), 0o755) for p in self.spec.files]
+        entries = [Entry(f".command/{p.relative_to(self.spec.base).as_posix() if self.spec.base else p.name}",
+                         p.read_bytes(), 0o755) for p in self.spec.files]
         return pack(entries, uid=AGENT_UID, gid=AGENT_UID), [e.path for e in entries]
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:

@@ -439,6 +439,50 @@ def judge_verdict(output: str) -> dict | None:
     return verdict if isinstance(score, (int, float)) and not isinstance(score, bool) else None
 
 
+# ---------------------------------------------------------------- a trap solution as a command agent
+
+SOLUTION_SPEC = "trap.yaml"
+RUNNER = "run_case.sh"  # the task's reference runner: a solution's cmd names the harness it is given
+# The harness gets the prompt as its last argument, as run_case.sh appends it: read from the command agent's stdin.
+PROMPT_AS_LAST_ARGUMENT = ("sh", "-c", 'exec "$@" "$(cat)"', "sh")
+
+
+def solution_agent(folder: Path, where: Path, field: str) -> tuple[tuple[str, ...], dict[str, Path]]:
+    """A trap solution folder as a command agent: the command (its harness command, the prompt appended as the
+    last argument, as run_case.sh invokes it) and its files by path relative to the folder. memgrid runs the two
+    sessions itself, so the solution's cmd must hand its harness to the task's run_case.sh. The folders its
+    trap.yaml clones tasks into (`clone_to`, `.trap/`) are never delivered: they hold the tasks' expected answers."""
+    spec_path = folder / SOLUTION_SPEC
+    if not spec_path.is_file():
+        raise SpecError(where, field, f"names {folder}, which has no {SOLUTION_SPEC}",
+                        f"name a trap solution folder (with {SOLUTION_SPEC})")
+    try:
+        spec = yaml.safe_load(spec_path.read_text())
+    except yaml.YAMLError as e:
+        raise SpecError(spec_path, "(file)", f"is not YAML ({str(e).splitlines()[0]})", "fix its syntax") from None
+    cmd = spec.get("cmd") if isinstance(spec, dict) else None
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise SpecError(spec_path, "cmd", "is missing", "give the command trap runs, e.g. cmd: bash task/tools/run_case.sh "
+                        "python3 my_agent.py")
+    words = shlex.split(cmd)
+    at = next((i for i, w in enumerate(words) if PurePosixPath(w).name == RUNNER), None)
+    if at is None or at + 1 >= len(words):
+        raise SpecError(spec_path, "cmd", f"does not hand a harness command to the task's tools/{RUNNER}",
+                        f"memgrid runs the two sessions itself: use cmd: bash <task>/tools/{RUNNER} <your-harness-command>")
+    clones = {PurePosixPath(str(t.get("clone_to"))).parts[0] for t in (spec.get("tasks") or {}).values()
+              if isinstance(t, dict) and t.get("clone_to")}
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        if (SKIP | clones | {".trap"}) & set(rel.parts) or p.suffix == ".pyc":
+            continue
+        if p.is_symlink():
+            raise SpecError(p, "(file)", "is a symbolic link in a trap solution", "replace it with a copy of the file")
+        if p.is_file():
+            files[rel.as_posix()] = p
+    return (*PROMPT_AS_LAST_ARGUMENT, *words[at + 1:]), files
+
+
 class TrapTaskFormat(SourceFormat):
     name = "traptask"
     about = "a trapstreet task folder (tasks/<name>/ with traptask.yaml)"
