@@ -217,3 +217,24 @@ def test_a_trap_solution_must_hand_its_harness_to_the_tasks_runner(tmp_path):
     (folder / "trap.yaml").write_text("cmd: python3 agent.py\n")  # hand-rolled sessions: memgrid runs its own
     with pytest.raises(SpecError, match="does not hand a harness command to the task's tools/run_case.sh"):
         solution_agent(folder, tmp_path / "grid.yaml", "command_agents.s.trap_solution")
+
+
+def test_memgrids_own_agents_recall_a_hosted_case_through_memory_arms(engine, images, hosted, tmp_path, run_id,
+                                                                      no_leftovers):
+    """The reader (through notes and recall) and claude-code on the scripted model (through recall) are handed the
+    case's expected answer in session 1, as a model that derived it would write it, under the case's id; session 2
+    finds it only through the arm, and the task's judge scores what they print. bare carries nothing."""
+    path = hosted.parent / "grid.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "pair-agents", "protocol": "two-session", "suite": SUITE, "tasks": ["pair_02"],
+        "arms": ["bare", "notes", "recall"], "agents": ["reader", "claude-code"], "seeds": 1,
+        "conditions": [PUBLISHED], "network": "none", "model": "scripted"}))
+    outcome = run_grid(load_grid(path), path, root=hosted, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                       progress=False, log=lambda m: None)
+    rows = {(r["agent"], r["arm"]): r for r in Ledger(outcome.plan.run_dir).rows()}
+    assert all(r["admitted"] for r in rows.values()), {k: r["discard_reason"] for k, r in rows.items()}
+    scores = {k: json.loads(r["result"])["score"] for k, r in rows.items()}
+    assert scores == {("reader", "bare"): 0.0, ("reader", "notes"): 1.0, ("reader", "recall"): 1.0,
+                      ("claude-code", "bare"): 0.0, ("claude-code", "notes"): 1.0, ("claude-code", "recall"): 1.0}, scores
+    judged = json.loads(rows[("claude-code", "recall")]["result"])["judge"]
+    assert judged["id"] == "pair_02" and judged["reported"] == answer(hosted, "pair_02")

@@ -7,6 +7,7 @@ through `Source.inside`, so a link cannot make an import copy (or run) a file of
 where it came from is read from its .git without running git (`Source.origin`).
 """
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,16 @@ class Source:
         return {"repository": url or fallback, "commit": commit}
 
 
+def last_json(output: str) -> dict | None:
+    """The JSON object a benchmark's judge or grader prints as its last non-empty line; None when it printed none."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    try:
+        value = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def suite_folder(project: Path, suite: str) -> Path:
     """tasks/<suite>/, checked: never memgrid's own suite, never a task's folder."""
     if suite == DEFAULT_SUITE:
@@ -108,6 +119,9 @@ class HostedCase:
     prompts: tuple[str, ...]  # one a session, exactly as the benchmark's own runner passes them
     digest: str  # what defines it: every file of the hosted benchmark, so any change is a new case
     secrets: tuple[str, ...]  # values no session's environment may hold (its gold), scrubbed by value
+    # The expected answer as a value a reference agent (the reader, the scripted model) remembers in session 1, as
+    # a model that derived it would; None: the benchmark states none, and only command agents play the case.
+    reference: str | None = None
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.env.archive import Entry
 from runner.sources.base import (HostedCase, ImportResult, JudgeRequest, Refusal, Refused, Source, SourceFormat,
-                                 SUITE_NAME, suite_folder)
+                                 SUITE_NAME, last_json, suite_folder)
 
 SPEC = "traptask.yaml"
 REPOSITORY = "AntiNoise-ai/trapstreet-tasks"
@@ -370,6 +370,16 @@ def gold_values(expected: dict[str, bytes], public: str) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def stated_answer(expected: dict[str, bytes]) -> str | None:
+    """The `answer` an expected answer.json states (trap's convention: id, category, answer), as text; None without."""
+    data = next((d for rel, d in expected.items() if PurePosixPath(rel).name == "answer.json"), None)
+    try:
+        answer = json.loads(data).get("answer") if data else None
+    except (ValueError, AttributeError):
+        return None
+    return str(answer) if isinstance(answer, (str, int, float)) and not isinstance(answer, bool) else None
+
+
 def case_files(source: Path, folder: str | None) -> dict[str, bytes]:
     if folder is None or not (source / folder).is_dir():
         return {}
@@ -383,9 +393,10 @@ def hosted_case_list(folder: Path) -> dict[str, HostedCase]:
     for c in provenance["cases"]:
         prompts = tuple(session_prompt((source / c["inputs"] / name).read_bytes()) for name in STEP_FILES)
         public = "\n".join([*prompts, c["id"], c["description"], *c["tags"]])
+        expected = case_files(source, c["expected"])
         cases[c["id"]] = HostedCase(c["id"], c["description"], prompts,
                                     sha256_json(["traptask", c["id"], provenance["digest"]]),
-                                    gold_values(case_files(source, c["expected"]), public))
+                                    gold_values(expected, public), stated_answer(expected))
     return cases
 
 
@@ -430,12 +441,8 @@ def grader_request(folder: Path, judged: list[dict]) -> JudgeRequest | None:
 
 def judge_verdict(output: str) -> dict | None:
     """The judge's last printed line, a JSON object with a numeric score (trap's per-case metrics)."""
-    lines = [line for line in output.splitlines() if line.strip()]
-    try:
-        verdict = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    score = verdict.get("score") if isinstance(verdict, dict) else None
+    verdict = last_json(output)
+    score = verdict.get("score") if verdict is not None else None
     return verdict if isinstance(score, (int, float)) and not isinstance(score, bool) else None
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
 from runner.plan.spec import DEFAULT_SUITE, SuiteSpec, project_root, suite_named
-from runner.sources.base import HostedCase, SourceFormat
+from runner.sources.base import HostedCase, SourceFormat, last_json
 from runner.sources.registry import source_format
 
 PUBLISHED = "published"  # a hosted case's one condition: the benchmark as published
@@ -43,15 +43,6 @@ def hosted_suite(grid, grid_path, root: Path | None = None) -> SuiteSpec | None:
 
 
 GRADER_FILE = "grader.json"  # in the run folder: the benchmark's own grader over each agent x arm's cells
-
-
-def last_json(output: str) -> dict | None:
-    lines = [line for line in output.splitlines() if line.strip()]
-    try:
-        value = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def grade_run(ctx, hosted: HostedSuite, rows: list[dict], log=print) -> list[dict]:

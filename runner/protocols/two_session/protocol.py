@@ -65,27 +65,30 @@ def case_digest(case: casegen.Case) -> str:
                                  "params": case.params, "size": case.size}, "generator": generator_digest()})
 
 
-def reader_channel(case: casegen.Case, phase: str) -> ReferenceChannel:
+def recall_channel(key: str, value: str, phase: str) -> ReferenceChannel:
     """What the reader is handed: in step 1 the line to remember (as a model that derived the value
     would write it), in step 2 only the key to look for in what its memory returns."""
-    key = casegen.key(case)
     if phase == "step1":
-        text = f"{key} = {casegen.answer(case)}"
+        text = f"{key} = {value}"
         return ReferenceChannel("remember", (Entry("remember.json", json.dumps({"text": text}).encode()),),
                                 ("--remember",), {"key": key})
     return ReferenceChannel("recall", (Entry("recall.json", json.dumps({"key": key}).encode()),), ("--answer",),
                             {"key": key})
 
 
-def model_script(case: casegen.Case, arm: ArmSpec, phase: str) -> dict:
+def reader_channel(case: casegen.Case, phase: str) -> ReferenceChannel:
+    return recall_channel(casegen.key(case), casegen.answer(case), phase)
+
+
+def recall_script(key: str, value: str, step2_prompt: str, arm: ArmSpec, phase: str) -> dict:
     """What the scripted model plays (it reaches the model container only): in step 1, the line a model
     that derived the value would remember, through the arm's write path (its write tool called as arm.yaml's
     mcp.write says, or its notes file); in step 2, where to look and the key to look for. A model searches
-    for the value by the name step 2's prompt quotes (the key), with the search tool's own arguments, one
-    call per word of it for a substring search (as the reader does)."""
-    write, server, key = kind_of(arm).write_path(arm), kind_of(arm).own_server(arm), casegen.key(case)
+    for the value by its key, with the search tool's own arguments, one call per word of it for a substring
+    search (as the reader does)."""
+    write, server = kind_of(arm).write_path(arm), kind_of(arm).own_server(arm)
     if phase == "step1":
-        text = f"{key} = {casegen.answer(case)}"
+        text = f"{key} = {value}"
         path = {} if write is None else {"tool": server.prefix + write["tool"], "input": server.write.call(text)} \
             if "tool" in write else {"file": write["file"]}
         return {"mode": "remember", "text": text, "write": path}
@@ -97,7 +100,12 @@ def model_script(case: casegen.Case, arm: ArmSpec, phase: str) -> dict:
                   "queries": search_queries(key, call)}
     else:
         search = {"read": [write["file"]]}
-    return {"mode": "answer", "key": key, "prompt": casegen.step2_prompt(case), "search": search}
+    return {"mode": "answer", "key": key, "prompt": step2_prompt, "search": search}
+
+
+def model_script(case: casegen.Case, arm: ArmSpec, phase: str) -> dict:
+    """A generated case's script: its key is the name step 2's prompt quotes."""
+    return recall_script(casegen.key(case), casegen.answer(case), casegen.step2_prompt(case), arm, phase)
 
 
 def env_proof(env_lines: str, secrets: list[str]) -> gate.GateProof:
@@ -143,7 +151,9 @@ def exit_code_of(transcript: Transcript) -> int:
     return code if isinstance(code, int) else (0 if transcript.ended == "ok" else 1)
 
 
-def hosted_unit(hosted: HostedSuite, ctx: TrialContext, case_id: str) -> CaseUnit:
+def hosted_unit(hosted: HostedSuite, ctx: TrialContext, case_id: str, arm: ArmSpec) -> CaseUnit:
+    """A hosted case. The reference agents and the scripted model are handed its expected answer to remember under
+    the case's id in step 1 (as a model that derived it would), and look for that id in step 2."""
     case = hosted.cases(ctx.root)[case_id]
 
     def score(ctx, cell, transcript: Transcript) -> tuple[dict, bool]:
@@ -153,8 +163,12 @@ def hosted_unit(hosted: HostedSuite, ctx: TrialContext, case_id: str) -> CaseUni
                     "judge": None, "suite": hosted.suite}, False
         return {"score": verdict["score"], "reason": str(verdict.get("reason", "")), "judge": verdict,
                 "suite": hosted.suite}, verdict["score"] >= 1
-    return CaseUnit((case.prompts[0], case.prompts[1]), case.secrets, (ReferenceChannel(), ReferenceChannel()),
-                    (None, None), score)
+    if case.reference is None:
+        return CaseUnit((case.prompts[0], case.prompts[1]), case.secrets, (ReferenceChannel(), ReferenceChannel()),
+                        (None, None), score)
+    channels = tuple(recall_channel(case.id, case.reference, phase) for phase in ("step1", "step2"))
+    scripts = tuple(recall_script(case.id, case.reference, case.prompts[1], arm, phase) for phase in ("step1", "step2"))
+    return CaseUnit((case.prompts[0], case.prompts[1]), case.secrets, channels, scripts, score)
 
 
 class TwoSessionProtocol(Protocol):
@@ -213,10 +227,14 @@ class TwoSessionProtocol(Protocol):
             if tuple(grid.conditions) != (PUBLISHED,):
                 raise SpecError(grid_path, "conditions", f"a hosted suite's cases run in the one condition {PUBLISHED}",
                                 f"use conditions: [{PUBLISHED}]")
-            for name, cls in agent_classes.items():
-                if not issubclass(cls, CommandAgent):
-                    raise SpecError(grid_path, "agents", f"names '{name}', which has no way yet to play a hosted "
-                                    "suite's cases", "use command agents (command_agents)")
+            references = [n for n, cls in agent_classes.items() if not issubclass(cls, CommandAgent)]
+            if references:
+                hosted = self.hosted(grid, grid_path)
+                missing = [c.id for c in hosted.cases(None).values() if c.reference is None]
+                if missing:
+                    raise SpecError(grid_path, "agents", f"names '{references[0]}', which is handed each case's "
+                                    f"expected answer to remember, and suite '{grid.suite}' has none for "
+                                    f"{', '.join(missing[:5])}", "use command agents (command_agents) on this suite")
         elif grid.cases is None:
             raise SpecError(grid_path, "cases", "is missing", "give how many cases to generate, or a hosted suite")
         for name in grid.arms:
@@ -256,7 +274,7 @@ class TwoSessionProtocol(Protocol):
         """`between(cell_dir)`: a test's hook, run after step 1's store is saved and before it is checked."""
         arm = ctx.arms[cell.arm]
         hosted: HostedSuite | None = ctx.protocol_setup
-        unit = hosted_unit(hosted, ctx, cell.task) if hosted is not None else generated_unit(cases_of_cell(ctx, cell), arm)
+        unit = hosted_unit(hosted, ctx, cell.task, arm) if hosted is not None else generated_unit(cases_of_cell(ctx, cell), arm)
         cell_dir = ctx.run_dir / "cells" / cell.cell_id
         started_at, t0 = now(), time.monotonic()
         row = new_row(ctx, cell, attempt)
