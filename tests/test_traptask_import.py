@@ -16,7 +16,7 @@ import yaml
 from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.plan.spec import load_all_tasks, load_suite_tasks, load_suites
-from runner.sources.traptask import hosted, import_task
+from runner.sources.traptask import hosted, import_task, judge_request
 
 REPO = Path(__file__).resolve().parent.parent
 PAIR = REPO / "tests" / "data" / "traptask" / "pair_recall"
@@ -57,6 +57,7 @@ def edit(folder: Path, name: str, change) -> None:
 
 
 def test_a_trap_task_is_hosted_unchanged_with_every_files_digest(trap, root):
+    (trap / "judge.py").chmod(0o755)  # a judge.cmd may run it as ./judge.py
     result = import_task(trap, root, SUITE)
     assert not result.refusals and [c.id for c in result.plans[0].cases] == CASES
     folder = root / "tasks" / SUITE
@@ -70,6 +71,11 @@ def test_a_trap_task_is_hosted_unchanged_with_every_files_digest(trap, root):
     suite = load_suites(root)[SUITE]
     assert (suite.protocol, suite.source["format"]) == ("two-session", "traptask")
     assert hosted(folder)["digest"] == provenance["digest"]
+    # an executable file stays executable, in the suite and where the judge runs (its entry's mode)
+    assert provenance["executable"] == ["judge.py"] and os.access(folder / "source" / "judge.py", os.X_OK)
+    assert not os.access(folder / "source" / "grader.py", os.X_OK)
+    modes = {e.path: e.mode for e in judge_request(folder, "pair_01", "x\n", 0).oracle}
+    assert (modes["oracle/task/judge.py"], modes["oracle/task/grader.py"]) == (0o755, 0o644)
     # a coding command naming it is refused by name; the coding tasks of every suite leave it out
     with pytest.raises(SpecError, match="runs in the two-session protocol"):
         load_suite_tasks(root, SUITE)
@@ -160,6 +166,7 @@ def test_a_dry_run_writes_nothing_and_an_existing_suite_is_never_overwritten(tra
 
 def test_missing_inputs_are_written_by_the_tasks_own_build_in_the_checker_container(engine, images, unbuilt, tmp_path,
                                                                                     root, run_id, no_leftovers):
+    (unbuilt / "judge.py").chmod(0o755)
     dry = import_task(unbuilt, root, SUITE, dry_run=True)
     assert "would run its build (python3 build_cases.py) in the checker container first: 3 cases lack" in dry.plans[0].line()
     result = import_task(unbuilt, root, SUITE, run_id=run_id, log=lambda m: None)
@@ -167,6 +174,7 @@ def test_missing_inputs_are_written_by_the_tasks_own_build_in_the_checker_contai
     provenance = hosted(root / "tasks" / SUITE)
     assert (provenance["built"]["image"], provenance["built"]["image_id"]) == (images.checker.tag, images.checker.id)
     assert provenance["built"]["output"] == "built 3 cases"
+    assert provenance["executable"] == ["judge.py"]  # its bit went into the build's container and came out
     on_host = tmp_path / "host"
     shutil.copytree(unbuilt, on_host)
     subprocess.run([sys.executable, "-B", "build_cases.py"], cwd=on_host, check=True, capture_output=True, timeout=60)

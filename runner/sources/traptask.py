@@ -91,10 +91,10 @@ def find_task(path: Path) -> Source:
     return Source(path.resolve(), "trap task")
 
 
-def source_files(src: Source) -> dict[str, bytes]:
-    """Every regular file of the task folder by relative path; a link is refused (it could name a file of this
-    machine), caches are left out."""
-    files = {}
+def source_files(src: Source) -> tuple[dict[str, bytes], frozenset[str]]:
+    """Every regular file of the task folder by relative path, and those with an executable bit (a judge.cmd may
+    run one as ./judge.sh); a link is refused (it could name a file of this machine), caches are left out."""
+    files, executable = {}, set()
     for p in sorted(src.root.rglob("*")):
         rel = p.relative_to(src.root)
         if SKIP & set(rel.parts) or p.suffix == ".pyc":
@@ -103,7 +103,9 @@ def source_files(src: Source) -> dict[str, bytes]:
             raise Refused(rel.as_posix(), "(file)", "is a symbolic link", "replace it with a copy of the file")
         if p.is_file():
             files[rel.as_posix()] = p.read_bytes()
-    return files
+            if p.stat().st_mode & 0o111:
+                executable.add(rel.as_posix())
+    return files, frozenset(executable)
 
 
 def folder_field(spec: dict, name: str) -> str:
@@ -184,9 +186,11 @@ def spec_cases(spec: dict, inputs: str, expected: str, files: dict[str, bytes], 
 
 # ---------------------------------------------------------------- the task's build, in a container
 
-def run_build(files: dict[str, bytes], run_id: str, log=print) -> tuple[dict[str, bytes], dict]:
+def run_build(files: dict[str, bytes], executable: frozenset[str], run_id: str, log=print
+              ) -> tuple[dict[str, bytes], frozenset[str], dict]:
     """The task's build run unchanged over a copy of its folder in a fresh checker container (no network, the
-    sandbox's limits; labelled with `run_id`): the folder as the build left it, and what ran."""
+    sandbox's limits; labelled with `run_id`): the folder as the build left it (files, the executable ones), and
+    what ran."""
     from runner.env.archive import Entry
     from runner.env.bundle import bundle_of
     from runner.env.engine import connect
@@ -195,7 +199,7 @@ def run_build(files: dict[str, bytes], run_id: str, log=print) -> tuple[dict[str
 
     client = connect()
     images = ensure_images(client, log=log)
-    bundle = bundle_of([Entry(f"source/{rel}", data) for rel, data in files.items()])
+    bundle = bundle_of([Entry(f"source/{rel}", data, 0o755 if rel in executable else 0o644) for rel, data in files.items()])
     log(f"running the task's build ({BUILD_NAME}) in the checker image {images.checker.tag}, no network")
     started = time.monotonic()
     with Sandbox(client, images.checker.tag, run_id, "build", bundle_tar=bundle.tar,
@@ -209,8 +213,8 @@ def run_build(files: dict[str, bytes], run_id: str, log=print) -> tuple[dict[str
         export = sandbox.export("/sandbox/source", BUILD_CAP_BYTES)
     if export.too_large:
         raise Refused(BUILD_SCRIPT, "(build)", f"wrote more than {BUILD_CAP_BYTES >> 20} MiB", "import a smaller task")
-    built = {e.path: e.data for e in export.entries if not (SKIP & set(PurePosixPath(e.path).parts))}
-    return built, {"command": list(BUILD_COMMAND), "image": images.checker.tag, "image_id": images.checker.id,
+    kept = [e for e in export.entries if not (SKIP & set(PurePosixPath(e.path).parts))]
+    return {e.path: e.data for e in kept}, frozenset(e.path for e in kept if e.mode & 0o111), {"command": list(BUILD_COMMAND), "image": images.checker.tag, "image_id": images.checker.id,
                    "seconds": round(time.monotonic() - started, 1), "output": done.stdout.strip()[-300:]}
 
 
@@ -228,7 +232,7 @@ def agrees_with_build(source: dict[str, bytes], built: dict[str, bytes]) -> None
 
 def plan_suite(src: Source, suite: str, dry_run: bool, run_id: str, log=print) -> SuitePlan:
     """The task as it will be hosted (a whole-task refusal is raised); on a dry run a build is named, not run."""
-    files = source_files(src)
+    files, executable = source_files(src)
     spec = read_spec(files[SPEC])
     inputs, expected = folder_field(spec, "inputs"), folder_field(spec, "expected")
     judge = command_files(spec, "judge", files)
@@ -243,7 +247,7 @@ def plan_suite(src: Source, suite: str, dry_run: bool, run_id: str, log=print) -
                          f"{len(refused)} cases lack their inputs")
             cases, refused, case_notes = spec_cases(spec, inputs, expected, files, require_inputs=False)
         else:
-            out, built = run_build(files, run_id, log)
+            out, executable, built = run_build(files, executable, run_id, log)
             agrees_with_build(files, out)
             files = out
             cases, refused, case_notes = spec_cases(read_spec(files[SPEC]), inputs, expected, files)
@@ -262,7 +266,7 @@ def plan_suite(src: Source, suite: str, dry_run: bool, run_id: str, log=print) -
         "cases": [{"id": c.id, "description": c.description, "tags": list(c.tags), "inputs": c.inputs,
                    "expected": c.expected} for c in cases],
         "refused": [r.reason for r in refused],
-        "files": digests, "digest": sha256_json(sorted(digests.items()))}
+        "files": digests, "executable": sorted(executable), "digest": sha256_json(sorted(digests.items()))}
     return SuitePlan(src.root, suite, tuple(cases), tuple(refused), files, provenance, tuple(notes))
 
 
@@ -275,6 +279,8 @@ def write_suite(plan: SuitePlan, project: Path) -> list[str]:
         for rel, data in plan.files.items():
             (staging / "source" / rel).parent.mkdir(parents=True, exist_ok=True)
             (staging / "source" / rel).write_bytes(data)
+            if rel in plan.provenance["executable"]:
+                (staging / "source" / rel).chmod(0o755)
         origin = plan.provenance["source"]
         doc = {"name": plan.suite, "title": f"Trap task {plan.source.name} from {origin['repository']}, hosted as "
                                             f"published by memgrid task import --format traptask",
@@ -400,6 +406,13 @@ def hosted_case_list(folder: Path) -> dict[str, HostedCase]:
     return cases
 
 
+def oracle_entries(provenance: dict, files: dict[str, bytes]) -> tuple[Entry, ...]:
+    """The task's files where only the judge reads them, each executable one still executable."""
+    executable = set(provenance.get("executable", ()))
+    return tuple(Entry(f"oracle/task/{rel}", data, 0o755 if rel in executable else 0o644)
+                 for rel, data in sorted(files.items()))
+
+
 def judge_request(folder: Path, case_id: str, output: str, exit_code: int) -> JudgeRequest:
     """The task's judge.cmd, unchanged, in the task folder: TRAPTASK_MANIFEST names this case's inputs and expected
     folders and the run's stdout and meta (exit_code), as trap-cli's does. No other case's inputs or answer is there."""
@@ -412,7 +425,7 @@ def judge_request(folder: Path, case_id: str, output: str, exit_code: int) -> Ju
     manifest = {"case_id": case_id, "inputs_dir": f"{JUDGE_TASK_DIR}/{case['inputs']}",
                 "expected_dir": f"{JUDGE_TASK_DIR}/{case['expected'] or dirs['expected'] + '/' + case_id}",
                 "run": {"stdout": RUN_STDOUT, "meta": RUN_META}}
-    oracle = tuple(Entry(f"oracle/task/{rel}", data) for rel, data in sorted((shared | own).items()))
+    oracle = oracle_entries(provenance, shared | own)
     artifact = (Entry(PurePosixPath(RUN_STDOUT).name, output.encode()),
                 Entry(PurePosixPath(RUN_META).name, json.dumps({"exit_code": exit_code}).encode()))
     command = ("env", f"TRAPTASK_MANIFEST={json.dumps(manifest)}", "sh", "-c",
@@ -432,7 +445,7 @@ def grader_request(folder: Path, judged: list[dict]) -> JudgeRequest | None:
               if not any(rel.startswith(f"{d}/") for d in dirs.values())}
     manifest = [{"id": c["id"], "metrics": c["verdict"], "duration": c["seconds"],
                  **({"cost": {"cost_usd": c["cost_usd"]}} if c.get("cost_usd") is not None else {})} for c in judged]
-    oracle = tuple(Entry(f"oracle/task/{rel}", data) for rel, data in sorted(shared.items()))
+    oracle = oracle_entries(provenance, shared)
     artifact = (Entry("manifest.json", json.dumps(manifest).encode()),)
     command = ("sh", "-c", 'TRAPTASK_MANIFEST="$(cat /artifact/manifest.json)" && export TRAPTASK_MANIFEST && '
                            f"cd {JUDGE_TASK_DIR} && exec {provenance['grader']}")
