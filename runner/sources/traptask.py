@@ -175,7 +175,7 @@ def spec_cases(spec: dict, inputs: str, expected: str, files: dict[str, bytes], 
                                                           f"run the task's build ({BUILD_NAME}) or add "
                                                           f"the case's {' and '.join(missing)}"))))
             continue
-        has_gold = any(rel.startswith(f"{expected}/{cid}/") for rel in files)
+        has_gold = bool(under(files, f"{expected}/{cid}"))
         if not has_gold and not missing:
             notes.append(f"{cid} has no {expected}/{cid}/: its judge and grader score it as the task does without gold")
         tags = raw.get("tags") or []
@@ -321,8 +321,13 @@ def import_task(path: Path, project: Path, suite: str, *, dry_run: bool = False,
 
 
 def hosted(folder: Path) -> dict:
-    """A hosted task's provenance.json, every file of source/ checked against the sha256 recorded there: a hosted
-    task is the one imported, or it is refused by name."""
+    """A hosted task's provenance.json, every file of source/ checked against the sha256 recorded there."""
+    return verified(folder)[0]
+
+
+def verified(folder: Path) -> tuple[dict, dict[str, bytes]]:
+    """A hosted task's provenance.json and the files of source/ as read once and checked against the sha256 recorded
+    there: a hosted task is the one imported, or it is refused by name. What is checked is what is used."""
     path = folder / "provenance.json"
     try:
         provenance = json.loads(path.read_text())
@@ -332,18 +337,21 @@ def hosted(folder: Path) -> dict:
     source = folder / "source"
     present = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file() or p.is_symlink()} \
         if source.is_dir() else set()
+    files = {}
     for rel in sorted(present | set(recorded)):
         p = source / rel
+        data = p.read_bytes() if rel in recorded and rel in present and not p.is_symlink() else None
         if rel not in recorded:
             problem = "is not a file of the task as imported"
         elif rel not in present:
             problem = "is missing"
-        elif p.is_symlink() or sha256_bytes(p.read_bytes()) != recorded[rel]:
+        elif data is None or sha256_bytes(data) != recorded[rel]:
             problem = "differs from the task as imported (its sha256 is in provenance.json)"
         else:
+            files[rel] = data
             continue
         raise SpecError(p, "(file)", problem, "restore the task as published: import it again into a new suite")
-    return provenance
+    return provenance, files
 
 
 # ---------------------------------------------------------------- a hosted task's cases and judge
@@ -386,20 +394,23 @@ def stated_answer(expected: dict[str, bytes]) -> str | None:
     return str(answer) if isinstance(answer, (str, int, float)) and not isinstance(answer, bool) else None
 
 
-def case_files(source: Path, folder: str | None) -> dict[str, bytes]:
-    if folder is None or not (source / folder).is_dir():
-        return {}
-    return {p.relative_to(source).as_posix(): p.read_bytes() for p in sorted((source / folder).rglob("*")) if p.is_file()}
+def under(files: dict[str, bytes], folder: str | None) -> dict[str, bytes]:
+    """The files inside `folder` (a path relative to the task folder); none for None."""
+    return {} if folder is None else {rel: data for rel, data in files.items() if rel.startswith(f"{folder}/")}
+
+
+def shared_files(provenance: dict, files: dict[str, bytes]) -> dict[str, bytes]:
+    """The task's files outside its inputs and expected folders: what its judge and grader may read of every case."""
+    return {rel: data for rel, data in files.items() if not any(rel.startswith(f"{d}/") for d in provenance["dirs"].values())}
 
 
 def hosted_case_list(folder: Path) -> dict[str, HostedCase]:
-    provenance = hosted(folder)
-    source = folder / "source"
+    provenance, files = verified(folder)
     cases = {}
     for c in provenance["cases"]:
-        prompts = tuple(session_prompt((source / c["inputs"] / name).read_bytes()) for name in STEP_FILES)
+        prompts = tuple(session_prompt(files[f"{c['inputs']}/{name}"]) for name in STEP_FILES)
         public = "\n".join([*prompts, c["id"], c["description"], *c["tags"]])
-        expected = case_files(source, c["expected"])
+        expected = under(files, c["expected"])
         cases[c["id"]] = HostedCase(c["id"], c["description"], prompts,
                                     sha256_json(["traptask", c["id"], provenance["digest"]]),
                                     gold_values(expected, public), stated_answer(expected))
@@ -416,16 +427,13 @@ def oracle_entries(provenance: dict, files: dict[str, bytes]) -> tuple[Entry, ..
 def judge_request(folder: Path, case_id: str, output: str, exit_code: int) -> JudgeRequest:
     """The task's judge.cmd, unchanged, in the task folder: TRAPTASK_MANIFEST names this case's inputs and expected
     folders and the run's stdout and meta (exit_code), as trap-cli's does. No other case's inputs or answer is there."""
-    provenance = hosted(folder)
+    provenance, files = verified(folder)
     case = next(c for c in provenance["cases"] if c["id"] == case_id)
-    source, dirs = folder / "source", provenance["dirs"]
-    shared = {rel: (source / rel).read_bytes() for rel in provenance["files"]
-              if not any(rel.startswith(f"{d}/") for d in dirs.values())}
-    own = case_files(source, case["inputs"]) | case_files(source, case["expected"])
+    own = under(files, case["inputs"]) | under(files, case["expected"])
     manifest = {"case_id": case_id, "inputs_dir": f"{JUDGE_TASK_DIR}/{case['inputs']}",
-                "expected_dir": f"{JUDGE_TASK_DIR}/{case['expected'] or dirs['expected'] + '/' + case_id}",
+                "expected_dir": f"{JUDGE_TASK_DIR}/{case['expected'] or provenance['dirs']['expected'] + '/' + case_id}",
                 "run": {"stdout": RUN_STDOUT, "meta": RUN_META}}
-    oracle = oracle_entries(provenance, shared | own)
+    oracle = oracle_entries(provenance, shared_files(provenance, files) | own)
     artifact = (Entry(PurePosixPath(RUN_STDOUT).name, output.encode()),
                 Entry(PurePosixPath(RUN_META).name, json.dumps({"exit_code": exit_code}).encode()))
     command = ("env", f"TRAPTASK_MANIFEST={json.dumps(manifest)}", "sh", "-c",
@@ -437,15 +445,12 @@ def grader_request(folder: Path, judged: list[dict]) -> JudgeRequest | None:
     """The task's grader.cmd, unchanged, in the task folder (no case's inputs or answers), TRAPTASK_MANIFEST the
     list trap-cli hands it: per case its id, `metrics` (the judge's verdict; None when it gave none), `duration`
     (seconds) and `cost` ({"cost_usd"} when known). The list travels as a file and is read into the variable."""
-    provenance = hosted(folder)
+    provenance, files = verified(folder)
     if not provenance.get("grader"):
         return None
-    source, dirs = folder / "source", provenance["dirs"]
-    shared = {rel: (source / rel).read_bytes() for rel in provenance["files"]
-              if not any(rel.startswith(f"{d}/") for d in dirs.values())}
     manifest = [{"id": c["id"], "metrics": c["verdict"], "duration": c["seconds"],
                  **({"cost": {"cost_usd": c["cost_usd"]}} if c.get("cost_usd") is not None else {})} for c in judged]
-    oracle = oracle_entries(provenance, shared)
+    oracle = oracle_entries(provenance, shared_files(provenance, files))
     artifact = (Entry("manifest.json", json.dumps(manifest).encode()),)
     command = ("sh", "-c", 'TRAPTASK_MANIFEST="$(cat /artifact/manifest.json)" && export TRAPTASK_MANIFEST && '
                            f"cd {JUDGE_TASK_DIR} && exec {provenance['grader']}")
