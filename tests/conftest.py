@@ -17,6 +17,7 @@ import pytest
 from runner.env.engine import connect
 from runner.errors import EngineError
 from runner.env.containers import RUN_LABEL
+from runner.env.images import PYDEPS_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_RUN_PREFIX = "pytest-"
@@ -133,13 +134,17 @@ PROJECT_SCALE = 300
 
 
 @pytest.fixture
-def project(tmp_path) -> Path:
+def project(request, tmp_path) -> Path:
     """A private copy of the shipped tasks and arms that a test may change; its corpus at PROJECT_SCALE."""
     root = tmp_path / "project"
+    # node_modules and assets (hundreds of MB for a product) are installed again from their pins if a test builds
+    # them. A test with no engine (not marked docker) builds no image, so it gets no resolved packages (pydeps/) either:
+    # 17,000 files of the product arms, most of each such copy's second.
+    skipped = ["__pycache__", "node_modules", "assets"]
+    if request.node.get_closest_marker("docker") is None:
+        skipped.append(PYDEPS_DIR)
     for sub in ("tasks", "arms"):
-        # node_modules and assets (hundreds of MB for a product) are installed again from their pins if a test builds them.
-        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns("__pycache__", "node_modules", "assets"),
-                        copy_function=_link_resolved_wheels)
+        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns(*skipped), copy_function=_link_resolved_wheels)
     # the corpus settings a grid of the copy builds its corpus from, and a new suite's are made from (memgrid task
     # import); no corpus is built here
     (root / "corpus").mkdir()
