@@ -1,6 +1,6 @@
 """An agent cannot choose to be discarded (issue 25, item 8): a cell is discarded only on evidence the harness
-holds of a fault outside the agent (wiring, a model API error the gateway recorded, the kernel killing a process
-at the memory limit, memgrid's own failure). An agent that writes the naive rule and quits non-zero is scored,
+holds of a fault outside the agent (wiring, a model API error the gateway recorded, memgrid's own failure); a process
+killed at the memory limit is the agent's own doing. An agent that writes the naive rule and quits non-zero is scored,
 and the ledger and the report say how it ended."""
 
 import hashlib
@@ -108,7 +108,7 @@ def model_call(status: int, **extra) -> dict:
 
 
 def test_an_agent_that_exits_non_zero_is_admitted_and_its_ending_recorded():
-    decision = decide(command_transcript(1), memory=gate.memory_proof("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"))
+    decision = decide(command_transcript(1), memory=gate.memory_proof(gate.memory_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n"), False))
     assert decision.admitted and decision.discard_reason is None
     ending = next(p for p in decision.proofs if p.name == "agent_ended")
     assert ending.passed and "exit_nonzero" in ending.detail and "scored" in ending.detail
@@ -145,20 +145,30 @@ def test_memgrids_own_agent_failing_is_a_harness_error_never_a_verdict():
 
 
 @pytest.mark.parametrize("counters,killed", [
-    ("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", True),  # cgroup v1 memory.oom_control
-    ("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\noom_group_kill 0\n", True),  # cgroup v2 memory.events
-    ("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n", False),
-    ("oom_kill_disable 0\nunder_oom 0\n", False),  # a kernel without the count: not observed, never a discard
+    ("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", 2),  # cgroup v1 memory.oom_control
+    ("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\noom_group_kill 0\n", 1),  # cgroup v2 memory.events
+    ("low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n", 0),
+    ("oom_kill_disable 0\nunder_oom 0\n", None),  # a kernel without the count: not observed, never a discard
 ])
-def test_a_kill_at_the_memory_limit_discards_first(counters, killed):
-    decision = decide(command_transcript(137), memory=gate.memory_proof(counters))
-    assert decision.admitted is not killed
-    assert decision.discard_reason == (gate.OOM_KILLED if killed else None)
+def test_a_kill_at_the_memory_limit_is_the_agents_own_doing_and_memgrids_own_agents_discard(counters, killed):
+    """Everything in the sandbox's memory runs because the agent ran: an agent under test whose process was killed at
+    the limit is scored, the kill in its proof; under memgrid's own agent the same count discards the cell first."""
+    kills = gate.memory_kills(counters)
+    assert kills.count == killed
+    scored = decide(command_transcript(137), memory=gate.memory_proof(kills, harness_code=False))
+    assert scored.admitted and scored.discard_reason is None, scored.proofs
+    memory = next(p for p in scored.proofs if p.name == "not_oom_killed")
+    assert ("the agent's own doing, scored" in memory.detail) is bool(killed), memory.detail
+    own = command_transcript(0)
+    own.is_error, own.ended = False, "ok"
+    mine = decide(own, memory=gate.memory_proof(kills, harness_code=True), harness_code=True)
+    assert mine.discard_reason == (gate.OOM_KILLED if killed else None), mine.proofs
 
 
 def test_the_engines_own_oom_flag_counts_when_the_counters_cannot_be_read():
-    assert not gate.memory_proof(None, True, "container not running").passed
-    assert gate.memory_proof(None, False, "container not running").passed
+    assert gate.memory_kills(None, True, "container not running").count == 1
+    assert gate.memory_kills(None, False, "container not running").count is None
+    assert not gate.memory_proof(gate.memory_kills(None, True, "gone"), harness_code=True).passed
 
 
 def test_the_report_counts_agents_that_ended_with_an_error_per_arm(tmp_path):
@@ -221,17 +231,32 @@ def test_an_agent_that_writes_the_naive_rule_and_quits_is_scored_not_discarded(e
     assert '<table id="agent-errors">' in html and "<td>exit_nonzero 3</td>" in html
 
 
-def test_a_process_killed_at_the_memory_limit_is_seen_in_the_sandboxes_cgroup(engine, images, project, tmp_path, run_id,
-                                                                              no_leftovers):
-    """The kernel's count, read as root after the session: the hog's own process is killed (exit 137 long before
-    its time is up), the cell is discarded oom_killed and never graded, and its ending is not called a timeout."""
+# The agent allocates until the kernel kills it; or it leaves that to a child and exits 0 itself (the cheapest way to
+# choose a discard, were a kill at the memory limit one).
+HOGS = {"the agent itself": ("import sys\nheld = bytearray(1 << 30)\nprint(len(held))\n", "exit_nonzero"),
+        "a child, the agent exiting 0": ("import subprocess, sys\n"
+                                         "child = subprocess.run([sys.executable, '-c', 'held = bytearray(1 << 30)'])\n"
+                                         "print('child exited', child.returncode)\n", "ok")}
+
+
+@pytest.mark.parametrize("who", sorted(HOGS))
+def test_a_process_killed_at_the_memory_limit_is_seen_in_the_sandboxes_cgroup_and_scored(engine, images, project, tmp_path,
+                                                                                         run_id, no_leftovers, who):
+    """The kernel's count, read as root after the session: the hog (or its child) is killed long before its time is
+    up; the cell is admitted and graded as the workspace was left (the fixture, which fails), the kill recorded as a
+    resource limit, and the ending is not called a timeout."""
+    script, ending = HOGS[who]
     hog = tmp_path / "hog.py"
-    hog.write_text("import sys\nheld = bytearray(1 << 30)\nprint(len(held))\n")
+    hog.write_text(script)
     ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
                        limits=Limits(memory="128m"), disk_mib=64, protocol=CODING,
                        command_agents={"hog": CommandSpec("hog", ("python3", "-I", "hog.py"), (hog,))})
     row = run_cell(ctx, CellSpec("slug_ids", "bare", 0, "present", "hog", "hog-slug_ids", 0), 1)
-    assert not row.admitted and row.discard_reason == gate.OOM_KILLED and row.final, (row.discard_reason, row.error_detail)
-    assert row.checker_passed is None and row.agent_ended == "exit_nonzero", row.agent_ended
+    assert row.admitted and row.discard_reason is None and row.final, (row.discard_reason, row.error_detail)
+    assert row.checker_passed is False and row.agent_ended == ending, (row.checker_passed, row.agent_ended)
+    assert row.error_class == "resource_limit", row.error_class
+    assert row.error_detail.startswith(f"memory limit of {128 + 64} MiB reached: the kernel killed 1 process of the "
+                                       "sandbox at its memory limit"), row.error_detail
     proof = json.loads(row.gate_proofs)[1]
-    assert proof["name"] == "not_oom_killed" and not proof["passed"] and "oom_kill" in proof["detail"], proof
+    assert proof["name"] == "not_oom_killed" and proof["passed"] and "oom_kill" in proof["detail"], proof
+    assert proof["detail"].endswith("the agent's own doing, scored"), proof

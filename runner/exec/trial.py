@@ -155,8 +155,8 @@ def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
 MEMORY_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
 
-def memory_verdict(sandbox: Sandbox) -> gate.GateProof:
-    """Whether the kernel killed a process of the sandbox at its memory limit, from its cgroup's oom_kill count.
+def memory_kills(sandbox: Sandbox) -> gate.MemoryKills:
+    """How many processes of the sandbox the kernel killed at its memory limit, from its cgroup's oom_kill count.
     Read as root: the agent's processes (uid 1000) can neither replace the read-only cat nor reach a root
     process's output through /proc; the container's first process only sleeps, so the engine's own OOMKilled
     stays false while an exec'd process is killed, and is read only when the container itself is gone."""
@@ -164,13 +164,13 @@ def memory_verdict(sandbox: Sandbox) -> gate.GateProof:
     try:
         exec_id = api.exec_create(sandbox.container.id, ["/bin/cat", *MEMORY_COUNTERS], user="0", workdir="/")["Id"]
         out, _ = api.exec_start(exec_id, demux=True)
-        return gate.memory_proof((out or b"").decode(errors="replace"))
+        return gate.memory_kills((out or b"").decode(errors="replace"))
     except docker.errors.APIError as e:
         try:
             state = api.inspect_container(sandbox.container.id).get("State", {})
         except docker.errors.NotFound:
             state = {}
-        return gate.memory_proof(None, bool(state.get("OOMKilled")), f"{type(e).__name__}: {str(e)[:200]}")
+        return gate.memory_kills(None, bool(state.get("OOMKilled")), f"{type(e).__name__}: {str(e)[:200]}")
 
 
 def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, cell_dir: Path) -> list[gate.GateProof]:
@@ -555,7 +555,11 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             if endpoint is not None:
                 timings.update(agent.timings)
             disk = Ahead("the disk budget check", sandbox.full_mounts)  # beside reading the records and the export
-            memory = memory_verdict(sandbox)  # beside the disk check (~0.1 s)
+            kills = memory_kills(sandbox)  # beside the disk check (~0.1 s)
+            if kills.count:  # the agent's own doing (gate.memory_proof): recorded, and scored unless memgrid's agent ran
+                transcript.add("resource_limit", resource="memory", limit_mib=sandbox.create_args["mem_limit"] // MIB,
+                               kills=kills.count, seen=kills.seen)
+            memory = gate.memory_proof(kills, cls.harness_code)
             if endpoint is not None:
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
                 agent.read_gateway(transcript, gateway)
@@ -623,8 +627,9 @@ def session_fields(session: Session) -> dict:
         row["error_class"] = gate.MODEL_UNREACHABLE
     limit = next((e for e in transcript.events if e["type"] == "resource_limit"), None)
     if limit is not None and row["error_class"] is None:  # the agent's own doing: recorded, still scored
-        row.update(error_class="resource_limit",
-                   error_detail=f"disk budget of {limit['budget_mib']} MiB reached: {', '.join(limit['full'])}")
+        row.update(error_class="resource_limit", error_detail=
+                   f"memory limit of {limit['limit_mib']} MiB reached: {limit['seen']}" if limit["resource"] == "memory"
+                   else f"disk budget of {limit['budget_mib']} MiB reached: {', '.join(limit['full'])}")
     return row
 
 

@@ -2,9 +2,9 @@
 
 A cell that fails any proof is discarded, not scored; the first failing proof names the reason. A cell is
 discarded only on evidence the harness holds of a fault outside the agent: the treatment's wiring, a model
-API error the gateway recorded, the engine killing a process for memory, memgrid's own failure. An agent
-that exits non-zero, times out or stops on its own is scored as it left the workspace, and the ledger
-records how it ended (`agent_ended`): an agent cannot choose to be discarded.
+API error the gateway recorded, memgrid's own failure. An agent that exits non-zero, times out, stops on its
+own, fills its disk or has a process killed at its memory limit is scored as it left the workspace, and the
+ledger records how it ended (`agent_ended`, `error_class`): an agent cannot choose to be discarded.
 """
 
 import re
@@ -25,7 +25,7 @@ REQUIRED_PATH_MISSING = "required_path_missing"
 TOOLS_NOT_VISIBLE = "tools_not_visible"
 PERMISSION_DENIED = "permission_denied"
 MODEL_UNREACHABLE = "model_unreachable"
-OOM_KILLED = "oom_killed"  # the kernel killed a process of the sandbox at its memory limit (its cgroup's count)
+OOM_KILLED = "oom_killed"  # the kernel killed a process at the memory limit under memgrid's own agent (its cgroup's count)
 HARNESS_ERROR = "harness_error"  # the controller, the engine or memgrid's own agent failed; the cell is rerun on resume
 STORE_DIGEST_MISMATCH = "store_digest_mismatch"  # the store a phase received is not what the one before left
 INPUTS_REACHABLE = "inputs_reachable"  # a later phase's session could read an earlier phase's inputs
@@ -99,21 +99,40 @@ def agent_proof(transcript: Transcript, harness_code: bool) -> GateProof:
 OOM_KILL = re.compile(r"^oom_kill (\d+)$", re.M)
 
 
-def memory_proof(counters: str | None, engine_oom_killed: bool = False, unread: str = "") -> GateProof:
-    """No process of the sandbox was killed at its memory limit. `counters`: the sandbox's memory cgroup files as
-    the kernel keeps them (v2 memory.events, v1 memory.oom_control), read as root; None when they could not be
-    read (`unread` says why), then `engine_oom_killed` is the engine's own State.OOMKilled for the container.
-    What cannot be observed proves nothing, and an agent is never discarded on it."""
+@dataclass(frozen=True)
+class MemoryKills:
+    """What the sandbox's memory cgroup says of a session: how many of its processes the kernel killed at the memory
+    limit (None: not observable), and how that was seen."""
+    count: int | None
+    seen: str
+
+
+def memory_kills(counters: str | None, engine_oom_killed: bool = False, unread: str = "") -> MemoryKills:
+    """`counters`: the sandbox's memory cgroup files as the kernel keeps them (v2 memory.events, v1
+    memory.oom_control), read as root; None when they could not be read (`unread` says why), then
+    `engine_oom_killed` is the engine's own State.OOMKilled for the container."""
     if counters is None:
-        return GateProof("not_oom_killed", not engine_oom_killed,
-                         "the engine killed the container for memory (State.OOMKilled)" if engine_oom_killed
-                         else f"not observed: {unread}; the engine did not report the container killed for memory")
-    kills = sum(int(n) for n in OOM_KILL.findall(counters))
+        if engine_oom_killed:
+            return MemoryKills(1, "the engine killed the container for memory (State.OOMKilled)")
+        return MemoryKills(None, f"not observed: {unread}; the engine did not report the container killed for memory")
     if not OOM_KILL.search(counters):
-        return GateProof("not_oom_killed", True, "not observed: the kernel keeps no oom_kill count for this cgroup")
-    return GateProof("not_oom_killed", kills == 0, "no process killed at the memory limit" if kills == 0
-                     else f"the kernel killed {kills} process{'es' if kills > 1 else ''} of the sandbox at its memory "
-                          "limit (cgroup oom_kill)")
+        return MemoryKills(None, "not observed: the kernel keeps no oom_kill count for this cgroup")
+    kills = sum(int(n) for n in OOM_KILL.findall(counters))
+    return MemoryKills(kills, "no process killed at the memory limit" if kills == 0 else
+                       f"the kernel killed {kills} process{'es' if kills > 1 else ''} of the sandbox at its memory limit "
+                       "(cgroup oom_kill)")
+
+
+def memory_proof(kills: MemoryKills, harness_code: bool) -> GateProof:
+    """A kill at the memory limit is the agent's own doing: everything in the sandbox's memory (what the agent
+    starts, the arm's server it calls) runs because the agent ran, so the cell is scored and the kill recorded
+    (the ledger's error_class resource_limit), as a full disk is. Only under memgrid's own agents (floor, ceiling,
+    reader: `harness_code`) is it a discard (oom_killed): their memory is memgrid's, never the treatment's."""
+    if not kills.count:
+        return GateProof("not_oom_killed", True, kills.seen)
+    if harness_code:
+        return GateProof("not_oom_killed", False, f"{kills.seen} under memgrid's own agent")
+    return GateProof("not_oom_killed", True, f"{kills.seen}: the agent's own doing, scored")
 
 
 def store_proof(report: dict) -> GateProof:
