@@ -260,3 +260,52 @@ def test_a_process_killed_at_the_memory_limit_is_seen_in_the_sandboxes_cgroup_an
     proof = json.loads(row.gate_proofs)[1]
     assert proof["name"] == "not_oom_killed" and proof["passed"] and "oom_kill" in proof["detail"], proof
     assert proof["detail"].endswith("the agent's own doing, scored"), proof
+
+
+# Attaches to the sandbox's first process and makes it exit (x86-64: exit(0) written at its instruction pointer), which
+# stops the container and unmounts the workspace before the export: were that possible, the cell could not be graded
+# and a resume would rerun it, where the same agent could do it again.
+PTRACE_INIT = '''import ctypes, os, sys
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+POKETEXT, GETREGS, SETREGS, ATTACH, DETACH = 4, 12, 13, 16, 17
+
+
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in ("r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax "
+                                                  "rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()]
+
+
+if libc.ptrace(ATTACH, 1, None, None) != 0:
+    print("attaching to pid 1 refused:", os.strerror(ctypes.get_errno()))
+    sys.exit(3)
+os.waitpid(1, 0x40000000)  # __WALL
+regs = Regs()
+libc.ptrace(GETREGS, 1, None, ctypes.byref(regs))
+code = bytes.fromhex("b83c00000031ff0f05") + bytes(7)  # mov eax, 60; xor edi, edi; syscall
+for at in (0, 8):
+    libc.ptrace(POKETEXT, 1, ctypes.c_void_p(regs.rip + at), ctypes.c_void_p(int.from_bytes(code[at:at + 8], "little")))
+regs.orig_rax = 2**64 - 1  # no restart of the syscall it was stopped in
+libc.ptrace(SETREGS, 1, None, ctypes.byref(regs))
+libc.ptrace(DETACH, 1, None, None)
+print("pid 1 made to exit")
+'''
+
+
+def test_an_agent_cannot_stop_its_sandbox_by_tracing_its_first_process(engine, images, project, tmp_path, run_id,
+                                                                       no_leftovers):
+    """The sandbox's first process belongs to another user than the agent's, so the agent can neither trace nor
+    signal it: the attach is refused, the container lives on to the export, and the cell is scored as the agent
+    left it (exit 3, the fixture, which fails) instead of ending in a harness error a resume reruns."""
+    agent = tmp_path / "tracer.py"
+    agent.write_text(PTRACE_INIT)
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
+                       protocol=CODING, command_agents={"tracer": CommandSpec("tracer", ("python3", "-I", "tracer.py"),
+                                                                              (agent,))})
+    row = run_cell(ctx, CellSpec("slug_ids", "bare", 0, "present", "tracer", "tracer-slug_ids", 0), 1)
+    assert row.admitted and row.final and row.discard_reason is None, (row.discard_reason, row.error_detail)
+    assert row.agent_ended == "exit_nonzero" and row.checker_passed is False, (row.agent_ended, row.checker_detail)
+    transcript = (tmp_path / "run" / "cells" / "tracer-slug_ids" / "transcript.jsonl").read_text()
+    assert "attaching to pid 1 refused: Operation not permitted" in transcript, transcript[-2000:]

@@ -29,7 +29,8 @@ def test_sandbox_is_hardened_and_removed(engine, images, run_id, no_leftovers):
         assert json.loads(sandbox.verification_report(timeout=30))["manifest_sha256"] == bundle.digest
         attrs = engine.api.inspect_container(sandbox.container.id)
         host = attrs["HostConfig"]
-        assert attrs["Config"]["User"] == "1000:1000"
+        # its first process (it only sleeps) is root's without capabilities, so the agent's user cannot trace or signal it
+        assert attrs["Config"]["User"] == "0:0"
         assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
         assert host["NetworkMode"] == "none" and host["ReadonlyRootfs"] is True
         # Its only mount is its own tmpfs volume (no host folder), removed with it.
@@ -39,6 +40,7 @@ def test_sandbox_is_hardened_and_removed(engine, images, run_id, no_leftovers):
         assert host["PidsLimit"] > 0 and host["Memory"] > 0 and host["NanoCpus"] > 0
         assert attrs["Config"]["Labels"]["memgrid.run"] == run_id
         assert sandbox.exec(["id", "-u"], timeout=10, workdir="/").stdout.strip() == "1000"
+        assert sandbox.exec(["stat", "-c", "%u", "/proc/1"], timeout=10, workdir="/").stdout.strip() == "0"
         interfaces = sandbox.exec(["cat", "/proc/net/dev"], timeout=10, workdir="/").stdout
         assert [l.split(":")[0].strip() for l in interfaces.splitlines()[2:]] == ["lo"]
         assert sandbox.exec(["sleep", "5"], timeout=1, workdir="/").timed_out

@@ -247,7 +247,11 @@ class Sandbox:
             driver_config=docker.types.DriverConfig("local", {
                 "type": "tmpfs", "device": "tmpfs", "o": f"size={sizes['/sandbox']}m,uid={uid},gid={gid or uid},mode=0755"}))
         memory = memory_bytes(limits.memory) + disk.mib * MIB  # tmpfs pages count against the memory limit
-        self.create_args = hardened(image, user=user, labels=self.labels, network=network, limits=limits,
+        # The first process (it only sleeps) is root's, without capabilities; everything else runs as `user`
+        # (exec). A process of the agent's own user could be traced and made to exit, which stops the container
+        # and unmounts the workspace before the export: the cell would end in a harness error, rerun on resume.
+        self.user = user
+        self.create_args = hardened(image, user="0:0", labels=self.labels, network=network, limits=limits,
                                     command=["sleep", str(lifetime)], working_dir="/sandbox")
         self.create_args.update(
             mem_limit=memory, memswap_limit=memory, read_only=True, mounts=[workspace],
@@ -288,7 +292,7 @@ class Sandbox:
             raise RuntimeError(f"put_archive to {path} was refused")
 
     def exec(self, cmd: list[str], *, timeout: int, workdir: str = "/sandbox/workspace", env: dict | None = None) -> StreamedExec:
-        return exec_in(self.client, self.container.id, cmd, timeout=timeout, workdir=workdir, env=env)
+        return exec_in(self.client, self.container.id, cmd, timeout=timeout, workdir=workdir, env=env, user=self.user)
 
     def export(self, path: str, cap_bytes: int) -> Export:
         """The folder at `path` as the agent left it, read as a stream that stops at `cap_bytes` of file
