@@ -17,3 +17,9 @@ class SpecError(UserError):
 
 class EngineError(UserError):
     """The Docker engine is missing or refused something the run needs."""
+
+
+class DiskFull(UserError):
+    """A disk the controller writes to (the run folder's) filled up: the run stopped with what it had recorded kept."""
+
+    exit_code = 1

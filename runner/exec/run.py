@@ -4,6 +4,7 @@ Resuming an existing run id skips every cell with a final ledger row and reruns 
 changed inputs are refused with a message naming each change.
 """
 
+import errno
 import fcntl
 import json
 import os
@@ -26,7 +27,7 @@ from runner.arms.kinds import kind_of
 from runner import __version__
 from runner.env.bundle import arm_instructions
 from runner.digest import sha256_bytes, sha256_json, tree_digest
-from runner.errors import UserError
+from runner.errors import DiskFull, UserError
 from runner.grading.gate import HARNESS_ERROR, WIRING
 from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
 from runner.plan.preflight import unisolated_graded
@@ -36,7 +37,7 @@ from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm, other_suite
 from runner.protocols.registry import protocol_named
 from runner.agents.registry import agent_class
 from runner.exec.executors import Executor, ExecutorSettings, open_executor
-from runner.exec.trial import TrialContext, write_json
+from runner.exec.trial import DISK_FULL, DISK_FULL_ERRNOS, TrialContext, write_json
 
 
 @dataclass
@@ -330,6 +331,8 @@ class Scheduler:
                 cell = self.in_flight.pop(handle)
                 row = self.executor.result(handle)
                 self.record(row)
+                if row.error_class == DISK_FULL:  # the cell could not write its own files: nor can the next ones
+                    raise OSError(errno.ENOSPC, row.error_detail)
                 if row.discard_reason in WIRING and not row.final and not self.ctx.cancel.is_set():
                     self.in_flight[self.executor.submit(cell, row.attempt + 1)] = cell
 
@@ -344,7 +347,11 @@ class Scheduler:
             except Exception:  # Cancelled, or the removal broke the cell: it reruns on resume
                 continue
             if row.final:
-                self.record(row)
+                try:
+                    self.record(row)
+                except OSError as e:  # a full disk: the cell reruns on resume
+                    if e.errno not in DISK_FULL_ERRNOS:
+                        raise
         self.executor.remove_containers()
 
 
@@ -390,6 +397,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
             counts["admitted"] += r["admitted"]
             counts["passed"] += bool(r["checker_passed"])
     interrupted = False
+    full: OSError | None = None  # the disk the run writes to filled up
     try:
         with open_executor(ctx, settings, pending) as runner, _progress(show_progress) as progress:
             # A previous controller that died leaves its containers behind; they belong to no live cell.
@@ -423,13 +431,33 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                 interrupted = True
                 progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
                 scheduler.stop()
+            except OSError as e:
+                if e.errno not in DISK_FULL_ERRNOS:
+                    raise
+                full = e
+                progress.console.print("[red]the disk is full: no new cells; removing this run's containers…")
+                scheduler.stop()
             stats = runner.stats()
     finally:
-        ledger.compact()  # whatever escaped, the parquet matches the journal
+        try:
+            ledger.compact()  # whatever escaped, the parquet matches the journal
+        except OSError as e:  # on a full disk the journal is the record; the resume writes the parquet
+            if e.errno not in DISK_FULL_ERRNOS:
+                raise
+            full = full or e
+    if full is not None:
+        raise DiskFull(disk_full_line(ctx, len(cells), len(finished_cells(ledger.rows())), full))
     if scheduler.budget_stop is not None:
         record_budget_stop(ctx.run_dir, scheduler.budget_stop)
     return RunSummary(ctx.run_id, ctx.run_dir, len(cells), len(cells) - len(pending), scheduler.recorded, interrupted,
                       scheduler.budget_stop, stats or None)
+
+
+def disk_full_line(ctx: TrialContext, total: int, finished: int, e: OSError) -> str:
+    what = f"writing {e.filename}" if e.filename else (e.strerror or str(e))
+    return (f"run {ctx.run_id} stopped: no space left on the disk of {ctx.run_dir} ({what}); {finished} of {total} cells "
+            "are finished and kept in its ledger, the cells in flight rerun on resume: fix: free space on that disk (old "
+            f"runs/ folders), then run the same command again: its run id {ctx.run_id} resumes the run")
 
 
 def amend_lock(run_dir: Path, change: Callable[[dict], None]) -> None:

@@ -9,6 +9,7 @@ A harness failure (engine error, interruption, memgrid's own agent failing) yiel
 resume reruns the cell; everything the agent or checker did is final, however the agent ended.
 """
 
+import errno
 import json
 import threading
 import time
@@ -633,9 +634,14 @@ def session_fields(session: Session) -> dict:
     return row
 
 
+DISK_FULL = "disk_full"  # error class of a cell whose own files could not be written: the controller's disk is full
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
 def harness_failure(e: Exception) -> dict:
-    return dict(final=False, admitted=False, discard_reason=gate.HARNESS_ERROR, error_class=type(e).__name__,
-                error_detail=str(e)[:500])
+    full = isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS
+    return dict(final=False, admitted=False, discard_reason=gate.HARNESS_ERROR,
+                error_class=DISK_FULL if full else type(e).__name__, error_detail=str(e)[:500])
 
 
 def cell_failure(ctx: TrialContext, e: Exception) -> dict:

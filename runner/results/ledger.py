@@ -88,11 +88,22 @@ class Ledger:
         return len(data) - keep
 
     def append(self, row: LedgerRow) -> None:
-        line = json.dumps(asdict(row), sort_keys=True) + "\n"
-        with open(self.journal, "a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        data = (json.dumps(asdict(row), sort_keys=True) + "\n").encode()
+        fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError as e:
+                # A disk that filled up mid-line: the journal goes back to its last whole line, so no later append
+                # (the cells a stopping run still records) is glued to this one's head.
+                os.ftruncate(fd, start)
+                raise OSError(e.errno, e.strerror, str(self.journal)) from None
+        finally:
+            os.close(fd)
 
     def rows(self) -> list[dict]:
         if not self.journal.exists():
