@@ -219,3 +219,29 @@ def test_sandboxes_started_ahead_that_no_cell_takes_are_removed(ctx, engine, run
         assert row.admitted and row.checker_passed and "started_ahead" not in json.loads(row.timings)
     finally:
         ctx.ahead.close()
+
+
+def test_a_removal_answered_409_returns_only_once_the_container_is_gone(engine, images, run_id, no_leftovers):
+    """The engine answers 409 to a removal while another removal of the same container is under way (another
+    thread's, the run's sweep); that one can still fail or take its time, so the container is gone only when the
+    engine no longer knows it. Here the engine's 409 is stood in for by the first call and the other removal is a
+    real one that starts a moment later."""
+    import threading
+
+    import docker.errors
+
+    from runner.env.containers import RUN_LABEL, remove_quietly
+
+    real = engine.containers.create(images.base.tag, ["sleep", "60"], labels={RUN_LABEL: run_id})
+
+    class UnderWay:  # the container as a second remover sees it: the engine says someone is already on it
+        id, client = real.id, engine
+
+        def remove(self, **kwargs):
+            threading.Timer(1.0, real.remove, kwargs={"force": True, "v": True}).start()
+            raise docker.errors.APIError("removal of container is already in progress", response=type(
+                "Response", (), {"status_code": 409, "reason": "Conflict", "url": ""})())
+
+    remove_quietly(UnderWay())
+    with pytest.raises(docker.errors.NotFound):
+        engine.api.inspect_container(real.id)

@@ -2,6 +2,7 @@
 limits, the hardened create arguments, and a removal that tolerates a container already gone. The sandbox, the
 checker and the sidecars (model endpoint, embedder) all build on this module, which builds on none of them."""
 
+import time
 from dataclasses import dataclass
 
 import docker.errors
@@ -43,11 +44,35 @@ def hardened(image: str, *, user: str, labels: dict, network: str, limits: Limit
     )
 
 
+GONE_SECONDS = 60  # the bound on waiting for another removal of a container to end
+
+
 def remove_quietly(container) -> None:
+    """The container removed, with its volumes; gone already is fine. Returns only once it is gone."""
     try:
         container.remove(force=True, v=True)  # v: the sandbox's /sandbox volume goes with it
     except docker.errors.NotFound:
         pass
     except docker.errors.APIError as e:
-        if e.status_code != 409:  # 409: another thread's removal is already in progress
+        if e.status_code != 409:
             raise
+        # 409: another removal of it is under way (another thread's, the run's sweep), which can still fail:
+        # it is done when the container is gone, not when the engine says someone is on it.
+        wait_gone(container, time.monotonic() + GONE_SECONDS)
+
+
+def wait_gone(container, deadline: float) -> None:
+    api = container.client.api
+    while time.monotonic() < deadline:
+        try:
+            api.inspect_container(container.id)
+        except docker.errors.NotFound:
+            return
+        time.sleep(0.2)
+    try:  # the other removal never ended: once more, ourselves
+        container.remove(force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as e:
+        raise RuntimeError(f"container {container.id[:12]} was still there {GONE_SECONDS}s after its removal was "
+                           f"under way, and removing it again failed: {e}") from None
