@@ -136,6 +136,24 @@ def test_a_model_api_error_the_gateway_recorded_is_still_discarded():
     assert killed.ended == "timeout" and timed_out.admitted, timed_out.proofs
 
 
+def test_a_model_that_names_another_arms_tool_is_scored_and_a_tool_that_answered_is_foreign():
+    """A model can ask for any tool name; the CLI answers a tool the session does not have with an error. That
+    call is the model's doing and scored; another arm's tool that was listed, or that answered, is not."""
+    def called(is_error, listed=()):
+        t = claude_transcript("killed_before_result.jsonl")
+        next(e for e in t.events if e["type"] == "init")["tools"] = [*CORE_TOOLS, *listed]
+        t.add("tool_call", id="toolu_x", tool="mcp__recall__search", input="{}", is_error=is_error,
+              result="<tool_use_error>Error: No such tool available: mcp__recall__search</tool_use_error>")
+        return decide(t, gateway=[model_call(200)])
+
+    refused = called(True)
+    assert refused.admitted, refused.proofs
+    assert next(p for p in refused.proofs if p.name == "no_foreign_tools").detail == "none"
+    for foreign in (called(False), called(True, listed=("mcp__recall__search",))):
+        assert not foreign.admitted and foreign.discard_reason == gate.FOREIGN_TOOLS, foreign.proofs
+        assert "mcp__recall__search" in next(p for p in foreign.proofs if p.name == "no_foreign_tools").detail
+
+
 def test_memgrids_own_agent_failing_is_a_harness_error_never_a_verdict():
     t = command_transcript(1)
     t.agent = "reader"

@@ -166,12 +166,14 @@ def server_proofs(transcript: Transcript, server: str, prefix: str, required: tu
 
 
 def isolation_proof(transcript: Transcript, foreign_prefixes: tuple[str, ...], co_claimants: list[str]) -> GateProof:
-    """No other arm's tools listed or called. An arm whose server name another arm also claims
-    (`co_claimants`) cannot prove its tools are its own."""
+    """No other arm's tools listed, nor called and answered. An arm whose server name another arm also claims
+    (`co_claimants`) cannot prove its tools are its own. A call the CLI refused (the tool does not exist in the
+    session: an error result) is the model's doing, not the treatment's: a model could otherwise name another
+    arm's tool to have its cell discarded."""
     if co_claimants:
         return GateProof("no_foreign_tools", False, f"its server name is also claimed by {', '.join(co_claimants)}")
     init = next(iter(_events(transcript, "init")), {})
-    seen = set(init.get("tools", [])) | {e.get("tool") for e in _events(transcript, "tool_call")}
+    seen = set(init.get("tools", [])) | {e.get("tool") for e in _events(transcript, "tool_call") if e.get("is_error") is False}
     foreign = sorted(t for t in seen if any(t.startswith(p) for p in foreign_prefixes))
     return GateProof("no_foreign_tools", not foreign, "none" if not foreign else f"other arms' tools: {', '.join(foreign)}")
 
