@@ -231,6 +231,14 @@ def outcomes(run_dir: Path) -> dict[tuple, tuple]:
             for r in Ledger(run_dir).rows() if r["final"]}
 
 
+def failing_proof(run_dir: Path, cell: tuple) -> str:
+    """The resumed cell's first failing gate proof, by name and detail ("" when it has none): why it was
+    discarded, which the run folder (kept only with --keep) would otherwise be the only record of."""
+    row = next((r for r in Ledger(run_dir).rows() if r["final"] and identity(r) == cell), None)
+    failed = next((p for p in json.loads(row["gate_proofs"] or "[]") if not p["passed"]), None) if row else None
+    return f"; its {failed['name']} proof: {failed['detail'][:300]}" if failed else ""
+
+
 def input_changes(ref_dir: Path, run_dir: Path) -> list[str]:
     """Inputs (task, arm, image, corpus digests) that differ between the two runs' locks: another process
     rebuilding images or editing a task on the same checkout makes the comparison one of different cells."""
@@ -295,7 +303,8 @@ def main() -> int:
         for c in lost + duplicated + foreign:
             print(f"defect: cell {'/'.join(map(str, c))}: {counts.get(c, 0)} final rows")
         for c in (c for c, o in reference.items() if c in resumed and resumed[c] != o):
-            print(f"defect: cell {'/'.join(map(str, c))}: reference {reference[c]} vs resumed {resumed[c]}")
+            print(f"defect: cell {'/'.join(map(str, c))}: reference {reference[c]} vs resumed {resumed[c]}"
+                  + failing_proof(run_dir, c))
         changed = input_changes(runs_dir / ref_id, run_dir)
         if changed:
             print(f"warning: the runs' inputs differ ({', '.join(changed)}): something changed the checkout or the "
