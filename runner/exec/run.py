@@ -37,7 +37,7 @@ from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm, other_suite
 from runner.protocols.registry import protocol_named
 from runner.agents.registry import agent_class
 from runner.exec.executors import Executor, ExecutorSettings, open_executor
-from runner.exec.trial import DISK_FULL, DISK_FULL_ERRNOS, TrialContext, write_json
+from runner.exec.trial import DISK_FULL, TrialContext, disk_full, write_json
 
 
 @dataclass
@@ -350,7 +350,7 @@ class Scheduler:
                 try:
                     self.record(row)
                 except OSError as e:  # a full disk: the cell reruns on resume
-                    if e.errno not in DISK_FULL_ERRNOS:
+                    if not disk_full(e):
                         raise
         self.executor.remove_containers()
 
@@ -432,7 +432,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                 progress.console.print("[yellow]interrupted: no new cells; removing this run's containers…")
                 scheduler.stop()
             except OSError as e:
-                if e.errno not in DISK_FULL_ERRNOS:
+                if not disk_full(e):
                     raise
                 full = e
                 progress.console.print("[red]the disk is full: no new cells; removing this run's containers…")
@@ -442,7 +442,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
         try:
             ledger.compact()  # whatever escaped, the parquet matches the journal
         except OSError as e:  # on a full disk the journal is the record; the resume writes the parquet
-            if e.errno not in DISK_FULL_ERRNOS:
+            if not disk_full(e):
                 raise
             full = full or e
     if full is not None:

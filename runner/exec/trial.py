@@ -635,13 +635,16 @@ def session_fields(session: Session) -> dict:
 
 
 DISK_FULL = "disk_full"  # error class of a cell whose own files could not be written: the controller's disk is full
-DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(e: BaseException) -> bool:
+    """The error says a disk the controller writes to is full (no space left, or its quota reached)."""
+    return isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def harness_failure(e: Exception) -> dict:
-    full = isinstance(e, OSError) and e.errno in DISK_FULL_ERRNOS
     return dict(final=False, admitted=False, discard_reason=gate.HARNESS_ERROR,
-                error_class=DISK_FULL if full else type(e).__name__, error_detail=str(e)[:500])
+                error_class=DISK_FULL if disk_full(e) else type(e).__name__, error_detail=str(e)[:500])
 
 
 def cell_failure(ctx: TrialContext, e: Exception) -> dict:
