@@ -262,13 +262,15 @@ def test_a_forged_arm_log_does_not_confirm_injection(engine, images, run_id, tmp
     assert injection["delivered_ids"] == [] and not injection["confirmed"], injection
 
 
-def test_planted_memory_read_around_the_arm_discards_the_cell(engine, images, run_id, tmp_path, no_leftovers,
-                                                              monkeypatch):
-    """With the memory off (the arm's kill switch), the model reads the planted store with a shell: the
-    condition is not what it says, so the cell is discarded (memory_bypassed), never scored as an off run."""
-    row, calls = run_hostile_planted(run_id, tmp_path, monkeypatch, "grep -rh mem- /sandbox/store", "off", search=True)
-    assert calls[0] == "Bash", calls
-    assert not row["admitted"] and row["discard_reason"] == "memory_bypassed", (row["discard_reason"], row["error_detail"])
-    assert row["checker_passed"] is None  # discarded: never graded
-    (proof,) = [p for p in json.loads(row["gate_proofs"]) if p["name"] == "memory_not_bypassed"]
-    assert "Bash" in proof["detail"], proof
+def test_planted_memory_read_around_the_arm_is_scored_and_never_credited(engine, images, run_id, tmp_path, no_leftovers,
+                                                                       monkeypatch):
+    """With the memory on, the model reads the planted store with a shell before it searches: the cell is the
+    model's doing, so it is scored as it ran (graded, not discarded: a failing agent cannot choose to leave the
+    denominator this way), and the arm is not credited with the memory the shell delivered first."""
+    row, calls = run_hostile_planted(run_id, tmp_path, monkeypatch, "grep -rh mem- /sandbox/store", "on", search=True)
+    assert calls[0] == "Bash" and any(c.startswith("mcp__recall__") for c in calls), calls
+    assert row["admitted"] and row["discard_reason"] is None, (row["discard_reason"], row["error_detail"])
+    assert row["checker_passed"] is not None  # graded
+    injection = json.loads(row["result"])["injection"]
+    assert injection["read_around_the_arm"]["tool"] == "Bash" and injection["delivered_ids"], injection
+    assert not injection["confirmed"], injection

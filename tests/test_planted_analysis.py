@@ -14,9 +14,10 @@ API = PlantApi(("p",), ("f",), ("c",), {"NS": "{namespace}", "LOG": "{log}"}, {"
 
 
 def row(task, condition, passed, *, seed=0, confirmed=True, tokens=None, arm="recall", agent="reader", admitted=True,
-        forgotten=True):
+        forgotten=True, around=None):
+    injection = {"confirmed": confirmed, "read_around_the_arm": around}
     return {"task": task, "seed": seed, "condition": condition, "checker_passed": passed, "admitted": admitted,
-            "arm": arm, "agent": agent, "result": json.dumps({"injection": {"confirmed": confirmed}, "tokens_total": tokens,
+            "arm": arm, "agent": agent, "result": json.dumps({"injection": injection, "tokens_total": tokens,
                                                                "forgotten": {"ok": forgotten}, "echo": False})}
 
 
@@ -78,6 +79,18 @@ def test_an_arm_whose_injection_is_never_confirmed_is_flagged_and_earns_nothing(
 def test_planted_memories_left_behind_are_flagged():
     [s] = summarise([row("a", "on", True), row("a", "off", False, forgotten=False)])
     assert s["forgotten_all"] is False and any("left planted memories" in f for f in s["flags"])
+
+
+def test_runs_that_read_the_memory_around_the_arm_are_flagged_and_kept():
+    """A model that read the store with a shell is scored as it ran (the run counts in its condition's rate),
+    earns the arm no credit (not confirmed) and is named in the flags."""
+    around = {"tool": "Bash", "call": "toolu_0"}
+    [s] = summarise([row("a", "on", True, confirmed=False, around=around), row("b", "on", True),
+                     row("a", "off", False), row("b", "off", False)])
+    assert s["conditions"]["on"]["admitted"] == 2 and s["mui"]["lift_credits"] == 1, s
+    assert any(f.startswith("1 runs read a planted memory around the arm") for f in s["flags"]), s["flags"]
+    [clean] = summarise([row("b", "on", True), row("b", "off", False)])
+    assert not any("around the arm" in f for f in clean["flags"]), clean["flags"]
 
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)

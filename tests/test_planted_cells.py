@@ -46,20 +46,24 @@ def result(row) -> dict:
 
 def test_on_off_and_ablate_all_with_the_reader_on_recall(ctx, no_leftovers):
     """On: the planted memory is served (confirmed in the arm's log), the solution applied, the task's judge
-    passes it, every planted id forgotten. Off (the kill switch) and every lane ablated: nothing served, the
-    naive implementation fails the judge."""
+    passes it, every planted id forgotten. Off (the kill switch, over a namespace planted with nothing, so no
+    shell in the session can read a memory either) and every lane ablated: nothing served, the naive
+    implementation fails the judge."""
     task = PROTOCOL.tasks(REPO)[task_id()]
     rows = {c: PROTOCOL.run_cell(ctx, cell("recall", c), 1) for c in ("on", "off", "ablate:all")}
     for condition, row in rows.items():
         assert row.admitted and row.final, (condition, row.discard_reason, row.error_detail, row.gate_proofs)
         r = result(row)
-        assert len(r["planted_ids"]) == len(task.memories)
+        assert len(r["planted_ids"]) == (0 if condition == "off" else len(task.memories)), (condition, r["planted_ids"])
         assert r["forgotten"] == {"ok": True, "left": [], "forget_exit": 0}, condition
     on, off, ablated = (result(rows[c]) for c in ("on", "off", "ablate:all"))
     assert rows["on"].checker_passed and on["injection"]["confirmed"], on
     assert set(on["injection"]["planted_ids_served"]) <= set(on["planted_ids"])
     assert not rows["off"].checker_passed and not off["injection"]["confirmed"], off
     assert off["injection"]["log_lines"] >= 1  # the server ran and logged; it served nothing planted
+    # The off session's store: the plant step counted its namespace empty (what the sandbox held).
+    plant = json.loads((ctx.run_dir / "cells" / rows["off"].cell_id / "plant.json").read_text())
+    assert [json.loads(s["stdout"].strip().splitlines()[-1])["ids"] for s in plant["steps"]] == [[], []], plant
     assert not rows["ablate:all"].checker_passed and not ablated["injection"]["confirmed"], ablated
     # Each cell planted into a namespace of its own.
     assert len({r["namespace"] for r in (on, off, ablated)}) == 3

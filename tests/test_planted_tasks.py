@@ -192,7 +192,7 @@ def test_5_no_leak_term_in_prompt_or_fixture(task_dir):
 @each_task
 def test_6_prompt_and_fixture_quote_no_memory(task_dir):
     """The prompt quotes no memory (the spec); nor does the fixture, or reading it would look like the memory
-    reaching the model around the arm (the planted gate's memory_not_bypassed)."""
+    reaching the model around the arm (the injection's read_around_the_arm)."""
     data = spec(task_dir)
     quoted = []
     for where, text in [("prompt", data["prompt"]), *fixture_texts(task_dir)]:

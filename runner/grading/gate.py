@@ -30,13 +30,12 @@ HARNESS_ERROR = "harness_error"  # the controller, the engine or memgrid's own a
 STORE_DIGEST_MISMATCH = "store_digest_mismatch"  # the store a phase received is not what the one before left
 INPUTS_REACHABLE = "inputs_reachable"  # a later phase's session could read an earlier phase's inputs
 PLANT_FAILED = "plant_failed"  # the arm's write API did not take (or could not show) the memories to plant
-MEMORY_BYPASSED = "memory_bypassed"  # planted memories reached the model around the arm (a shell reading its store)
 ANSWER_NOT_ISOLATED = "answer_not_isolated"  # personal: the answer container held more than its requests
 EMBEDDER_NOT_READY = "embedder_not_ready"  # an arm with embedder: shared whose sidecar did not get ready
 DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
                    FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, OOM_KILLED,
-                   HARNESS_ERROR, STORE_DIGEST_MISMATCH, INPUTS_REACHABLE, PLANT_FAILED, MEMORY_BYPASSED,
-                   ANSWER_NOT_ISOLATED, EMBEDDER_NOT_READY)
+                   HARNESS_ERROR, STORE_DIGEST_MISMATCH, INPUTS_REACHABLE, PLANT_FAILED, ANSWER_NOT_ISOLATED,
+                   EMBEDDER_NOT_READY)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
 WIRING = (MCP_SERVER_FAILED, EMBEDDER_NOT_READY)
@@ -242,8 +241,7 @@ REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present
               "prefetch_injected": PREFETCH_EMPTY, "tools_visible": TOOLS_NOT_VISIBLE,
               "memory_tools_permitted": PERMISSION_DENIED, "model_reached": MODEL_UNREACHABLE,
               "store_carried": STORE_DIGEST_MISMATCH, "inputs_unreachable": INPUTS_REACHABLE,
-              "memories_planted": PLANT_FAILED, "memory_not_bypassed": MEMORY_BYPASSED,
-              "answer_isolated": ANSWER_NOT_ISOLATED}
+              "memories_planted": PLANT_FAILED, "answer_isolated": ANSWER_NOT_ISOLATED}
 
 
 def decide(proofs: list[GateProof]) -> GateDecision:

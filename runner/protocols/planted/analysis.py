@@ -81,6 +81,9 @@ def summarise(rows: list[dict]) -> list[dict]:
         if on and confirmed == 0:
             flags.append("injection never confirmed: no planted memory reached a session (a namespace the arm "
                          "silently replaced?); its pass rates measure no memory")
+        if around := sum(bool(_result(r).get("injection", {}).get("read_around_the_arm")) for r in admitted):
+            flags.append(f"{around} runs read a planted memory around the arm first (a shell or a file read of its "
+                         "store): scored as they ran, never credited to the arm")
         if any(f is False for f in forgotten):
             flags.append(f"{sum(f is False for f in forgotten)} cells left planted memories behind after forget")
         out.append({

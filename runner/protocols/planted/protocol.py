@@ -5,8 +5,8 @@ A unit is a planted task (tasks/planted/<id>, tasks.py); a condition is one of t
 `off` (its own kill switch), `on`, `ablate:<lane>` (one retrieval lane disabled), `ablate:all`. A cell
 runs four containers:
 1. plant (harness step, the arm's image): the task's memories go in through the arm's own write API
-   (arm.yaml `planted.plant`) into a namespace unique to the cell; the ids it returns are kept and the
-   namespace is counted to prove they landed;
+   (arm.yaml `planted.plant`) into a namespace unique to the cell (under `off`, none: its store holds nothing
+   a shell could read); the ids it returns are kept and the namespace is counted to prove they landed;
 2. session: a fresh sandbox with the fixture and the planted store; the arm's server starts with the
    condition's switches and logs what it serves; the memory is never pasted into the prompt;
 3. check: the workspace as the agent left it (/artifact), judged by the task's hidden/check.py (hidden/ at
@@ -14,7 +14,8 @@ runs four containers:
 4. forget (harness step): every planted id forgotten by its exact id, then the namespace counted again.
 Injection is confirmed when the arm's own log names a planted id inside the session's time window and,
 for an agent that is not memgrid's own, a record outside the sandbox agrees (confirm); a cell is credited
-by the Memory Utility Index (analysis.py) only when it is.
+by the Memory Utility Index (analysis.py) only when it is, and never when the model read a planted memory
+around the arm first (a shell on the store): that run is scored as it ran, flagged, and earns the arm nothing.
 """
 
 import json
@@ -145,32 +146,35 @@ def quotes_memory(text: str, memories) -> bool:
                for k in range(len(w) - ECHO_WORDS + 1))
 
 
-def bypass_proof(gateway: list[dict], prefix: str, planted: list[str], memories) -> gate.GateProof:
-    """The condition reached the model only through the arm: no planted memory (its id, or a run of its
-    words) arrived in a result of any other tool (a shell or a file read of the store) before the arm itself
-    had delivered one, so `off` and the ablations are what they say. Results after the arm delivered are
-    the model's own work (a file it wrote from the memory, read back)."""
+def read_around_the_arm(gateway: list[dict], prefix: str, planted: list[str], memories) -> dict | None:
+    """The first result of a tool other than the arm's that carried a planted memory (its id, or a run of its
+    words) to the model before the arm itself had delivered one: a shell or a file read of the store. None when
+    the memory reached the model only through the arm, or not at all. Results after the arm delivered are the
+    model's own work (a file it wrote from the memory, read back)."""
     for r in tool_results(gateway):
         text = str(r.get("text", ""))
         if r.get("is_error") or not (any(i in text for i in planted) or quotes_memory(text, memories)):
             continue
         if str(r.get("tool", "")).startswith(prefix):
-            return gate.GateProof("memory_not_bypassed", True, f"first delivered by {r['tool']}")
-        return gate.GateProof("memory_not_bypassed", False, f"planted memory reached the model through "
-                              f"{r.get('tool') or 'an unnamed tool'} ({r.get('call')}), not the arm")
-    return gate.GateProof("memory_not_bypassed", True, "no planted memory reached the model around the arm")
+            return None
+        return {"tool": r.get("tool") or "an unnamed tool", "call": r.get("call")}
+    return None
 
 
-def confirm(log_check: dict, agent_cls, gateway: list[dict] | None, prefix: str, planted: list[str]) -> dict:
+def confirm(log_check: dict, agent_cls, gateway: list[dict] | None, prefix: str, planted: list[str], memories) -> dict:
     """Injection as the protocol credits it. The arm's log is written inside the sandbox, where any agent
     but memgrid's own could write a line naming a planted id itself; so for an agent with a model the
-    gateway's record must also show a planted id arriving in one of the arm's tool results, and an agent
-    with neither (a command agent) cannot be confirmed."""
+    gateway's record must also show a planted id arriving in one of the arm's tool results, and no planted
+    memory reaching the model around the arm first (a model that read the store with a shell got the memory,
+    but not from the arm). An agent with neither record (a command agent) cannot be confirmed. Reading around
+    the arm is the model's doing: the cell is scored as it ran, only never credited to the arm."""
     if agent_cls.harness_code:
         return {**log_check, "evidence": "arm log (memgrid's own agent)"}
     if gateway is not None:
         ids = delivered(gateway, prefix, planted)
-        return {**log_check, "confirmed": log_check["confirmed"] and bool(ids), "delivered_ids": ids,
+        around = read_around_the_arm(gateway, prefix, planted, memories)
+        return {**log_check, "confirmed": log_check["confirmed"] and bool(ids) and around is None,
+                "delivered_ids": ids, "read_around_the_arm": around,
                 "evidence": "arm log and the gateway's record of what reached the model"}
     return {**log_check, "confirmed": False, "evidence": None,
             "unverifiable": "only the arm's log, written inside a sandbox this agent controls, could confirm it"}
@@ -300,8 +304,11 @@ class PlantedProtocol(Protocol):
                              protocol=self.name, result=json.dumps(result))
 
         try:
-            # 1. Plant through the arm's own write API; count what landed.
-            memories = json.dumps([asdict(m) for m in task.memories]).encode()
+            # 1. Plant through the arm's own write API; count what landed. Under `off` nothing is planted: the
+            # store sits in the session's sandbox, where a shell could read whatever it held, so `off` holds no
+            # memory of the task at all, whatever the model does (the kill switch still answers its tools).
+            to_plant = [] if cell.condition == "off" else task.memories
+            memories = json.dumps([asdict(m) for m in to_plant]).encode()
             t = time.monotonic()
             steps, store, digest, proof = harness_step(ctx, cell, arm, (), [
                 ("plant", fill(api.plant, namespace), memories), ("count", fill(api.count, namespace), b"{}")])
@@ -309,8 +316,9 @@ class PlantedProtocol(Protocol):
             proofs.append({"phase": "plant", **vars(proof)})
             planted = parse_ids(steps[0]) if steps else None
             counted = parse_ids(steps[1]) if len(steps) > 1 else None
-            landed = planted is not None and len(planted) == len(task.memories) and set(planted) <= set(counted or ())
-            detail = (f"{len(planted)} memories planted in namespace {namespace}" if landed else
+            landed = planted is not None and len(planted) == len(to_plant) and set(planted) <= set(counted or ())
+            detail = (f"{len(planted)} memories planted in namespace {namespace}" + (" (memory off)" if not to_plant else "")
+                      if landed else
                       f"plant exited {steps[0].exit_code}: {(steps[0].stderr or steps[0].stdout).strip()[-300:]}" if steps
                       else "the harness step's bundle failed verification")
             proofs.append({"phase": "plant", **vars(gate.GateProof("memories_planted", landed, detail))})
@@ -337,16 +345,12 @@ class PlantedProtocol(Protocol):
                 (cell_dir / "arm-log.jsonl").write_text(session.collected.get(ARM_LOG, ""))
                 prefix = kind_of(arm).own_server(arm).prefix
                 result["injection"] = confirm(injection(session.collected.get(ARM_LOG, ""), planted, window_start, window_end),
-                                              agent_class(cell.agent, ctx.command_agents), session.gateway, prefix, planted)
+                                              agent_class(cell.agent, ctx.command_agents), session.gateway, prefix, planted,
+                                              task.memories)
                 result["tokens_total"] = tokens_total(fields)
                 if not session.decision.admitted:
                     return finish(final=not (session.decision.discard_reason in gate.WIRING
                                              and attempt < gate.MAX_ATTEMPTS))
-                if session.gateway is not None:
-                    bypass = bypass_proof(session.gateway, prefix, planted, task.memories)
-                    proofs.append({"phase": "session", **vars(bypass)})
-                    if not bypass.passed:
-                        return finish(admitted=False, discard_reason=gate.MEMORY_BYPASSED)
                 ctx.check_cancel()
                 artifact = list(session.exported.entries) if session.exported is not None else []
                 (cell_dir / "artifact.tar").write_bytes(pack(artifact))
