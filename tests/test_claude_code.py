@@ -107,6 +107,27 @@ def test_unreachable_model_fails_bounded_and_is_not_scored(engine, images, run_i
     assert time.monotonic() - started < 120, "the CLI's retries were not bounded"
 
 
+def test_a_session_past_the_models_window_is_scored_not_discarded(engine, images, run_id, tmp_path, no_leftovers,
+                                                                  monkeypatch):
+    """The scripted model's window is the session's first request plus 2,000 tokens, and the model opens by printing
+    20,000 characters with a shell: the API's refusal ("prompt is too long") ends the session. What the session
+    read is the agent's doing, so the cell is admitted and graded, its error class context_window, and the
+    gateway's record holds the API's words."""
+    from runner.agents import model_cli
+
+    build = model_cli.build_script
+    monkeypatch.setattr(model_cli, "build_script", lambda *a: {**build(*a), "context_headroom_tokens": 2000,
+                                                              "shell": "python3 -c \"print('word ' * 4000)\""})
+    rows, run_dir = run_cc(run_id, tmp_path, ["bare"])
+    row = rows["bare"]
+    assert row["admitted"] and row["discard_reason"] is None, (row["discard_reason"], row["error_detail"])
+    assert row["error_class"] == "context_window" and row["checker_passed"] is False, (row["error_class"], row["error_detail"])
+    assert "past the model's context window" in proofs(row)["model_reached"]["detail"]
+    gateway = [json.loads(l) for l in (run_dir / "cells" / row["cell_id"] / "gateway.jsonl").open()]
+    refused = [g for g in gateway if g.get("kind") == "model" and g["status"] == 400]
+    assert refused and refused[-1]["error_message"].startswith("prompt is too long: "), gateway
+
+
 def test_sidecars_that_fail_beside_the_sandbox_are_named_and_leave_nothing(engine, images, run_id, tmp_path,
                                                                            no_leftovers, monkeypatch):
     """The sidecars start on their own thread while the sandbox starts on the cell's network: their failure

@@ -311,3 +311,21 @@ def test_a_turn_cap_codex_cannot_enforce_is_refused_by_name():
         check_turn_caps(grid_from_dict({**spec, "agents": ["codex"]}, Path("g.yaml")), Path("g.yaml"), capped, {})
     check_turn_caps(grid_from_dict({**spec, "agents": ["claude-code"], "limits": {"max_turns": 5}}, Path("g.yaml")),
                     Path("g.yaml"), capped, {})
+
+
+def test_a_session_past_the_models_window_is_scored_not_discarded(engine, images, run_id, tmp_path, no_leftovers,
+                                                                  monkeypatch):
+    """Codex's side of claude-code's test: the Responses API's context_length_exceeded ends the session, which is
+    scored with error class context_window, not discarded."""
+    from runner.agents import model_cli
+
+    build = model_cli.build_script
+    monkeypatch.setattr(model_cli, "build_script", lambda *a: {**build(*a), "context_headroom_tokens": 2000,
+                                                              "shell": "python3 -c \"print('word ' * 4000)\""})
+    rows, run_dir = run_codex(run_id, tmp_path, ["bare"])
+    row = rows["bare"]
+    assert row["admitted"] and row["discard_reason"] is None, (row["discard_reason"], row["error_detail"])
+    assert row["error_class"] == "context_window" and row["checker_passed"] is False, (row["error_class"], row["error_detail"])
+    gateway = [json.loads(l) for l in (run_dir / "cells" / row["cell_id"] / "gateway.jsonl").open()]
+    refused = [g for g in gateway if g.get("kind") == "model" and g["status"] == 400]
+    assert refused and refused[-1]["error_code"] == "context_length_exceeded", gateway

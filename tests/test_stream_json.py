@@ -243,3 +243,26 @@ def test_model_reached_proof():
     keyless = gate.model_reached_proof([keyed, model_record([])], key_expected=True)
     assert not keyless.passed and keyless.detail == "1 of 2 requests left the gateway without the key"
 
+
+def test_a_context_past_the_models_window_is_the_sessions_own_ending():
+    """A refusal the session caused (what it read outgrew the model's window), in either API's words, is scored;
+    a 400 for anything else (a tool schema the API rejects: the arm's wiring) and a rate limit still discard."""
+    anthropic = model_record([], status=400, error_type="invalid_request_error", error_code="",
+                             error_message="prompt is too long: 210883 tokens > 200000 maximum")
+    openai = model_record([], status=400, error_type="invalid_request_error", error_code="context_length_exceeded",
+                          error_message="Your input exceeds the context window of this model.")
+    for last in (anthropic, openai):
+        proof = gate.model_reached_proof([model_record([]), last])
+        assert proof.passed and "past the model's context window" in proof.detail, proof
+        assert gate.context_overflow(last)
+    schema = model_record([], status=400, error_type="invalid_request_error", error_code="",
+                          error_message="tools.3.custom.input_schema: JSON schema is invalid")
+    limited = model_record([], status=429, error_type="rate_limit_error", error_code="",
+                           error_message="prompt is too long for your rate limit")
+    for last in (schema, limited):
+        proof = gate.model_reached_proof([model_record([]), last])
+        assert not proof.passed and gate.decide([proof]).discard_reason == gate.MODEL_UNREACHABLE, proof
+        assert last["error_message"] in proof.detail
+    # An overflow the CLI recovered from (it compacted and went on) is not the ending.
+    assert gate.model_reached_proof([anthropic, model_record([])]).detail == "2 model requests, 1 failed, the last answered"
+

@@ -17,6 +17,7 @@ from runner.plan.spec import ArmSpec, SessionLimits, TaskSpec
 
 
 BUDGET_EXHAUSTED = "budget_exhausted"  # error class of a session that reached a cap: the agent's doing, still scored
+CONTEXT_WINDOW = "context_window"  # error class of a session the model refused as past its window: still scored
 
 # How a session ended, as the harness saw it (Transcript.ended, the ledger's `agent_ended`). Every ending is the
 # agent's own doing and is scored: the gate discards a cell only on evidence of a fault outside the agent.

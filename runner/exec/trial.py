@@ -21,7 +21,7 @@ from typing import Callable
 
 import docker.errors
 
-from runner.agents.base import BUDGET_EXHAUSTED, ENDED_CAPPED, ReferenceChannel, SessionSetup, Transcript
+from runner.agents.base import BUDGET_EXHAUSTED, CONTEXT_WINDOW, ENDED_CAPPED, ReferenceChannel, SessionSetup, Transcript
 from runner.agents.registry import agent_class, make_agent
 from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.corpus.build import MemorySource
@@ -565,6 +565,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                 gateway = endpoint.collect(phase.record_dir).get("gateway", [])
                 agent.read_gateway(transcript, gateway)
                 output_cap(transcript, gateway)
+                past_window(transcript, gateway)
             proofs += session_proofs(ctx, arm, transcript, endpoint, gateway or [],
                                      getattr(cls, "core_tools", ()), phase.writes, memory, cls.harness_code)
         else:
@@ -599,6 +600,15 @@ def output_cap(transcript: Transcript, gateway: list[dict]) -> None:
     if stopped is not None:
         transcript.error_class, transcript.is_error, transcript.ended = BUDGET_EXHAUSTED, False, ENDED_CAPPED
         transcript.error = f"the session reached its output-token cap of {stopped['cap']} ({stopped['output_tokens']} used)"
+
+
+def past_window(transcript: Transcript, gateway: list[dict]) -> None:
+    """A session whose last model request was refused as past the model's context window ended there: the error
+    class says so (scored, gate.context_overflow), whatever words the CLI exited with."""
+    calls = [g for g in gateway if g.get("kind") == "model"]
+    if calls and gate.context_overflow(calls[-1]):
+        transcript.error_class = CONTEXT_WINDOW
+        transcript.error = f"the model refused the session's context as past its window: {calls[-1].get('error_message')}"[:500]
 
 
 def new_row(ctx: TrialContext, cell: CellSpec, attempt: int) -> dict:

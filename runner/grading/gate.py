@@ -217,9 +217,19 @@ def permissions_proof(transcript: Transcript, memory_tools: tuple[str, ...]) -> 
                      "no memory tool call denied" if not denied else f"denied: {', '.join(denied)}")
 
 
+def context_overflow(call: dict) -> bool:
+    """The model API refused the request as longer than its context window (the gateway's record of its error:
+    Anthropic's "prompt is too long", OpenAI's context_length_exceeded). What the session read and said outgrew
+    the window: the agent's own doing, like a full disk, never a fault outside it."""
+    return call.get("status") == 400 and (call.get("error_code") == "context_length_exceeded"
+                                          or str(call.get("error_message", "")).startswith("prompt is too long"))
+
+
 def model_reached_proof(gateway_records: list[dict], key_expected: bool = False) -> GateProof:
     """The session's last model request was answered (a provider's transient error the CLI retried
-    past is not a failure); for a live model, the gateway put the key on every request."""
+    past is not a failure), or refused as past the model's context window, which the session itself caused;
+    for a live model, the gateway put the key on every request. Any other refusal (a key, a rate limit, an
+    overloaded API, a tool schema the API rejects) is a fault outside the agent."""
     calls = [r for r in gateway_records if r.get("kind") == "model"]
     if not calls:
         return GateProof("model_reached", False, "the session sent no request to the model gateway")
@@ -228,9 +238,14 @@ def model_reached_proof(gateway_records: list[dict], key_expected: bool = False)
         return GateProof("model_reached", False, f"{len(keyless)} of {len(calls)} requests left the gateway without the key")
     failed = [r for r in calls if r.get("status") != 200]
     last = calls[-1]
+    if context_overflow(last):
+        return GateProof("model_reached", True, f"{len(calls)} model requests, the last refused as past the model's "
+                         f"context window ({last.get('error_message') or last.get('error_code')}): the session's own "
+                         f"doing, scored"[:300])
     return GateProof("model_reached", last.get("status") == 200,
                      f"{len(calls)} model requests, {len(failed)} failed, the last answered" if last.get("status") == 200
-                     else f"{len(failed)} of {len(calls)} model requests failed, the last: {last.get('status')} {last.get('error', '')}"[:300])
+                     else f"{len(failed)} of {len(calls)} model requests failed, the last: {last.get('status')} "
+                          f"{last.get('error') or last.get('error_message', '')}"[:300])
 
 
 REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present": REQUIRED_PATH_MISSING,
