@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from runner.agents.command import CommandSpec
+from runner.env.sandbox import MIB
+from runner.exec import trial
 from runner.plan.grid import CellSpec
 from runner.plan.spec import load_all_arms, load_all_tasks
 from runner.protocols.registry import PROTOCOLS
@@ -48,6 +50,21 @@ for root in ("/sandbox", "/tmp", "/home", "/var/tmp"):
                 pass
 found += [k for k, v in os.environ.items() if MARK in v]
 print("found:", " ".join(sorted(found)) or "nothing")
+'''
+
+
+# Step 1 leaves in the store what cannot be carried: a link out of it and a named pipe beside its notes (argv
+# "links"), or notes past the store cap (argv "flood" with a size over the test's cap).
+HOARDER = r'''
+import os, sys
+store = os.environ["MEMGRID_STORE"]
+if os.environ["MEMGRID_PHASE"] == "step1":
+    with open(os.path.join(store, "NOTES.md"), "a") as f:
+        f.write("x" * int(sys.argv[1]) + "\n")
+    if sys.argv[2] == "links":
+        os.symlink("/etc/passwd", os.path.join(store, "passwd"))
+        os.mkfifo(os.path.join(store, "pipe"))
+print("done")
 '''
 
 
@@ -139,3 +156,31 @@ def test_an_arm_whose_write_tools_never_arrive_is_discarded_not_scored(engine, i
     row = PROTOCOL.run_cell(ctx, cell(case, "recall", "reader"), 1)
     assert not row.admitted and row.discard_reason == "required_tools_missing", (row.discard_reason, row.error_detail)
     assert row.checker_passed is None
+
+
+def events(ctx, row, phase: str) -> list[dict]:
+    return [json.loads(line) for line in (ctx.run_dir / "cells" / row.cell_id / phase / "transcript.jsonl").open()]
+
+
+def test_what_step1_leaves_in_the_store_that_cannot_be_carried_is_its_own_doing(engine, images, tmp_path, run_id,
+                                                                                 no_leftovers, monkeypatch):
+    """A link and a pipe in the store are left out and listed, and the cell goes on (it was a harness_error,
+    rerun on resume, where the agent could do it again); a store past the cap is not read into the controller,
+    and the cell is scored not recalled with no step 2 (nothing to carry), its ending a resource_limit."""
+    monkeypatch.setattr(trial, "STORE_CAP_BYTES", MIB)
+    hoarder = tmp_path / "hoarder.py"
+    hoarder.write_text(HOARDER)
+    agents = {"links": CommandSpec("links", ("python3", "-I", "hoarder.py", "10", "links"), (hoarder,)),
+              "flood": CommandSpec("flood", ("python3", "-I", "hoarder.py", str(2 * MIB), "flood"), (hoarder,))}
+    ctx = ctx_for(engine, images, tmp_path, run_id, agents)
+    case = casegen.generate_cases(1)[0]
+    links = PROTOCOL.run_cell(ctx, cell(case, "notes", "links"), 1)
+    assert links.admitted and links.final and links.discard_reason is None, (links.discard_reason, links.error_detail)
+    [dropped] = [e for e in events(ctx, links, "step1") if e["type"] == "store_dropped"]
+    assert sorted(dropped["files"]) == ["passwd (symlink)", "pipe (fifo)"], dropped
+    assert events(ctx, links, "step2") and links.outcome == "not_recalled"
+    flood = PROTOCOL.run_cell(ctx, cell(case, "notes", "flood"), 1)
+    assert flood.admitted and flood.final and flood.checker_passed is False, (flood.discard_reason, flood.error_detail)
+    assert flood.outcome == "not_recalled" and flood.error_class == "resource_limit", flood.error_class
+    assert "over the cap of 1 MiB" in flood.error_detail and "over the cap of 1 MiB" in flood.checker_detail
+    assert not (ctx.run_dir / "cells" / flood.cell_id / "step2" / "transcript.jsonl").exists()

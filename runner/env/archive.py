@@ -135,12 +135,13 @@ def is_bytecode(rel: PurePosixPath) -> bool:
     return "__pycache__" in rel.parts or rel.suffix in (".pyc", ".pyo")
 
 
-def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int) -> Export:
+def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int, keep_bytecode: bool = False) -> Export:
     """Read an exported folder's tar stream (get_archive names entries after the folder, `strip`)
     without ever holding more than `cap_bytes` of file content: a file that would pass the cap stops
     the reading before its content is read. Symlinks and special files are dropped and listed, never
     followed; so are paths that would leave the root (absolute, '..', outside `strip`), and compiled
-    Python (`bytecode`). A hard link to a file already kept is kept as a copy of it under its own path."""
+    Python (`bytecode`, unless `keep_bytecode`: a store is carried as it was left, not graded). A hard link to a
+    file already kept is kept as a copy of it under its own path."""
     files, dropped, total = [], [], 0
     kept: dict[str, Entry] = {}  # member name -> the file kept under it, for the hard links that name it
     with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks), 1 << 20), mode="r|") as tar:
@@ -152,7 +153,7 @@ def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int) -> Export:
             rel = PurePosixPath(*path.parts[1:]).as_posix() if len(path.parts) > 1 else "."
             if member.isdir():
                 continue
-            if is_bytecode(PurePosixPath(rel)):
+            if not keep_bytecode and is_bytecode(PurePosixPath(rel)):
                 dropped.append(Dropped(rel, "bytecode", BYTECODE_DETAIL))
                 continue
             # The engine's tar writes the second name of an inode as a hard link to the first: git, pip and

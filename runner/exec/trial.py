@@ -27,7 +27,7 @@ from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.corpus.build import MemorySource
 from runner.digest import sha256_bytes
 from runner.env import netguard
-from runner.env.archive import Entry, Export, pack, safe_entries
+from runner.env.archive import Entry, Export, UnsafeArchive, pack, read_export
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ImageRef, ImageSet
@@ -270,11 +270,23 @@ class Session:
     gateway: list[dict] | None = None  # the model gateway's record, outside the sandbox; None: no model session
 
 
-def store_snapshot(sandbox: Sandbox) -> tuple[tuple[Entry, ...], str]:
-    """/sandbox/store as the phase left it: regular files only, packed deterministically, and its digest."""
+# The most store content a phase may leave: the controller holds a store in memory to carry it on (the next
+# phase's bundle, the forget step), so a session that writes past this has its store not read, not carried.
+STORE_CAP_BYTES = 1024 * MIB
+
+
+def store_snapshot(sandbox: Sandbox) -> Export:
+    """/sandbox/store as the phase left it: its regular files, read as a stream that stops at the cap; links,
+    special files and paths that leave the folder are dropped and listed, never followed or carried."""
     stream, _ = sandbox.container.get_archive(STORE_DIR, chunk_size=MIB)
-    entries = tuple(safe_entries(b"".join(stream), strip="store"))
-    return entries, sha256_bytes(pack(list(entries)))
+    try:
+        return read_export(stream, strip="store", cap_bytes=STORE_CAP_BYTES, keep_bytecode=True)
+    finally:
+        stream.close()
+
+
+def store_digest(entries) -> str:
+    return sha256_bytes(pack(list(entries)))
 
 
 @dataclass(frozen=True)
@@ -311,8 +323,12 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
                 r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
                                  timeout=seconds, workdir="/sandbox")
                 results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
-        after, digest = store_snapshot(sandbox)
-    return results, after, digest, proof
+        after = store_snapshot(sandbox)
+    if after.too_large or after.dropped:  # the arm's own steps (no agent ran): a store memgrid cannot carry is a fault
+        raise UnsafeArchive(f"the store {', '.join(name for name, _, _ in steps)} left cannot be carried: "
+                            + (f"over the cap of {after.cap_bytes // MIB} MiB at {after.over_cap_path}" if after.too_large
+                               else ", ".join(f"{d.path} ({d.kind})" for d in after.dropped[:5])))
+    return results, after.entries, store_digest(after.entries), proof
 
 
 def new_sandbox(ctx: TrialContext, cell: CellSpec, image: str, bundle: Bundle, agent_seconds: int, disk_mib: int | None,
@@ -575,22 +591,38 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
         if disk is not None and (full := disk.result(VERIFY_SECONDS)):
             transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
+        store = store_digest_ = None
+        if phase.snapshot_store:
+            store, store_digest_ = left_store(sandbox, transcript)
         transcript.save(phase.record_dir / "transcript.jsonl")
         write_json(phase.record_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                                      "bundle_digest": phase.bundle.digest, "proofs": decision.as_json()})
         if decision.discard_reason == gate.HARNESS_ERROR:  # memgrid's own agent failed: rerun, never a verdict
             raise OwnAgentFailed(next(p.detail for p in decision.proofs if not p.passed))
-        store, store_digest = store_snapshot(sandbox) if phase.snapshot_store else (None, None)
         collected = {path: sandbox.read_text(path) for path in phase.collect}
         remover = threading.Thread(target=stop_all, daemon=True)
         remover.start()
         handed_off = True
         if ctx.ahead is not None:
             ctx.ahead.released(cell)
-        return Session(decision, transcript, exported, remover, timings, agent, store, store_digest, collected, gateway)
+        return Session(decision, transcript, exported, remover, timings, agent, store, store_digest_, collected, gateway)
     finally:
         if not handed_off:
             stop_all()
+
+
+def left_store(sandbox: Sandbox, transcript: Transcript) -> tuple[tuple[Entry, ...] | None, str | None]:
+    """The store a session left, and its digest; what the agent put there that cannot be carried is its own
+    doing, recorded in the transcript and scored: links and special files are left out (`store_dropped`), and a
+    store past the cap is not read at all (`resource_limit`: store, entries and digest None)."""
+    snapshot = store_snapshot(sandbox)
+    if snapshot.dropped:
+        transcript.add("store_dropped", count=len(snapshot.dropped),
+                       files=[f"{d.path} ({d.kind})" for d in snapshot.dropped[:20]])
+    if snapshot.too_large:
+        transcript.add("resource_limit", resource="store", cap_mib=snapshot.cap_bytes // MIB, at=snapshot.over_cap_path)
+        return None, None
+    return snapshot.entries, store_digest(snapshot.entries)
 
 
 def output_cap(transcript: Transcript, gateway: list[dict]) -> None:
@@ -640,6 +672,8 @@ def session_fields(session: Session) -> dict:
     if limit is not None and row["error_class"] is None:  # the agent's own doing: recorded, still scored
         row.update(error_class="resource_limit", error_detail=
                    f"memory limit of {limit['limit_mib']} MiB reached: {limit['seen']}" if limit["resource"] == "memory"
+                   else f"the store left is over the cap of {limit['cap_mib']} MiB (at {limit['at']}): not read, not "
+                        f"carried" if limit["resource"] == "store"
                    else f"disk budget of {limit['budget_mib']} MiB reached: {', '.join(limit['full'])}")
     return row
 

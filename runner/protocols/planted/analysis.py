@@ -76,7 +76,8 @@ def summarise(rows: list[dict]) -> list[dict]:
         deltas = {c.removeprefix("ablate:"): sr["on"] - sr[c] for c in sr
                   if c.startswith("ablate:") and c != "ablate:all" and sr.get("on") is not None and sr[c] is not None}
         gap = (sr["ablate:all"] - sr["off"]) if sr.get("ablate:all") is not None and sr.get("off") is not None else None
-        forgotten = [_result(r).get("forgotten", {}).get("ok") for r in admitted]
+        # None: not tried (the session's store was over the cap, the agent's doing): neither kept nor left behind
+        forgotten = [f for f in (_result(r).get("forgotten", {}).get("ok") for r in admitted) if f is not None]
         flags = []
         if on and confirmed == 0:
             flags.append("injection never confirmed: no planted memory reached a session (a namespace the arm "

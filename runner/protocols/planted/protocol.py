@@ -372,17 +372,22 @@ class PlantedProtocol(Protocol):
                                                                   if l.strip()), "")[:300])
             result["echo"] = surface_echo(task, artifact)
 
-            # 4. Forget every planted id by its exact id; count what is left.
+            # 4. Forget every planted id by its exact id; count what is left. A store the session wrote past the
+            # cap was not read (the agent's doing, recorded): there is nothing to forget from.
             t = time.monotonic()
-            steps, _, _, proof = harness_step(ctx, cell, arm, session.store or (), [
-                ("forget", fill(api.forget, namespace), json.dumps({"ids": planted}).encode()),
-                ("count", fill(api.count, namespace), b"{}")])
+            if session.store is None:
+                result["forgotten"] = {"ok": None, "left": None, "forget_exit": None,
+                                       "skipped": "the session's store is over the cap: not read"}
+            else:
+                steps, _, _, proof = harness_step(ctx, cell, arm, session.store, [
+                    ("forget", fill(api.forget, namespace), json.dumps({"ids": planted}).encode()),
+                    ("count", fill(api.count, namespace), b"{}")])
+                left = parse_ids(steps[1]) if len(steps) > 1 else None
+                result["forgotten"] = {"ok": proof.passed and left is not None and not set(left) & set(planted),
+                                       "left": sorted(set(left or ()) & set(planted)) if left is not None else None,
+                                       "forget_exit": steps[0].exit_code if steps else None}
+                write_json(cell_dir / "forget.json", {"steps": [asdict(s) for s in steps]})
             took("forget", t)
-            left = parse_ids(steps[1]) if len(steps) > 1 else None
-            result["forgotten"] = {"ok": proof.passed and left is not None and not set(left) & set(planted),
-                                   "left": sorted(set(left or ()) & set(planted)) if left is not None else None,
-                                   "forget_exit": steps[0].exit_code if steps else None}
-            write_json(cell_dir / "forget.json", {"steps": [asdict(s) for s in steps]})
             result["passed"] = passed
             return finish(checker_passed=passed, checker_exit_code=checker.get("exit"), checker_detail=detail,
                           checker_seconds=seconds, outcome="solved" if passed else "failed")

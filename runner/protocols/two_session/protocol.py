@@ -314,6 +314,15 @@ class TwoSessionProtocol(Protocol):
             # the gate discarded (the arm not attached, a fault outside the agent) discards the cell.
             if not s1.decision.admitted:
                 return finish(**tokens)
+            if s1.store is None:  # step 1 wrote its store past the cap: nothing to carry, so step 2 answers nothing
+                phases["step2"] = {"skipped": "step 1 left a store over the cap"}
+                scored, recalled = unit.score(ctx, cell, Transcript(agent=cell.agent, model=None))
+                result = {**scored, "step1_ended": s1.transcript.ended, "step2_ended": None}
+                write_json(cell_dir / "verdict.json", result)
+                limit = next(e for e in s1.transcript.events if e["type"] == "resource_limit" and e["resource"] == "store")
+                return finish(**tokens, checker_passed=recalled, checker_detail=f"step 2 not run: step 1 left a store over "
+                              f"the cap of {limit['cap_mib']} MiB (at {limit['at']})",
+                              outcome="recalled" if recalled else "not_recalled")
             saved = cell_dir / "step1" / "store.tar"
             saved.write_bytes(pack(list(s1.store)))
             if between is not None:
