@@ -668,8 +668,11 @@ def cell_show(
         console.print(f"export: {record['files']} files, {record['file_bytes']:,} bytes (cap {record['cap_bytes']:,})"
                       + (f" · over the cap at {record['over_cap_path']}, not graded" if record["too_large"] else ""),
                       markup=False, highlight=False)
-        for d in record["dropped"]:  # links and special files never reach the checker
+        for d in record["dropped"][:20]:  # links and special files never reach the checker
             console.print(f"  dropped {d['kind']:9} {d['path']} {d['detail']}".rstrip(), markup=False, highlight=False)
+        if more := len(record["dropped"][20:]) + record.get("dropped_unlisted", 0):
+            console.print(f"  ... and {more:,} more dropped ({len(record['dropped']):,} named in {export})", markup=False,
+                          highlight=False)
     log = cell_dir / "checker.log"
     if log.is_file():
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]

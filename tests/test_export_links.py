@@ -9,7 +9,7 @@ import os
 import tarfile
 from pathlib import Path
 
-from runner.env.archive import BYTECODE_DETAIL, read_export
+from runner.env.archive import BYTECODE_DETAIL, MAX_LISTED, TAR_BLOCK, read_export
 
 
 def folder_stream(folder: Path) -> bytes:
@@ -50,11 +50,30 @@ def test_the_cap_counts_both_names(tmp_path):
     ws.mkdir()
     (ws / "a.bin").write_bytes(b"x" * 600)
     os.link(ws / "a.bin", ws / "b.bin")
-    data = folder_stream(ws)
-    assert read_export(chunks(data), strip="workspace", cap_bytes=1200).file_bytes == 1200
-    capped = read_export(chunks(data), strip="workspace", cap_bytes=1000)
+    data = folder_stream(ws)  # each name costs its content and its header
+    assert read_export(chunks(data), strip="workspace", cap_bytes=1200 + 2 * TAR_BLOCK).file_bytes == 1200
+    capped = read_export(chunks(data), strip="workspace", cap_bytes=1199 + 2 * TAR_BLOCK)
     assert capped.too_large and capped.over_cap_path == "b.bin"
     assert [e.path for e in capped.entries] == ["a.bin"]
+
+
+def test_many_empty_files_pass_the_cap_as_their_archive_does():
+    """Empty files cost the controller an entry each and the checker a header each: counted against the cap
+    (the archive memgrid keeps and hands on), so a workspace of many of them stops at it like a big file."""
+    n = 2000
+    data = _stream(*((_member(f"workspace/f{i:05}"), b"") for i in range(n)))
+    capped = read_export(chunks(data, 1 << 16), strip="workspace", cap_bytes=1000 * TAR_BLOCK)
+    assert capped.too_large and len(capped.entries) == 1000 and capped.over_cap_path == "f01000", capped.over_cap_path
+    assert not read_export(chunks(data, 1 << 16), strip="workspace", cap_bytes=n * TAR_BLOCK).too_large
+
+
+def test_what_is_dropped_is_named_up_to_a_bound_and_counted_past_it():
+    n = MAX_LISTED + 250
+    data = _stream(*((_member(f"workspace/l{i:05}", tarfile.SYMTYPE, "/etc/passwd"), None) for i in range(n)))
+    export = read_export(chunks(data, 1 << 16), strip="workspace", cap_bytes=1 << 20)
+    assert len(export.dropped) == MAX_LISTED and export.dropped_unlisted == 250 and not export.too_large
+    record = export.record()
+    assert len(record["dropped"]) == MAX_LISTED and record["dropped_unlisted"] == 250
 
 
 def _member(name: str, kind=tarfile.REGTYPE, linkname: str = "") -> tarfile.TarInfo:

@@ -86,12 +86,14 @@ class Export:
     cap_bytes: int
     too_large: bool  # a file would have passed the cap: reading stopped there, `entries` is incomplete
     over_cap_path: str | None = None
+    dropped_unlisted: int = 0  # dropped past the first MAX_LISTED: counted, not named
 
     def record(self) -> dict:
         """What the cell folder keeps about the export (export.json)."""
         return {"files": len(self.entries), "file_bytes": self.file_bytes, "cap_bytes": self.cap_bytes,
                 "too_large": self.too_large, "over_cap_path": self.over_cap_path,
-                "dropped": [{"path": d.path, "kind": d.kind, "detail": d.detail} for d in self.dropped]}
+                "dropped": [{"path": d.path, "kind": d.kind, "detail": d.detail} for d in self.dropped],
+                "dropped_unlisted": self.dropped_unlisted}
 
 
 class _ChunkReader(io.RawIOBase):
@@ -135,6 +137,12 @@ def is_bytecode(rel: PurePosixPath) -> bool:
     return "__pycache__" in rel.parts or rel.suffix in (".pyc", ".pyo")
 
 
+# A kept file costs the cap its content and its header in the archive memgrid keeps and hands the checker, so a
+# million empty files pass the cap as a million bytes' worth do; entries dropped are named up to MAX_LISTED.
+TAR_BLOCK = 512
+MAX_LISTED = 1000
+
+
 def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int, keep_bytecode: bool = False) -> Export:
     """Read an exported folder's tar stream (get_archive names entries after the folder, `strip`)
     without ever holding more than `cap_bytes` of file content: a file that would pass the cap stops
@@ -142,33 +150,43 @@ def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int, keep_byteco
     followed; so are paths that would leave the root (absolute, '..', outside `strip`), and compiled
     Python (`bytecode`, unless `keep_bytecode`: a store is carried as it was left, not graded). A hard link to a
     file already kept is kept as a copy of it under its own path."""
-    files, dropped, total = [], [], 0
+    files, dropped, total, cost = [], [], 0, 0
+    unlisted = 0
     kept: dict[str, Entry] = {}  # member name -> the file kept under it, for the hard links that name it
+
+    def drop(entry: Dropped) -> None:
+        nonlocal unlisted
+        if len(dropped) < MAX_LISTED:
+            dropped.append(entry)
+        else:
+            unlisted += 1
+
     with tarfile.open(fileobj=io.BufferedReader(_ChunkReader(chunks), 1 << 20), mode="r|") as tar:
         for member in tar:
             path = PurePosixPath(member.name)
             if path.is_absolute() or ".." in path.parts or not path.parts or path.parts[0] != strip:
-                dropped.append(Dropped(member.name, "escaping", "outside the exported folder"))
+                drop(Dropped(member.name, "escaping", "outside the exported folder"))
                 continue
             rel = PurePosixPath(*path.parts[1:]).as_posix() if len(path.parts) > 1 else "."
             if member.isdir():
                 continue
             if not keep_bytecode and is_bytecode(PurePosixPath(rel)):
-                dropped.append(Dropped(rel, "bytecode", BYTECODE_DETAIL))
+                drop(Dropped(rel, "bytecode", BYTECODE_DETAIL))
                 continue
             # The engine's tar writes the second name of an inode as a hard link to the first: git, pip and
             # cp -l make these in an honest workspace, and dropping one would lose a file the agent wrote.
             # Only a link to a file this export has already kept has content we can vouch for.
             target = kept.get(PurePosixPath(member.linkname).as_posix()) if member.islnk() else None
             if not member.isfile() and target is None:
-                dropped.append(Dropped(rel, _kind(member), f"-> {member.linkname}" if member.linkname else ""))
+                drop(Dropped(rel, _kind(member), f"-> {member.linkname}" if member.linkname else ""))
                 continue
             size = len(target.data) if target is not None else member.size
-            if total + size > cap_bytes:
-                return Export(tuple(files), tuple(dropped), total, cap_bytes, True, rel)
+            if cost + TAR_BLOCK + size > cap_bytes:
+                return Export(tuple(files), tuple(dropped), total, cap_bytes, True, rel, unlisted)
             total += size
+            cost += TAR_BLOCK + size
             entry = (Entry(rel, target.data, target.mode) if target is not None else
                      Entry(rel, tar.extractfile(member).read(), 0o755 if member.mode & 0o111 else 0o644))
             files.append(entry)
             kept[path.as_posix()] = entry
-    return Export(tuple(files), tuple(dropped), total, cap_bytes, False)
+    return Export(tuple(files), tuple(dropped), total, cap_bytes, False, None, unlisted)
