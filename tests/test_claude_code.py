@@ -128,6 +128,23 @@ def test_a_session_past_the_models_window_is_scored_not_discarded(engine, images
     assert refused and refused[-1]["error_message"].startswith("prompt is too long: "), gateway
 
 
+def test_a_subagent_the_model_starts_is_its_own_doing(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
+    """The model opens by starting an Explore sub-agent, whose requests offer a tool set of its own (read-only:
+    no Write, no Edit, none of the arm's), then does its work. Which tools a sub-agent has is the CLI's, and
+    starting one the model's choice: the session's own requests decide tools_visible, not the sub-agent's."""
+    from runner.agents import model_cli
+
+    build = model_cli.build_script
+    monkeypatch.setattr(model_cli, "build_script", lambda *a: {**build(*a), "subagent": "Explore"})
+    rows, run_dir = run_cc(run_id, tmp_path, ["recall"])
+    row = rows["recall"]
+    requests = [json.loads(l) for l in (run_dir / "cells" / row["cell_id"] / "model_requests.jsonl").open()]
+    assert any(r.get("step") == "subagent" and r["tools"] and "Write" not in r["tools"] for r in requests), requests
+    assert row["admitted"], (row["discard_reason"], proofs(row)["tools_visible"]["detail"])
+    assert "1 of sub-agents not counted" in proofs(row)["tools_visible"]["detail"], proofs(row)["tools_visible"]
+    assert row["checker_passed"] is not None and any(r.get("step") == "write" for r in requests)  # it went on, graded
+
+
 def test_sidecars_that_fail_beside_the_sandbox_are_named_and_leave_nothing(engine, images, run_id, tmp_path,
                                                                            no_leftovers, monkeypatch):
     """The sidecars start on their own thread while the sandbox starts on the cell's network: their failure

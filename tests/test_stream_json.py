@@ -227,6 +227,21 @@ def test_tools_visible_proof_needs_a_request_offering_tools():
     assert gate.tools_visible_proof([model_record([]), model_record(["Read", "Write"])], ["Read"]).passed
 
 
+def test_tools_visible_counts_the_sessions_own_requests_not_a_sub_agents():
+    """A sub-agent the model starts (its own thread: another first message) may offer fewer tools; the session's
+    own requests must still offer every required tool, whatever a sub-agent's offered."""
+    required = ["Read", "Write", "mcp__recall__search"]
+    session = model_record(required, thread="aaa")
+    explore = model_record(["Read", "mcp__recall__search"], thread="bbb")
+    proof = gate.tools_visible_proof([session, explore, session], required)
+    assert proof.passed and proof.detail.endswith("; 1 of sub-agents not counted"), proof
+    withheld = gate.tools_visible_proof([model_record(["Read", "Write"], thread="aaa"), model_record(required, thread="bbb")],
+                                        required)
+    assert not withheld.passed and "mcp__recall__search" in withheld.detail, withheld
+    # Records without a thread (one conversation) count every request, as before.
+    assert not gate.tools_visible_proof([model_record(required), model_record(["Read"])], required).passed
+
+
 def test_model_reached_proof():
     egress = {"kind": "egress", "host": "example.com:443", "allowed": False}
     none = gate.model_reached_proof([egress])

@@ -194,17 +194,21 @@ def paths_proof(missing: list[str], required: tuple[str, ...]) -> GateProof:
 
 
 def tools_visible_proof(model_requests: list[dict], required: list[str]) -> GateProof:
-    """From the gateway's record of what each Messages request offered the model: every request
-    that offered tools offered the required ones. Tools listed at init can still be withheld from
-    the model (deferred by tool search), so init alone proves nothing about what the model saw."""
+    """From the gateway's record of what each Messages request offered the model: every request of the
+    session that offered tools offered the required ones. Tools listed at init can still be withheld from
+    the model (deferred by tool search), so init alone proves nothing about what the model saw. The session's
+    requests are those of the first one's thread (the gateway's digest of a conversation's first message): a
+    sub-agent the model starts has a conversation and a tool set of its own, the CLI's and the model's doing."""
     offering = [r for r in model_requests if r.get("tools")]
     if not offering:
         return GateProof("tools_visible", False, f"no request offered the model any tool ({len(model_requests)} requests)")
-    lacking = sorted({t for r in offering for t in required if t not in r["tools"]})
+    session = [r for r in offering if r.get("thread") == offering[0].get("thread")]
+    others = f"; {len(offering) - len(session)} of sub-agents not counted" if len(session) < len(offering) else ""
+    lacking = sorted({t for r in session for t in required if t not in r["tools"]})
     return GateProof("tools_visible", not lacking,
-                     f"{len(offering)} requests offered {', '.join(required)}" if not lacking
-                     else f"never offered to the model in {sum(1 for r in offering if set(required) - set(r['tools']))} "
-                          f"of {len(offering)} requests: {', '.join(lacking)}")
+                     f"{len(session)} requests offered {', '.join(required)}{others}" if not lacking
+                     else f"never offered to the model in {sum(1 for r in session if set(required) - set(r['tools']))} "
+                          f"of {len(session)} requests: {', '.join(lacking)}{others}")
 
 
 def permissions_proof(transcript: Transcript, memory_tools: tuple[str, ...]) -> GateProof:
