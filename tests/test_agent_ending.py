@@ -136,20 +136,21 @@ def test_a_model_api_error_the_gateway_recorded_is_still_discarded():
     assert killed.ended == "timeout" and timed_out.admitted, timed_out.proofs
 
 
-def test_a_model_that_names_another_arms_tool_is_scored_and_a_tool_that_answered_is_foreign():
-    """A model can ask for any tool name; the CLI answers a tool the session does not have with an error. That
-    call is the model's doing and scored; another arm's tool that was listed, or that answered, is not."""
-    def called(is_error, listed=()):
+def test_a_model_that_names_another_arms_tool_is_scored_and_a_tool_that_served_is_foreign():
+    """A model can ask for any tool name (the CLI answers a tool the session does not have with an error), and its
+    shell can print a forged call and answer into the CLI's stdout: both are the model's doing and scored. Another
+    arm's tool listed at init, or offered to the model in a request (the gateway's record), served the session."""
+    def called(is_error, listed=(), offered=()):
         t = claude_transcript("killed_before_result.jsonl")
         next(e for e in t.events if e["type"] == "init")["tools"] = [*CORE_TOOLS, *listed]
         t.add("tool_call", id="toolu_x", tool="mcp__recall__search", input="{}", is_error=is_error,
               result="<tool_use_error>Error: No such tool available: mcp__recall__search</tool_use_error>")
-        return decide(t, gateway=[model_call(200)])
+        return decide(t, gateway=[model_call(200), model_call(200, tools=[*CORE_TOOLS, *offered])])
 
-    refused = called(True)
-    assert refused.admitted, refused.proofs
-    assert next(p for p in refused.proofs if p.name == "no_foreign_tools").detail == "none"
-    for foreign in (called(False), called(True, listed=("mcp__recall__search",))):
+    for scored in (called(True), called(False)):  # refused by the CLI; 'answered' in the sandbox's own record
+        assert scored.admitted, scored.proofs
+        assert next(p for p in scored.proofs if p.name == "no_foreign_tools").detail == "none"
+    for foreign in (called(True, listed=("mcp__recall__search",)), called(True, offered=("mcp__recall__search",))):
         assert not foreign.admitted and foreign.discard_reason == gate.FOREIGN_TOOLS, foreign.proofs
         assert "mcp__recall__search" in next(p for p in foreign.proofs if p.name == "no_foreign_tools").detail
 

@@ -188,11 +188,12 @@ def prefetch_in_sandbox(ctx: TrialContext, sandbox: Sandbox, server: ArmSpec, ce
     return proofs
 
 
-def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, model_agent: bool,
+def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, gateway: list[dict] | None,
                      writes: bool = False) -> list[gate.GateProof]:
     """The arm's own admission signals, read from the session's record. A real agent could list or call
-    any server it finds, so an agent with a model proves isolation under every arm, not only mcp arms.
-    `writes`: a session that may write must also have been offered the arm's write tools."""
+    any server it finds, so an agent with a model (`gateway`: the record of what its CLI offered the model)
+    proves isolation under every arm, not only mcp arms. `writes`: a session that may write must also have
+    been offered the arm's write tools."""
     proofs = []
     own = kind_of(arm).own_server(arm)
     own_prefix = own.prefix if own is not None else None
@@ -200,9 +201,10 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, mo
     if own is not None:
         required = own.required_tools + (own.write_tools if writes else ())
         proofs += gate.server_proofs(transcript, own.server, own.prefix, required)
-    if own_prefix is not None or model_agent:
+    if own_prefix is not None or gateway is not None:
         proofs.append(gate.isolation_proof(transcript, tuple(a.mcp.prefix for a in others if a.mcp.prefix != own_prefix),
-                                           sorted(a.name for a in others if own_prefix and a.mcp.prefix == own_prefix)))
+                                           sorted(a.name for a in others if own_prefix and a.mcp.prefix == own_prefix),
+                                           gateway))
     if arm.hooks:
         proofs.append(gate.hooks_proof(transcript, arm.hooks))
     return proofs
@@ -220,12 +222,12 @@ def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endp
     first."""
     first = [memory] if memory is not None else []
     if endpoint is None:
-        return [*first, *treatment_proofs(ctx, arm, transcript, False, writes), gate.agent_proof(transcript, harness_code)]
+        return [*first, *treatment_proofs(ctx, arm, transcript, None, writes), gate.agent_proof(transcript, harness_code)]
     own = kind_of(arm).own_server(arm)
     memory_tools = [f"{own.prefix}{t}" for t in own.required_tools + (own.write_tools if writes else ())] \
         if own is not None else []
     reached = gate.model_reached_proof(gateway, key_expected=not endpoint.scripted)
-    treatment = treatment_proofs(ctx, arm, transcript, True, writes)
+    treatment = treatment_proofs(ctx, arm, transcript, gateway, writes)
     asked = any(r.get("kind") == "model" for r in gateway)
     return [*first, *([reached, *treatment] if asked else [*treatment, reached]),
             gate.tools_visible_proof([r for r in gateway if r.get("kind") == "model"], [*core_tools, *memory_tools]),

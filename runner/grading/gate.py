@@ -164,15 +164,21 @@ def server_proofs(transcript: Transcript, server: str, prefix: str, required: tu
     return [connected, tools]
 
 
-def isolation_proof(transcript: Transcript, foreign_prefixes: tuple[str, ...], co_claimants: list[str]) -> GateProof:
-    """No other arm's tools listed, nor called and answered. An arm whose server name another arm also claims
-    (`co_claimants`) cannot prove its tools are its own. A call the CLI refused (the tool does not exist in the
-    session: an error result) is the model's doing, not the treatment's: a model could otherwise name another
-    arm's tool to have its cell discarded."""
+def isolation_proof(transcript: Transcript, foreign_prefixes: tuple[str, ...], co_claimants: list[str],
+                    gateway: list[dict] | None = None) -> GateProof:
+    """No other arm's tools listed at init (before the agent acted), nor served to the session. An arm whose server
+    name another arm also claims (`co_claimants`) cannot prove its tools are its own. For an agent with a model,
+    what served the session is what the CLI offered the model, by the gateway's record outside the sandbox (its
+    requests, sub-agents' included): the session's own record after init is the sandbox's to write (a model's
+    shell can print lines into the CLI's stdout, a forged call 'answered'), and a call the CLI refused (a tool
+    the session does not have) is the model's doing. Without a gateway (memgrid's own agents) a call answered
+    in the transcript counts."""
     if co_claimants:
         return GateProof("no_foreign_tools", False, f"its server name is also claimed by {', '.join(co_claimants)}")
     init = next(iter(_events(transcript, "init")), {})
-    seen = set(init.get("tools", [])) | {e.get("tool") for e in _events(transcript, "tool_call") if e.get("is_error") is False}
+    served = ({t for r in gateway if r.get("kind") == "model" for t in r.get("tools") or []} if gateway is not None
+              else {e.get("tool") for e in _events(transcript, "tool_call") if e.get("is_error") is False})
+    seen = set(init.get("tools", [])) | served
     foreign = sorted(t for t in seen if any(t.startswith(p) for p in foreign_prefixes))
     return GateProof("no_foreign_tools", not foreign, "none" if not foreign else f"other arms' tools: {', '.join(foreign)}")
 
