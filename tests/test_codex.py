@@ -76,6 +76,14 @@ def test_a_required_server_that_failed_is_named_from_stderr():
     assert codex.classify(recorded("server_failed"), False, 1, "boom", 600)[0] == "no_result"
 
 
+def test_a_server_failure_printed_after_the_thread_started_is_not_the_clis():
+    """Codex stops before its thread when a required server fails; the same line on stderr once the thread ran was
+    printed by something else (a model's shell can write into the CLI's stderr): the server served the session."""
+    started = json.dumps({"type": "thread.started", "thread_id": "t"})
+    (recall,) = codex.parse_events([started], (DATA / "server_failed.stderr").read_text(), ["recall2"])["mcp_servers"]
+    assert recall["status"] == "connected", recall
+
+
 def test_the_config_names_only_the_arms_server_and_switches_off_what_reaches_past_the_session():
     arms = load_all_arms(REPO)
     recall = arms["recall"]

@@ -113,6 +113,20 @@ class ClaudeCodeAgent(ModelCliAgent):
                                             self.setup.agent_seconds), result.exit_code)
         return transcript
 
+    def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:
+        """The calls the CLI denied, as it answered them to the model by the gateway's record, replace those its
+        result line names: that line is printed where a model's shell can print one too (the CLI's stdout, through
+        /proc), and a forged result naming a memory tool, the CLI then killed, would discard the cell."""
+        denied = [{"tool_name": r.get("tool"), "tool_use_id": r.get("call")} for g in gateway if g.get("kind") == "model"
+                  for r in g.get("tool_results") or [] if r.get("is_error") and DENIED in str(r.get("text", ""))]
+        for event in transcript.events:
+            if event["type"] == "result":
+                event["permission_denials"] = denied
+
+
+# How the CLI answers the model a call it may not make (tests/data/claude_stream/permission_denied.jsonl).
+DENIED = "requested permissions to use"
+
 
 def classify(session: StreamSession, timed_out: bool, exit_code: int | None, stderr: str,
              agent_seconds: float) -> tuple[str | None, str | None]:

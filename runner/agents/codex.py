@@ -148,7 +148,9 @@ def parse_events(lines, stderr: str, servers: list[str]) -> dict:
             failed = str(error.get("message", error) if isinstance(error, dict) else error)[:EXCERPT]
         elif kind == "error":  # a retry it announces ("Reconnecting... 1/2"); a fatal one ends in turn.failed
             errors.append(str(event.get("message", ""))[:EXCERPT])
-    broken = {m.group(1): m.group(2).strip()[:EXCERPT] for m in SERVER_FAILED.finditer(stderr)}
+    # A required server that fails stops the CLI before its thread starts; once it started, the model's shell could
+    # have printed that line into the CLI's stderr (through /proc) to have its cell discarded: not the CLI's.
+    broken = {m.group(1): m.group(2).strip()[:EXCERPT] for m in SERVER_FAILED.finditer(stderr)} if started is None else {}
     status = [{"name": s, "status": "failed", "error": broken[s]} if s in broken
               else {"name": s, "status": "connected" if started is not None else "absent"} for s in servers]
     return {"started": started, "calls": calls, "messages": messages, "warnings": errors, "usage": usage,
