@@ -21,7 +21,7 @@ from runner.env.model_endpoint import ModelEndpoint
 from runner.plan.spec import grid_from_dict, load_all_arms
 from runner.results.ledger import latest_attempts
 
-from conftest import files_holding, model_upstream, received_requests
+from conftest import files_holding, model_upstream, received_requests, scripted_model_plays
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "codex_events"
@@ -325,11 +325,7 @@ def test_a_session_past_the_models_window_is_scored_not_discarded(engine, images
                                                                   monkeypatch):
     """Codex's side of claude-code's test: the Responses API's context_length_exceeded ends the session, which is
     scored with error class context_window, not discarded."""
-    from runner.agents import model_cli
-
-    build = model_cli.build_script
-    monkeypatch.setattr(model_cli, "build_script", lambda *a: {**build(*a), "context_headroom_tokens": 2000,
-                                                              "shell": "python3 -c \"print('word ' * 4000)\""})
+    scripted_model_plays(monkeypatch, context_headroom_tokens=2000, shell="python3 -c \"print('word ' * 4000)\"")
     rows, run_dir = run_codex(run_id, tmp_path, ["bare"])
     row = rows["bare"]
     assert row["admitted"] and row["discard_reason"] is None, (row["discard_reason"], row["error_detail"])
