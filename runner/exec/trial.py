@@ -593,9 +593,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
         if disk is not None and (full := disk.result(VERIFY_SECONDS)):
             transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
-        store = store_digest_ = None
-        if phase.snapshot_store:
-            store, store_digest_ = left_store(sandbox, transcript)
+        store, digest = left_store(sandbox, transcript) if phase.snapshot_store else (None, None)
         transcript.save(phase.record_dir / "transcript.jsonl")
         write_json(phase.record_dir / "proof.json", {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                                                      "bundle_digest": phase.bundle.digest, "proofs": decision.as_json()})
@@ -607,7 +605,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         handed_off = True
         if ctx.ahead is not None:
             ctx.ahead.released(cell)
-        return Session(decision, transcript, exported, remover, timings, agent, store, store_digest_, collected, gateway)
+        return Session(decision, transcript, exported, remover, timings, agent, store, digest, collected, gateway)
     finally:
         if not handed_off:
             stop_all()
@@ -672,12 +670,17 @@ def session_fields(session: Session) -> dict:
         row["error_class"] = gate.MODEL_UNREACHABLE
     limit = next((e for e in transcript.events if e["type"] == "resource_limit"), None)
     if limit is not None and row["error_class"] is None:  # the agent's own doing: recorded, still scored
-        row.update(error_class="resource_limit", error_detail=
-                   f"memory limit of {limit['limit_mib']} MiB reached: {limit['seen']}" if limit["resource"] == "memory"
-                   else f"the store left is over the cap of {limit['cap_mib']} MiB (at {limit['at']}): not read, not "
-                        f"carried" if limit["resource"] == "store"
-                   else f"disk budget of {limit['budget_mib']} MiB reached: {', '.join(limit['full'])}")
+        row.update(error_class="resource_limit", error_detail=limit_detail(limit))
     return row
+
+
+def limit_detail(limit: dict) -> str:
+    """What a `resource_limit` event says the session reached, in the ledger's words."""
+    if limit["resource"] == "memory":
+        return f"memory limit of {limit['limit_mib']} MiB reached: {limit['seen']}"
+    if limit["resource"] == "store":
+        return f"the store left is over the cap of {limit['cap_mib']} MiB (at {limit['at']}): not read, not carried"
+    return f"disk budget of {limit['budget_mib']} MiB reached: {', '.join(limit['full'])}"
 
 
 DISK_FULL = "disk_full"  # error class of a cell whose own files could not be written: the controller's disk is full
