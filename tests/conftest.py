@@ -208,7 +208,6 @@ def run_grid_in_process(engine, images, project: Path, runs_dir: Path, run_id: s
     return summary, Ledger(plan.run_dir).rows()
 
 
-@contextlib.contextmanager
 def scripted_model_plays(monkeypatch, **extra) -> None:
     """A coding cell's scripted model plays its script with `extra` fields: a hostile opening (`shell`, `subagent`),
     a window (`context_headroom_tokens`)."""
@@ -218,6 +217,7 @@ def scripted_model_plays(monkeypatch, **extra) -> None:
     monkeypatch.setattr(model_cli, "build_script", lambda *a: {**build(*a), **extra})
 
 
+@contextlib.contextmanager
 def model_upstream(engine, images, run_id: str, script: dict | None = None, env: dict | None = None):
     """A scripted model server this test owns on this machine's bridge network, standing in for a live provider
     (the gateway forwards to it as to one); yields (its container, its URL). Its run label is not the run's own:
