@@ -328,3 +328,19 @@ def test_an_agent_cannot_stop_its_sandbox_by_tracing_its_first_process(engine, i
     assert row.agent_ended == "exit_nonzero" and row.checker_passed is False, (row.agent_ended, row.checker_detail)
     transcript = (tmp_path / "run" / "cells" / "tracer-slug_ids" / "transcript.jsonl").read_text()
     assert "attaching to pid 1 refused: Operation not permitted" in transcript, transcript[-2000:]
+
+
+def test_a_command_agent_that_brings_no_files_runs_in_its_folder(engine, images, project, tmp_path, run_id,
+                                                                 no_leftovers):
+    """A grid's command agent may be a command line alone (`command:` without `files:`). Its working directory,
+    /sandbox/.command, is made all the same: without it the engine refused the exec (126, "chdir to cwd ... no such
+    file or directory"), which the cell scored as the agent's own failure although the agent never ran."""
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
+                       protocol=CODING, command_agents={"bare-command": CommandSpec(
+                           "bare-command", ("sh", "-c", 'pwd; echo "prompt of $(wc -c) bytes"'), ())})
+    row = run_cell(ctx, CellSpec("slug_ids", "bare", 0, "present", "bare-command", "bare-command-slug_ids", 0), 1)
+    assert row.admitted and row.final and row.agent_ended == "ok", (row.agent_ended, row.error_detail)
+    output = [json.loads(line) for line in (tmp_path / "run" / "cells" / "bare-command-slug_ids" /
+                                            "transcript.jsonl").read_text().splitlines()
+              if json.loads(line)["type"] == "output"][0]
+    assert output["tail"].startswith("/sandbox/.command\nprompt of "), output

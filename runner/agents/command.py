@@ -90,7 +90,8 @@ class CommandAgent(Agent):
     def channel(self) -> tuple[bytes, list[str]]:
         entries = [Entry(f".command/{p.relative_to(self.spec.base).as_posix() if self.spec.base else p.name}",
                          p.read_bytes(), 0o755) for p in self.spec.files]
-        return pack(entries, uid=AGENT_UID, gid=AGENT_UID), [e.path for e in entries]
+        # The folder is the command's working directory: made even for a command that brings no files.
+        return pack(entries, uid=AGENT_UID, gid=AGENT_UID, folders=(".command",)), [e.path for e in entries]
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=self.name, model=None)

@@ -19,15 +19,17 @@ class Entry:
 
 
 def pack(entries: list[Entry], uid: int = 0, gid: int = 0, dir_mode: int = 0o755,
-         also: tuple[list[Entry], int, int, int] | None = None) -> bytes:
+         also: tuple[list[Entry], int, int, int] | None = None, folders: tuple[str, ...] = ()) -> bytes:
     """A reproducible tar (sorted, mtime 0, fixed owner) with explicit parent directories,
     so the engine creates them with the given owner instead of root. `also`: more entries, under
-    folders of their own, with another owner (entries, uid, gid, dir_mode)."""
+    folders of their own, with another owner (entries, uid, gid, dir_mode). `folders`: made even when no entry
+    is in them."""
     groups = [(entries, uid, gid, dir_mode)] + ([also] if also else [])
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for group, g_uid, g_gid, g_dir_mode in groups:
-            dirs = sorted({str(p) for e in group for p in PurePosixPath(e.path).parents if str(p) != "."})
+        for i, (group, g_uid, g_gid, g_dir_mode) in enumerate(groups):
+            dirs = sorted({str(p) for e in group for p in PurePosixPath(e.path).parents if str(p) != "."}
+                          | (set(folders) if i == 0 else set()))
             for d in dirs:
                 info = tarfile.TarInfo(d)
                 info.type, info.mode, info.uid, info.gid, info.mtime = tarfile.DIRTYPE, g_dir_mode, g_uid, g_gid, 0
