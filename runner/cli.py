@@ -775,26 +775,34 @@ def task_check(
 @task_app.command("import")
 def task_import(
     path: Path = typer.Argument(..., help="The source: for amb, an agent-memory-bench task folder (tasks/<id>/) or its "
-                                          "tasks/ folder; for traptask, a trapstreet task folder (with traptask.yaml)."),
-    fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench) or traptask "
-                                                    "(a trapstreet task, hosted in the two-session protocol)."),
+                                          "tasks/ folder; for traptask, a trapstreet task folder (with traptask.yaml); "
+                                          "for memora, a Memora checkout or its data/ folder."),
+    fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench), traptask "
+                                                    "(a trapstreet task, hosted in the two-session protocol) or memora "
+                                                    "(Memora's personas, hosted in the personal protocol)."),
     suite: Optional[str] = typer.Option(None, help="The suite the source is written into, tasks/<suite>/, created if "
-                                                   "new (default: amb; a trap task's folder name). Never memgrid's own: an "
+                                                   "new (default: amb; a trap task's folder name; memora). Never memgrid's own: an "
                                                    "import changes no other suite's benchmark."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported or refused; write nothing."),
     render_unrecorded: bool = typer.Option(False, "--render-unrecorded",
                                            help="amb: render a staged but unrecorded session from its prompt, stage "
                                                 "files and followup instead of refusing the task."),
+    periods: Optional[str] = typer.Option(None, help="memora: comma-separated periods to import (weekly, monthly, "
+                                                     "quarterly; default: every one in PATH)."),
+    personas: Optional[str] = typer.Option(None, help="memora: comma-separated personas to import (default: every one "
+                                                      "in PATH)."),
 ):
     """Host a published benchmark as a suite of its own, unchanged (one line per unit: imported or refused, and
     why). The last lines say what to do next."""
     from runner.sources.registry import source_format
 
     source = source_format(fmt)
-    options = {"render": True} if render_unrecorded else {}
+    given = {"render": ("--render-unrecorded", render_unrecorded or None), "periods": ("--periods", _csv(periods)),
+             "personas": ("--personas", _csv(personas))}
+    options = {name: value for name, (_, value) in given.items() if value is not None}
     for name in options:
         if name not in source.options:
-            raise UserError(f"--render-unrecorded: format {fmt} has no such option — fix: drop it")
+            raise UserError(f"{given[name][0]}: format {fmt} has no such option — fix: drop it")
     suite = suite or source.default_suite(path)
     result = source.import_source(path, project_root(), suite, dry_run=dry_run, **options)
     verb = "would import" if dry_run else "imported"

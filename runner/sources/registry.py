@@ -3,9 +3,10 @@
 from runner.errors import UserError
 from runner.sources.amb import AmbFormat
 from runner.sources.base import SourceFormat
+from runner.sources.memora import MemoraFormat
 from runner.sources.traptask import TrapTaskFormat
 
-FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat)}
+FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat)}
 
 
 def source_format(name: str) -> SourceFormat:

@@ -127,6 +127,10 @@ class Record:
     user: str
     assistant: str
 
+    def turns(self) -> tuple[tuple[str, str], ...]:
+        """(role, text) in order: what the arm's ingest is given of the record."""
+        return (("user", self.user), ("assistant", self.assistant))
+
 
 @dataclass(frozen=True)
 class Criterion:

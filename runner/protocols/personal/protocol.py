@@ -114,7 +114,7 @@ def record_file(record: gen.Record) -> bytes:
     """A record as a session file of the arm's ingest input (the coding corpus's JSONL shape)."""
     base = {"session": record.id, "ts": f"{record.date}T12:00:00Z"}
     return "".join(json.dumps({**base, "role": role, "content": text}, sort_keys=True) + "\n"
-                   for role, text in (("user", record.user), ("assistant", record.assistant))).encode()
+                   for role, text in record.turns()).encode()
 
 
 def released(unit: gen.Unit, question: gen.Question, ids: list[str]) -> tuple[list[str], list[str]]:

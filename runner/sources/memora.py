@@ -1,0 +1,386 @@
+"""Memora (github.com/geniesinc/Memora) as published, hosted in the personal protocol.
+
+A Memora checkout holds, per period (`weekly`, `monthly`, `quarterly`) and persona,
+`data/<period>/<persona>/conversations/session_NNNN.json` (a dated user-assistant session: session_id, date,
+persona, conversation turns with speaker and message) and `data/<period>/<persona>/evaluation_questions_<persona>.json`
+(questions by task type, each with its question_date, the evidence it rests on and yes/no sub-questions of
+type memory_presence or forgetting_absence). memgrid's personal protocol has the same parts: persons = personas,
+conditions = periods, records = sessions, questions with their sub-questions as criteria.
+
+The import copies the files unchanged into tasks/<suite>/source/<period>/<persona>/ and records the checkout's
+commit and every file's sha256 in tasks/<suite>/provenance.json; the suite is read from there (`hosted_unit`),
+every file checked against its digest, so a hosted person is the one imported or it is refused by name. Every
+file is read at import and a malformed one refuses its persona and period in one line (file, field, fix); the
+others go on.
+"""
+
+import hashlib
+import json
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from runner.digest import sha256_bytes
+from runner.errors import SpecError, UserError
+from runner.protocols.personal import corpus as gen
+from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
+
+PROTOCOL = "personal"
+REPOSITORY = "https://github.com/geniesinc/Memora"
+PERIODS = ("weekly", "monthly", "quarterly")
+TASK_TYPES = ("remembering", "reasoning", "recommending")
+ROLES = {"user_agent": "user", "ai_agent": "assistant"}  # Memora's speakers, as the arm's ingest input names them
+# What each kind of sub-question expects; memgrid's panel scores presence as "mentioned", forgetting as "not".
+EXPECTED = {"memory_presence": "yes", "forgetting_absence": "no"}
+SESSION_FILE = re.compile(r"^session_(\d+)\.json$")
+
+
+@dataclass(frozen=True)
+class Session(gen.Record):
+    """A Memora session as one record: every turn in order, speaker-labelled in `text`."""
+    conversation: tuple[tuple[str, str], ...] = ()  # (role, message) in turn order
+
+    def turns(self) -> tuple[tuple[str, str], ...]:
+        return self.conversation
+
+
+@dataclass(frozen=True)
+class SubQuestion(gen.Criterion):
+    """One of Memora's yes/no sub-questions (`value` is its text): what a judge is asked of the answer."""
+    id: str = ""
+    evaluation_type: str = ""  # memory_presence or forgetting_absence
+
+
+@dataclass
+class UnitPlan:
+    """A persona over a period as it is (or, on a dry run, would be) hosted."""
+    period: str
+    persona: str
+    suite: str
+    unit: gen.Unit
+    files: dict[str, str] = field(default_factory=dict)  # path under source/ -> sha256
+
+    def line(self) -> str:
+        kinds = {k: sum(q.kind == k for q in self.unit.questions) for k in TASK_TYPES}
+        criteria = sum(len(q.presence) + len(q.forgetting) for q in self.unit.questions)
+        return (f"import {self.period}/{self.persona} -> tasks/{self.suite}/: {len(self.unit.records)} sessions, "
+                f"{len(self.unit.questions)} questions ({', '.join(f'{n} {k}' for k, n in kinds.items())}), "
+                f"{criteria} sub-questions")
+
+    def unisolated_line(self) -> None:
+        return None  # judges read the answer text only; no code of the agent's runs outside its container
+
+
+def record_id(persona: str, period: str, session_id: int) -> str:
+    return f"{persona}-{period}-{session_id:04d}"
+
+
+def data_root(path: Path) -> tuple[Source, Path]:
+    """The checkout (or the data folder alone) and its data folder: PATH may be either."""
+    path = path.resolve()
+    if (path / "data").is_dir():
+        source, data = Source(path, "Memora"), path / "data"
+    elif path.name == "data" and (path.parent / ".git").exists():
+        source, data = Source(path.parent, "Memora"), path
+    else:
+        source, data = Source(path, "Memora"), path
+    if not any((data / p).is_dir() for p in PERIODS):
+        raise UserError(f"{path}: holds no Memora data (no {', '.join(PERIODS)} folder in it or in its data/) — fix: "
+                        "give a checkout of github.com/geniesinc/Memora or its data/ folder")
+    return source, data
+
+
+def read_json(source: Source, path: Path, data: bytes):
+    try:
+        return json.loads(data)
+    except ValueError as e:
+        raise Refused(source.rel(path), "(file)", f"is not JSON ({e})", "restore the file as published") from None
+
+
+JSON_NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number", float: "a number",
+              bool: "true/false", type(None): "null"}
+
+
+def need(value, kind, source: Source, path: Path, name: str, fix: str):
+    """`value` when it is of `kind`, else the file is refused naming the field (in JSON's words: a researcher
+    reads the line)."""
+    if not isinstance(value, kind) or isinstance(value, bool):
+        shown = "" if value is None else f" {json.dumps(value)[:60]}"
+        raise Refused(source.rel(path), name, f"is {JSON_NAMES.get(type(value), type(value).__name__)}{shown}, not "
+                      f"{JSON_NAMES[kind]}", fix)
+    return value
+
+
+def iso_date(value, source: Source, path: Path, name: str) -> str:
+    text = need(value, str, source, path, name, "give the date as YYYY-MM-DD")
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        raise Refused(source.rel(path), name, f"{text!r} is not a date", "give the date as YYYY-MM-DD") from None
+    return text
+
+
+def read_session(source: Source, path: Path, data: bytes, persona: str, period: str) -> Session:
+    doc = need(read_json(source, path, data), dict, source, path, "(file)", "restore the session file as published")
+    number = int(SESSION_FILE.match(path.name).group(1))
+    sid = need(doc.get("session_id"), int, source, path, "session_id", "give the session's number")
+    if sid != number:
+        raise Refused(source.rel(path), "session_id", f"is {sid}, but the file is session {number}",
+                      "restore the file as published (its name and its session_id agree)")
+    if doc.get("persona") != persona:
+        raise Refused(source.rel(path), "persona", f"is {doc.get('persona')!r}, not the folder's {persona!r}",
+                      "keep each persona's sessions in its own folder")
+    day = iso_date(doc.get("date"), source, path, "date")
+    turns = need(doc.get("conversation"), list, source, path, "conversation", "give the session's turns as a list")
+    conversation = []
+    for i, turn in enumerate(turns):
+        where = f"conversation[{i}]"
+        turn = need(turn, dict, source, path, where, "give each turn as an object with speaker and message")
+        speaker = turn.get("speaker")
+        if speaker not in ROLES:
+            raise Refused(source.rel(path), f"{where}.speaker", f"is {speaker!r}",
+                          f"use one of {', '.join(ROLES)} (Memora's speakers)")
+        message = need(turn.get("message"), str, source, path, f"{where}.message", "give the turn's text")
+        conversation.append((ROLES[speaker], message))
+    text = "\n".join(f"{role}: {message}" for role, message in conversation)
+    first = {role: next((m for r, m in conversation if r == role), "") for role in ("user", "assistant")}
+    return Session(record_id(persona, period, sid), persona, sid, day, text, first["user"], first["assistant"],
+                   tuple(conversation))
+
+
+def evidence_sessions(value) -> set[int]:
+    """Every session_id in a question's nested evidence (each value names the session that states it)."""
+    found, stack = set(), [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if isinstance(v.get("session_id"), int) and not isinstance(v.get("session_id"), bool):
+                found.add(v["session_id"])
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return found
+
+
+def read_questions(source: Source, path: Path, data: bytes, persona: str, period: str,
+                   sessions: list[Session]) -> list[gen.Question]:
+    doc = need(read_json(source, path, data), dict, source, path, "(file)", "restore the questions file as published")
+    if doc.get("persona") != persona:
+        raise Refused(source.rel(path), "persona", f"is {doc.get('persona')!r}, not the folder's {persona!r}",
+                      "keep each persona's questions in its own folder")
+    by_type = need(doc.get("questions"), dict, source, path, "questions", "give the questions keyed by task type")
+    by_id = {s.session: s for s in sessions}
+    questions, seen = [], set()
+    for kind, listed in by_type.items():
+        if kind not in TASK_TYPES:
+            raise Refused(source.rel(path), f"questions.{kind}", "is not a task type of Memora's",
+                          f"use {', '.join(TASK_TYPES)}")
+        for i, q in enumerate(need(listed, list, source, path, f"questions.{kind}", "give a list of questions")):
+            where = f"questions.{kind}[{i}]"
+            q = need(q, dict, source, path, where, "give each question as an object")
+            qid = need(q.get("question_id"), str, source, path, f"{where}.question_id", "give the question an id")
+            if qid in seen or not re.fullmatch(r"[A-Za-z0-9_.-]{1,120}", qid):
+                raise Refused(source.rel(path), f"{where}.question_id", f"{qid!r} is a duplicate or not a plain id",
+                              "give each question a unique id of letters, digits, _ . -")
+            seen.add(qid)
+            text = need(q.get("question"), str, source, path, f"{where}.question", "give the question's text")
+            asked = iso_date(q.get("question_date"), source, path, f"{where}.question_date")
+            before = [s.session for s in sessions if s.date <= asked]
+            if not before:
+                raise Refused(source.rel(path), f"{where}.question_date", f"{asked} is before every session",
+                              "restore the file as published")
+            cited = set()
+            for name in ("memory_evidence", "forgetting_evidence"):
+                if name in q:
+                    cited |= evidence_sessions(need(q[name], dict, source, path, f"{where}.{name}", "give an object"))
+            if missing := sorted(cited - set(by_id)):
+                raise Refused(source.rel(path), f"{where}.memory_evidence",
+                              f"names session {missing[0]}, which is not in conversations/",
+                              "restore the persona's sessions as published")
+            evaluation = need(q.get("evaluation"), dict, source, path, f"{where}.evaluation", "give an object")
+            subs = need(evaluation.get("evaluation_questions"), list, source, path,
+                        f"{where}.evaluation.evaluation_questions", "give the sub-questions as a list")
+            presence, forgetting = [], []
+            for j, sub in enumerate(subs):
+                at = f"{where}.evaluation.evaluation_questions[{j}]"
+                sub = need(sub, dict, source, path, at, "give each sub-question as an object")
+                kind_of = sub.get("evaluation_type")
+                if kind_of not in EXPECTED:
+                    raise Refused(source.rel(path), f"{at}.evaluation_type", f"is {kind_of!r}",
+                                  f"use {' or '.join(EXPECTED)}")
+                if sub.get("expected_answer") != EXPECTED[kind_of]:
+                    raise Refused(source.rel(path), f"{at}.expected_answer",
+                                  f"is {sub.get('expected_answer')!r} for a {kind_of} sub-question",
+                                  f"expect {EXPECTED[kind_of]!r}: memgrid scores {kind_of} so")
+                criterion = SubQuestion(
+                    need(sub.get("evaluation_question"), str, source, path, f"{at}.evaluation_question",
+                         "give the yes/no question"), (),
+                    need(sub.get("evaluation_question_id"), str, source, path, f"{at}.evaluation_question_id",
+                         "give the sub-question an id"), kind_of)
+                (presence if kind_of == "memory_presence" else forgetting).append(criterion)
+            evidence = tuple(sorted(by_id[s].id for s in evidence_sessions(q.get("memory_evidence", {}))))
+            questions.append(gen.Question(qid, kind, text, (), max(before), tuple(presence), tuple(forgetting),
+                                          evidence))
+    return questions
+
+
+def session_files(source: Source, folder: Path) -> list[Path]:
+    conversations = source.inside(folder / "conversations")
+    files = sorted(p for p in conversations.iterdir() if SESSION_FILE.match(p.name)) if conversations.is_dir() else []
+    if not files:
+        raise Refused(source.rel(conversations), "(folder)", "holds no session_NNNN.json",
+                      "restore the persona's conversations/ as published")
+    return [source.inside(p) for p in files]
+
+
+def read_unit(source: Source, data: Path, period: str, persona: str, suite: str,
+              copy_to: Path | None = None) -> UnitPlan:
+    """One persona over one period, every file read once: checked, digested and (`copy_to`: the suite's source/
+    folder being written) copied unchanged."""
+    folder = source.inside(data / period / persona)
+    plan = UnitPlan(period, persona, suite, gen.Unit(persona, persona, period))
+
+    def take(path: Path) -> bytes:
+        raw = path.read_bytes()
+        rel = path.relative_to(data).as_posix()
+        plan.files[rel] = sha256_bytes(raw)
+        if copy_to is not None:
+            (copy_to / rel).parent.mkdir(parents=True, exist_ok=True)
+            (copy_to / rel).write_bytes(raw)
+        return raw
+
+    sessions = [read_session(source, p, take(p), persona, period) for p in session_files(source, folder)]
+    questions_path = source.inside(folder / f"evaluation_questions_{persona}.json")
+    if not questions_path.is_file():
+        raise Refused(source.rel(questions_path), "(file)", "is missing", "restore the persona's questions file")
+    plan.unit.records = sorted(sessions, key=lambda s: s.session)
+    plan.unit.questions = read_questions(source, questions_path, take(questions_path), persona, period,
+                                         plan.unit.records)
+    return plan
+
+
+def chosen(data: Path, periods: tuple[str, ...] | None, personas: tuple[str, ...] | None) -> list[tuple[str, str]]:
+    """(period, persona) of the checkout, cut to --periods / --personas; a name it does not hold is refused."""
+    present = {p: sorted(d.name for d in (data / p).iterdir() if d.is_dir()) for p in PERIODS if (data / p).is_dir()}
+    for name in periods or ():
+        if name not in present:
+            raise UserError(f"--periods: '{name}' is not a period of {data} — fix: use {', '.join(present)}")
+    every = sorted({x for names in present.values() for x in names})
+    for name in personas or ():
+        if name not in every:
+            raise UserError(f"--personas: '{name}' is not a persona of {data} — fix: use {', '.join(every)}")
+    return [(p, x) for p in (periods or tuple(present)) for x in present[p] if not personas or x in personas]
+
+
+def import_memora(path: Path, project: Path, suite: str, *, dry_run: bool = False, periods=None, personas=None,
+                  log=None) -> ImportResult:
+    log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+    into = suite_folder(project, suite)
+    if into.exists():
+        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
+                        "import Memora again")
+    source, data = data_root(path)
+    units = chosen(data, periods, personas)
+    result = ImportResult()
+    staging = project / "tasks" / f".memgrid-import-{suite}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for n, (period, persona) in enumerate(units, 1):
+            log(f"[{n}/{len(units)}] reading {period}/{persona}")
+            try:
+                plan = read_unit(source, data, period, persona, suite, None if dry_run else staging / "source")
+            except Refused as e:
+                result.refusals.append(Refusal(data / period / persona, str(e)))
+                shutil.rmtree(staging / "source" / period / persona, ignore_errors=True)
+                continue
+            result.plans.append(plan)
+        if result.plans and not dry_run:
+            result.created = write_suite(staging, into, suite, source.origin(REPOSITORY), result.plans)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return result
+
+
+def write_suite(staging: Path, into: Path, suite: str, origin: dict, plans: list[UnitPlan]) -> list[str]:
+    """suite.yaml and provenance.json beside source/, then the whole folder renamed into place."""
+    provenance = {"source": origin, "format": "memora",
+                  "units": [{"period": p.period, "persona": p.persona, "sessions": len(p.unit.records),
+                             "questions": len(p.unit.questions)} for p in plans],
+                  "files": {rel: digest for p in plans for rel, digest in sorted(p.files.items())}}
+    doc = {"name": suite, "title": f"Memora from {origin['repository']}, hosted as published by memgrid task import "
+                                   "--format memora",
+           "protocol": PROTOCOL, "source": {"format": "memora", **origin}}
+    staging.mkdir(parents=True, exist_ok=True)
+    (staging / "suite.yaml").write_text(
+        "# Memora as published: source/<period>/<persona>/ holds its files unchanged; provenance.json records\n"
+        "# every file's sha256 and the personas and periods hosted (runner/sources/memora.py).\n"
+        + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
+    (staging / "provenance.json").write_text(json.dumps(provenance, indent=1) + "\n")
+    staging.rename(into)
+    return [f"tasks/{suite}/suite.yaml", f"tasks/{suite}/provenance.json",
+            f"tasks/{suite}/source/ ({len(provenance['files'])} files)"]
+
+
+def provenance_of(folder: Path) -> dict:
+    path = folder / "provenance.json"
+    try:
+        provenance = json.loads(path.read_text())
+        dict(provenance["files"]), list(provenance["units"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SpecError(path, "files", f"cannot be read ({e})",
+                        "import Memora again (memgrid task import --format memora)") from None
+    return provenance
+
+
+@cache
+def hosted_unit(folder: Path, persona: str, period: str) -> gen.Unit:
+    """A hosted persona over a period, read from the suite's source/: each of its files must be the one imported
+    (its sha256 in provenance.json), and none may be missing or added."""
+    provenance = provenance_of(folder)
+    prefix = f"{period}/{persona}/"
+    recorded = {rel: d for rel, d in provenance["files"].items() if rel.startswith(prefix)}
+    if not recorded:
+        raise SpecError(folder / "provenance.json", "units", f"hosts no {period}/{persona}",
+                        f"use a persona and period it hosts (memgrid task list --suite {folder.name})")
+    source = Source(folder / "source", "hosted Memora suite")
+    unit_dir = folder / "source" / period / persona
+    present = {p.relative_to(folder / "source").as_posix() for p in unit_dir.rglob("*") if p.is_file() or p.is_symlink()}
+    for rel in sorted(present | set(recorded)):
+        p = source.inside(folder / "source" / rel) if rel in present else folder / "source" / rel
+        if rel not in recorded or rel not in present or p.is_symlink() \
+                or hashlib.sha256(p.read_bytes()).hexdigest() != recorded[rel]:
+            problem = ("is not a file of Memora as imported" if rel not in recorded else "is missing"
+                       if rel not in present else "differs from Memora as imported (its sha256 is in provenance.json)")
+            raise SpecError(p, "(file)", problem, "restore the suite as imported: import Memora again into a new suite")
+    try:
+        return read_unit(source, folder / "source", period, persona, folder.name).unit
+    except Refused as e:  # the digests matched, so only a change to this reader can refuse a file it imported
+        raise SpecError(folder / "source" / period / persona, "(file)", str(e), "import Memora again") from None
+
+
+class MemoraFormat(SourceFormat):
+    name = "memora"
+    about = "a checkout of github.com/geniesinc/Memora (or its data/ folder), hosted in the personal protocol"
+    options = frozenset({"periods", "personas"})
+
+    def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
+        return import_memora(path, project, suite, dry_run=dry_run, **options)
+
+    def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
+        units: dict[str, list[str]] = {}
+        for u in provenance_of(folder)["units"]:
+            units.setdefault(u["persona"], []).append(f"{u['period']} ({u['sessions']} sessions, "
+                                                      f"{u['questions']} questions)")
+        return [(persona, "Memora persona: " + ", ".join(periods)) for persona, periods in sorted(units.items())]
+
+    def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
+        if not result.plans or dry_run:
+            return []
+        return [f"suite {suite} runs in the {PROTOCOL} protocol (persons = personas, conditions = periods); every "
+                f"file's sha256 is in tasks/{suite}/provenance.json"]
