@@ -113,3 +113,41 @@ def test_resume_with_changed_inputs_is_refused(engine, images, project, tmp_path
     assert "task 'slug_ids' digest" in again.stderr and "Traceback" not in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
     assert (tmp_path / "runs" / run_id / "ledger.jsonl").read_bytes() == ledger_before, "a refused resume changed the ledger"
+
+
+def test_a_controller_stalled_past_a_sandboxs_lifetime_runs_the_cell_again(engine, images, project, tmp_path, run_id,
+                                                                          no_leftovers, monkeypatch):
+    """The controller paused (SIGSTOP, a stalled host) past a sandbox's lifetime: the sandbox's first process has slept
+    it out and the container stopped with the session in it unread. By hand (a sleeping command agent, the controller
+    stopped 290 s) the export then failed 404 and the cell was a harness_error for a resume to rerun. Here the first
+    cell's sandbox lives 2 s and the controller stalls at its export until it has stopped: the attempt is discarded
+    `sandbox_expired`, saying why, and the same run runs the cell again, which passes as an unstalled one does."""
+    from runner.env.sandbox import Sandbox
+    from runner.exec import trial
+    from conftest import run_grid_in_process
+
+    stalled = []
+    made = trial.new_sandbox
+
+    def first_lives_two_seconds(*args, **kwargs):
+        sandbox = made(*args, **kwargs)
+        if not stalled:
+            sandbox.lifetime, sandbox.create_args["command"] = 2, ["sleep", "2"]
+            stalled.append(sandbox)
+        return sandbox
+
+    export = Sandbox.export
+
+    def stalls_first(self, path, cap_bytes):
+        if self in stalled:  # the controller, frozen, comes back after the sandbox's lifetime
+            self.container.wait(timeout=60)
+        return export(self, path, cap_bytes)
+
+    monkeypatch.setattr(trial, "new_sandbox", first_lives_two_seconds)
+    monkeypatch.setattr(Sandbox, "export", stalls_first)
+    grid = write_grid(tmp_path / "grid.yaml", tasks=("slug_ids",), agents=("ceiling",))
+    summary, rows = run_grid_in_process(engine, images, project, tmp_path / "runs", run_id, grid)
+    assert stalled and [(r["attempt"], r["admitted"], r["discard_reason"], r["final"]) for r in rows] == [
+        (1, False, "sandbox_expired", False), (2, True, None, True)], rows
+    assert rows[0]["error_detail"].startswith("the sandbox's lifetime of 2s ran out") and rows[1]["checker_passed"]
+    assert (summary.total, summary.recorded, summary.interrupted) == (1, 2, False)

@@ -217,6 +217,13 @@ def remove_network(client: docker.DockerClient, network_id: str, deadline: float
         time.sleep(0.1)
 
 
+class SandboxExpired(Exception):
+    """The sandbox stopped because its lifetime ran out before memgrid had read the session: the controller was
+    paused or slowed past it (its host stalled, SIGSTOP, a debugger). The agent cannot end the first process that
+    keeps the container up (it is root's; everything the agent runs is another user's), so this is memgrid's own
+    fault: the cell is discarded `sandbox_expired` and run again, never scored from a half-read session."""
+
+
 class Sandbox:
     """The agent's container. Lives at most `lifetime` seconds even if the controller dies.
 
@@ -281,6 +288,23 @@ class Sandbox:
                                            lifetime=self.lifetime)
         except embedder.EmbedderNotReady as e:
             self.embedder_failure = str(e)
+
+    def expired(self) -> str | None:
+        """Why the sandbox cannot be trusted to hold the session any more, when its first process has exited 0: that is
+        `sleep` having slept out the whole lifetime (a signal ends it non-zero). None while it runs, or when it is
+        gone or stopped any other way (those fail where they are read, as before)."""
+        if self.container is None:
+            return None
+        try:
+            self.container.reload()
+        except docker.errors.APIError:
+            return None
+        state = self.container.attrs.get("State", {})
+        if state.get("Running", True) or state.get("ExitCode") != 0 or state.get("OOMKilled"):
+            return None
+        return (f"the sandbox's lifetime of {self.lifetime}s ran out (its first process exited at "
+                f"{state.get('FinishedAt', '?')}) before memgrid had read the session: the controller was paused or "
+                "slowed past it; the cell runs again")
 
     def verification_report(self, timeout: float) -> str:
         """The bundle verifier's one line (its JSON report), run inside the container."""

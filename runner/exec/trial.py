@@ -34,7 +34,7 @@ from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.overlap import Ahead, StartFailed
 from runner.env.containers import Limits
-from runner.env.sandbox import MIB, DiskBudget, Sandbox
+from runner.env.sandbox import MIB, DiskBudget, Sandbox, SandboxExpired
 from runner.grading import gate
 from runner.grading.checker import checker_bound
 from runner.plan.grid import CellSpec
@@ -600,12 +600,18 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
         if decision.discard_reason == gate.HARNESS_ERROR:  # memgrid's own agent failed: rerun, never a verdict
             raise OwnAgentFailed(next(p.detail for p in decision.proofs if not p.passed))
         collected = {path: sandbox.read_text(path) for path in phase.collect}
+        if why := sandbox.expired():  # what was read may be cut short: the session is not the agent's record
+            raise SandboxExpired(why)
         remover = threading.Thread(target=stop_all, daemon=True)
         remover.start()
         handed_off = True
         if ctx.ahead is not None:
             ctx.ahead.released(cell)
         return Session(decision, transcript, exported, remover, timings, agent, store, digest, collected, gateway)
+    except Exception as e:  # a read that failed because the sandbox expired under it says so
+        if not isinstance(e, (SandboxExpired, Cancelled)) and sandbox is not None and (why := sandbox.expired()):
+            raise SandboxExpired(why) from e
+        raise
     finally:
         if not handed_off:
             stop_all()
@@ -692,7 +698,8 @@ def disk_full(e: BaseException) -> bool:
 
 
 def harness_failure(e: Exception) -> dict:
-    return dict(final=False, admitted=False, discard_reason=gate.HARNESS_ERROR,
+    return dict(final=False, admitted=False,
+                discard_reason=gate.SANDBOX_EXPIRED if isinstance(e, SandboxExpired) else gate.HARNESS_ERROR,
                 error_class=DISK_FULL if disk_full(e) else type(e).__name__, error_detail=str(e)[:500])
 
 

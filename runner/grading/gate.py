@@ -32,10 +32,13 @@ INPUTS_REACHABLE = "inputs_reachable"  # a later phase's session could read an e
 PLANT_FAILED = "plant_failed"  # the arm's write API did not take (or could not show) the memories to plant
 ANSWER_NOT_ISOLATED = "answer_not_isolated"  # personal: the answer container held more than its requests
 EMBEDDER_NOT_READY = "embedder_not_ready"  # an arm with embedder: shared whose sidecar did not get ready
+# The sandbox's first process slept out its lifetime before memgrid had read the session (the controller was paused
+# or slowed past it): memgrid's fault, never a verdict; retried in the run like wiring (trial.SandboxExpired).
+SANDBOX_EXPIRED = "sandbox_expired"
 DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
                    FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, OOM_KILLED,
                    HARNESS_ERROR, STORE_DIGEST_MISMATCH, INPUTS_REACHABLE, PLANT_FAILED, ANSWER_NOT_ISOLATED,
-                   EMBEDDER_NOT_READY)
+                   EMBEDDER_NOT_READY, SANDBOX_EXPIRED)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
 WIRING = (MCP_SERVER_FAILED, EMBEDDER_NOT_READY)
