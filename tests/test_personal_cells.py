@@ -128,10 +128,10 @@ def test_the_model_panel_judges_through_the_gateway_and_replays_from_its_cache(c
     same cell judged in another run of the same runs folder replays every verdict from the cache, with no
     gateway started at all."""
     from runner.env.images import ensure_derived
-    from runner.protocols.personal.protocol import PanelSetup
+    from runner.protocols.personal.protocol import PanelSetup, PersonalSetup
 
-    ctx.protocol_setup = PanelSetup(("scripted",) * 3, ensure_derived(engine, "model", images.base, lambda m: None),
-                                    images.base.tag)
+    ctx.protocol_setup = PersonalSetup(PanelSetup(("scripted",) * 3, ensure_derived(engine, "model", images.base,
+                                                                                    lambda m: None), images.base.tag))
     row = PROTOCOL.run_cell(ctx, cell("oracle_memory"), 1)
     assert row.admitted, (row.discard_reason, row.error_detail)
     result = json.loads(row.result)

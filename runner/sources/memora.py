@@ -50,13 +50,6 @@ class Session(gen.Record):
         return self.conversation
 
 
-@dataclass(frozen=True)
-class SubQuestion(gen.Criterion):
-    """One of Memora's yes/no sub-questions (`value` is its text): what a judge is asked of the answer."""
-    id: str = ""
-    evaluation_type: str = ""  # memory_presence or forgetting_absence
-
-
 @dataclass
 class UnitPlan:
     """A persona over a period as it is (or, on a dry run, would be) hosted."""
@@ -218,7 +211,7 @@ def read_questions(source: Source, path: Path, data: bytes, persona: str, period
                     raise Refused(source.rel(path), f"{at}.expected_answer",
                                   f"is {sub.get('expected_answer')!r} for a {kind_of} sub-question",
                                   f"expect {EXPECTED[kind_of]!r}: memgrid scores {kind_of} so")
-                criterion = SubQuestion(
+                criterion = gen.SubQuestion(
                     need(sub.get("evaluation_question"), str, source, path, f"{at}.evaluation_question",
                          "give the yes/no question"), (),
                     need(sub.get("evaluation_question_id"), str, source, path, f"{at}.evaluation_question_id",

@@ -139,6 +139,14 @@ class Criterion:
 
 
 @dataclass(frozen=True)
+class SubQuestion(Criterion):
+    """A yes/no question about the answer, as a hosted benchmark states its criteria (Memora's evaluation
+    questions): `value` is its text. Only model judges answer it; presence ones expect yes, forgetting ones no."""
+    id: str = ""
+    evaluation_type: str = ""  # memory_presence or forgetting_absence
+
+
+@dataclass(frozen=True)
 class Question:
     id: str
     kind: str  # remembering, reasoning, recommending

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.digest import sha256_bytes, sha256_json
-from runner.protocols.personal.corpus import Criterion
+from runner.protocols.personal.corpus import Criterion, SubQuestion
 from runner.protocols.personal.judges import Verdict
 
 JUDGE_PROMPT = """You are one judge of a memory benchmark. An assistant was asked a question about its user and answered.
@@ -32,11 +32,22 @@ JUDGE_PROMPT = """You are one judge of a memory benchmark. An assistant was aske
 Does the answer mention <value>{value}</value> (or an obvious other name for it) as something that holds for the user now?
 Reply with one word: yes or no."""
 PROMPT_SHA256 = sha256_bytes(JUDGE_PROMPT.encode())
+# A hosted benchmark's criteria are yes/no questions about the answer (corpus.SubQuestion): asked as they are.
+CHECK_PROMPT = """You are one judge of a memory benchmark. An assistant was asked a question about its user and answered.
+
+<question>{question}</question>
+<answer>{answer}</answer>
+
+Answer this question about the assistant's answer: <check>{check}</check>
+Reply with one word: yes or no."""
+CHECK_PROMPT_SHA256 = sha256_bytes(CHECK_PROMPT.encode())
 MAX_TOKENS = 5
 REQUEST_SECONDS = 120
 
 
 def prompt_of(question: str, answer: str, criterion: Criterion) -> str:
+    if isinstance(criterion, SubQuestion):
+        return CHECK_PROMPT.format(question=question, answer=answer, check=criterion.value)
     return JUDGE_PROMPT.format(question=question, answer=answer, value=criterion.value)
 
 
@@ -120,7 +131,8 @@ class ModelJudge:
         mentions = parse_reply(reply)
         if mentions is None:
             return Verdict(self.name, None, f"malformed reply: {reply[:60]!r}")
-        self.cache.put(key, mentions, {"judge": self.name, "model": self.model, "prompt_sha256": PROMPT_SHA256})
+        self.cache.put(key, mentions, {"judge": self.name, "model": self.model, "prompt_sha256":
+                                       CHECK_PROMPT_SHA256 if isinstance(criterion, SubQuestion) else PROMPT_SHA256})
         return Verdict(self.name, mentions, f"replied {reply.strip()[:20]!r}")
 
 

@@ -2,7 +2,9 @@
 go of what no longer holds? Scored with Memora's FAMA (metrics.py).
 
 A unit is a person (`p00`..), a condition a horizon (`weekly`, `monthly`, `quarterly`); the corpus and
-the answer key come from corpus.py. A cell runs three containers and judges outside them, in the process that
+the answer key come from corpus.py, or, for a grid naming a suite that `memgrid task import --format memora` wrote,
+from Memora's files as published (runner/sources/memora.py: personas, periods, sessions, and yes/no sub-questions
+that only model judges answer). A cell runs three containers and judges outside them, in the process that
 runs the cell (the controller, or a dask worker with deterministic judges):
 1. build (harness step, the arm's image, no network): the arm's own ingest writes the person's records
    up to the cutoff into its store. Arms without an ingest build nothing.
@@ -39,13 +41,15 @@ from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failu
                                run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
-from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
+from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec, project_root
 from runner.protocols.base import Protocol
 from runner.protocols.personal import corpus as gen
 from runner.protocols.personal import metrics
 from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
+from runner.protocols.two_session.hosted import hosted_suite
 from runner.results.ledger import LedgerRow
+from runner.sources import memora
 
 SEARCH_K = 10  # what a search-tool arm is asked for per question (the contract allows up to MAX_IDS)
 MAX_IDS = 350
@@ -76,6 +80,14 @@ class PanelSetup:
         return self.models[0] == SCRIPTED
 
 
+@dataclass(frozen=True)
+class PersonalSetup:
+    """What a personal run keeps for its cells (Protocol.prepare): its model judges, if any, and the hosted suite
+    its persons come from (None: memgrid's generated persons)."""
+    panel: PanelSetup | None
+    suite: str | None = None
+
+
 CACHE_FILE = "judge-cache.jsonl"  # in the runs folder: shared by a run, its resume and its reproductions
 
 
@@ -93,6 +105,18 @@ def unit_of(person: str, horizon: str) -> gen.Unit:
 def unit_digest(unit: gen.Unit) -> str:
     """What defines a person over a horizon: the records, the answer key and the code that made and judges them."""
     return sha256_json({"data": gen.unit_digest(unit), "generator": generator_digest()})
+
+
+def suite_folder_of(root: Path | None, suite: str) -> Path:
+    return (root or project_root()) / "tasks" / suite
+
+
+def hosted_digest(folder: Path, persona: str, period: str) -> str:
+    """What defines a hosted persona over a period: its files as imported (each checked now) and the code that
+    reads and judges them."""
+    memora.hosted_unit(folder, persona, period)  # refuses a changed, added or missing file by name
+    files = {rel: d for rel, d in memora.provenance_of(folder)["files"].items() if rel.startswith(f"{period}/{persona}/")}
+    return sha256_json({"files": files, "reader": generator_digest()})
 
 
 class UnitMemory:
@@ -162,25 +186,77 @@ def isolation_proof(sandbox) -> gate.GateProof:
 class PersonalProtocol(Protocol):
     name = "personal"
     passed_label = None  # answers are judged per question (summary.json), not passed per cell
-    reads = ("arms",)  # its persons are generated, not read
+    reads = ("arms", "tasks")  # its generated persons are code; a hosted suite's are tasks/<suite>/
     description = ("Personal memory over weeks to quarters (Memora's FAMA): the arm builds a store of a person's "
                    "dated conversations, searches it per question, and an isolated answerer sees only the "
                    "records released; judges check what the answer should and should not mention.")
 
+    def hosted(self, grid: GridSpec, grid_path) -> Path | None:
+        """The folder of the grid's hosted suite (Memora's personas as published), or None: generated persons."""
+        suite = hosted_suite(grid, grid_path)
+        if suite is None:
+            return None
+        if suite.protocol != self.name or suite.source.get("format") != "memora":
+            raise SpecError(grid_path, "suite", f"names '{suite.name}', which is not a suite of Memora's personas",
+                            "name a suite that memgrid task import --format memora wrote, or drop suite")
+        return suite.tasks_dir
+
+    def hosted_periods(self, folder: Path) -> dict[str, list[str]]:
+        """The periods each hosted persona has."""
+        periods: dict[str, list[str]] = {}
+        for u in memora.provenance_of(folder)["units"]:
+            periods.setdefault(u["persona"], []).append(u["period"])
+        return periods
+
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
+        folder = self.hosted(grid, grid_path)
+        if folder is not None:
+            personas = sorted(self.hosted_periods(folder))
+            chosen = personas if grid.tasks == "all" else list(grid.tasks)
+            for p in chosen:
+                if p not in personas:
+                    raise SpecError(grid_path, "tasks", f"names '{p}', which is not a persona of suite '{grid.suite}'",
+                                    f"use all, or personas of it: {', '.join(personas)}")
+            return chosen
+        if grid.cases is None:
+            raise SpecError(grid_path, "cases", "is missing", "give how many persons to generate, or a hosted suite "
+                            "(suite: the one memgrid task import --format memora wrote)")
         if grid.cases > gen.MAX_PERSONS:
             raise SpecError(grid_path, "cases", f"asks for {grid.cases} persons", f"give at most {gen.MAX_PERSONS}")
         return gen.person_ids(grid.cases)
 
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        folder = self.hosted(grid, grid_path)
+        if folder is not None:
+            periods = self.hosted_periods(folder)
+            return {p: sha256_json({h: hosted_digest(folder, p, h) for h in periods[p]})
+                    for p in self.unit_ids(grid, tasks, grid_path)}
         return {p: sha256_json({h: unit_digest(unit_of(p, h)) for h in gen.HORIZONS})
                 for p in self.unit_ids(grid, tasks, grid_path)}
 
     def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
+        if grid.suite != DEFAULT_SUITE:  # a persona runs in the periods the suite hosts it in
+            periods = self.hosted_periods(suite_folder_of(None, grid.suite))
+            return [(u, h) for u in units for h in grid.conditions if h in periods[u]]
         return [(u, h) for u in units for h in grid.conditions]
+
+    def unit(self, ctx: TrialContext, cell: CellSpec) -> gen.Unit:
+        setup: PersonalSetup | None = ctx.protocol_setup
+        if setup is not None and setup.suite is not None:
+            return memora.hosted_unit(suite_folder_of(ctx.root, setup.suite), cell.task, cell.condition)
+        return unit_of(cell.task, cell.condition)
 
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         super().check(grid, grid_path, arms, agent_classes)
+        if self.hosted(grid, grid_path) is not None:
+            if grid.cases is not None:
+                raise SpecError(grid_path, "cases", f"is set, but suite '{grid.suite}' brings its own persons",
+                                "remove cases (name personas in tasks, or all)")
+            if not grid.judges:
+                raise SpecError(grid_path, "judges", f"is missing: suite '{grid.suite}' states its criteria as yes/no "
+                                "questions about the answer, which the deterministic judges (value matching) cannot "
+                                "answer", "name model judges, e.g. judges: [scripted] for an offline wiring run, or "
+                                "live model ids")
         # A cell judges where it runs, and model judges keep their cache beside the runs (CACHE_FILE, shared by a
         # run, its resume and its reproductions), which only the controller writes: every executor but local
         # runs cells on other nodes, with a scratch folder for a run folder.
@@ -195,7 +271,11 @@ class PersonalProtocol(Protocol):
                                 "memory here", "use arms of kind none (bare), corpus (full_context), oracle "
                                 "(oracle_memory) or mcp with an ingest (recall)")
 
-    def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> PanelSetup | None:
+    def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> PersonalSetup:
+        folder = self.hosted(grid, grid_path)
+        return PersonalSetup(self.panel(client, grid, grid_path, images, log), None if folder is None else folder.name)
+
+    def panel(self, client, grid: GridSpec, grid_path, images, log=print) -> PanelSetup | None:
         if not grid.judges:
             return None
         if len({m == SCRIPTED for m in grid.judges}) > 1:
@@ -208,12 +288,13 @@ class PersonalProtocol(Protocol):
 
         return PanelSetup(tuple(grid.judges), ensure_derived(client, "model", images.base, log), images.base.tag)
 
-    def lock_entries(self, setup: PanelSetup | None) -> dict:
+    def lock_entries(self, setup: PersonalSetup) -> dict:
         entry = {"deterministic": panel_names()}
-        if setup is not None:
-            entry.update(models=list(setup.models), prompt=model_panel.JUDGE_PROMPT,
-                         prompt_sha256=model_panel.PROMPT_SHA256, model_image=setup.model_image.id)
-        return {"judges": entry}
+        if setup.panel is not None:
+            entry.update(models=list(setup.panel.models), prompt=model_panel.JUDGE_PROMPT,
+                         prompt_sha256=model_panel.PROMPT_SHA256, check_prompt=model_panel.CHECK_PROMPT,
+                         check_prompt_sha256=model_panel.CHECK_PROMPT_SHA256, model_image=setup.panel.model_image.id)
+        return {"judges": entry, **({"hosted_suite": {"suite": setup.suite, "format": "memora"}} if setup.suite else {})}
 
     def bundle_search(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, store: tuple[Entry, ...]) -> Bundle:
         arm = ctx.arms[cell.arm]
@@ -260,7 +341,7 @@ class PersonalProtocol(Protocol):
 
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
         """`bundle`: a test's hand-made answer bundle (to prove the isolation proof can fail)."""
-        unit = unit_of(cell.task, cell.condition)
+        unit = self.unit(ctx, cell)
         arm = ctx.arms[cell.arm]
         cell_dir = ctx.run_dir / "cells" / cell.cell_id
         started_at, t0 = now(), time.monotonic()
@@ -349,7 +430,7 @@ class PersonalProtocol(Protocol):
               kept: dict, violations: dict, cell_dir: Path) -> dict:
         """Every criterion through the deterministic panel and, with model judges, through theirs (which then
         decides; the two panels' agreement is kept)."""
-        setup: PanelSetup | None = ctx.protocol_setup
+        setup: PanelSetup | None = ctx.protocol_setup.panel if ctx.protocol_setup is not None else None
         endpoint, gateway, cache = None, None, None
         if setup is not None:
             cache = model_panel.JudgeCache.open(ctx.run_dir.parent / CACHE_FILE)
@@ -368,7 +449,11 @@ class PersonalProtocol(Protocol):
                     model_panel.ModelJudge(i, m, gateway, cache, q.text) for i, m in enumerate(setup.models))
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
                 judged = [judge_criterion(answer, c, e, panel) for c, e in criteria]
-                offline = judged if setup is None else [judge_criterion(answer, c, e) for c, e in criteria]
+                # The deterministic panel beside the model's, where it can judge: it matches values, and a hosted
+                # benchmark's yes/no questions (SubQuestion) are not values.
+                offline = judged if setup is None else [
+                    None if isinstance(c, gen.SubQuestion) else judge_criterion(answer, c, e) for c, e in criteria]
+                compared = [(j, o) for j, o in zip(judged, offline) if o is not None]
                 cp = sum(j.correct for j in judged if j.expected)
                 cf = sum(j.correct for j in judged if not j.expected)
                 s = metrics.score(len(q.presence), cp, len(q.forgetting), cf)
@@ -378,12 +463,12 @@ class PersonalProtocol(Protocol):
                                   "evidence_released": sum(e in kept[q.id] for e in q.evidence),
                                   "evidence": len(q.evidence),
                                   "invalid_judgements": sum(len(panel) - j.valid for j in judged),
-                                  "panels_agree": sum(j.correct == o.correct for j, o in zip(judged, offline))})
+                                  "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None})
                 detail.append({"question": q.id, "text": q.text, "answer": answer, "violations": violations[q.id],
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
                                              "verdicts": [vars(v) for v in j.verdicts],
                                              **({"deterministic": [vars(v) for v in o.verdicts],
-                                                 "deterministic_correct": o.correct} if setup else {})}
+                                                 "deterministic_correct": o.correct} if setup and o else {})}
                                             for j, o in zip(judged, offline)]})
         finally:
             if endpoint is not None:

@@ -1,0 +1,118 @@
+"""Memora as published in the personal protocol (issue 53, step 1): a grid naming a suite that `memgrid task import
+--format memora` wrote runs its personas in the periods it hosts, each cell over the persona's sessions as imported,
+judged on Memora's yes/no sub-questions by model judges (the deterministic judges match values and are refused).
+The suite is tests/data/memora/ (our own fixture in Memora's layout), imported into a project copy."""
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from runner.agents.command import CommandSpec
+from runner.errors import SpecError
+from runner.exec.trial import TrialContext
+from runner.plan.grid import CellSpec
+from runner.plan.spec import load_all_arms, load_grid
+from runner.protocols.personal.protocol import PanelSetup, PersonalSetup
+from runner.protocols.registry import PROTOCOLS
+from runner.sources.memora import import_memora
+
+from conftest import REPO
+
+PROTOCOL = PROTOCOLS["personal"]
+FIXTURE = REPO / "tests" / "data" / "memora"
+
+# An answerer that repeats every record released to it: what it can say is exactly what the search released.
+ECHO = r'''
+import json, os
+for name in sorted(os.listdir("/sandbox/requests")):
+    with open(os.path.join("/sandbox/requests", name)) as f:
+        request = json.load(f)
+    print(json.dumps({"question": request["question"], "answer": " ".join(r["text"] for r in request["records"])}))
+'''
+
+
+@pytest.fixture
+def hosted(tmp_path, monkeypatch):
+    """A project whose tasks/ holds only the imported fixture suite, and memgrid pointed at it."""
+    root = tmp_path / "hosted"
+    (root / "tasks").mkdir(parents=True)
+    import_memora(FIXTURE, root, "memora", log=lambda m: None)
+    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+    return root
+
+
+def grid(tmp_path, **fields):
+    spec = {"name": "memora", "protocol": "personal", "suite": "memora", "tasks": "all", "arms": ["bare"],
+            "agents": ["reader"], "seeds": 1, "conditions": ["weekly", "monthly"], "judges": ["scripted"], **fields}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump({k: v for k, v in spec.items() if v is not None}))
+    return load_grid(path), path
+
+
+def test_a_memora_grid_runs_its_personas_in_the_periods_the_suite_hosts(hosted, tmp_path):
+    shutil.rmtree(hosted / "tasks" / "memora" / "source" / "monthly" / "test_pilot")  # now not hosted, and not as imported
+    spec, path = grid(tmp_path)
+    with pytest.raises(SpecError, match="monthly/test_pilot/.*is missing"):
+        PROTOCOL.units(spec, {}, path)
+    shutil.rmtree(hosted / "tasks" / "memora")
+    import_memora(FIXTURE / "data", hosted, "memora", personas=("test_baker",), log=lambda m: None)
+    import_memora(FIXTURE / "data", hosted, "pilots", personas=("test_pilot",), periods=("weekly",), log=lambda m: None)
+    spec, path = grid(tmp_path, suite="pilots")
+    units = PROTOCOL.units(spec, {}, path)
+    assert list(units) == ["test_pilot"] and PROTOCOL.pairs(spec, list(units), {}) == [("test_pilot", "weekly")]
+    spec, path = grid(tmp_path, tasks=["test_baker"])
+    assert PROTOCOL.pairs(spec, PROTOCOL.unit_ids(spec, {}, path), {}) == [("test_baker", "weekly"),
+                                                                           ("test_baker", "monthly")]
+    spec, path = grid(tmp_path, tasks=["test_chef"])
+    with pytest.raises(SpecError, match="names 'test_chef', which is not a persona of suite 'memora'"):
+        PROTOCOL.unit_ids(spec, {}, path)
+
+
+@pytest.mark.parametrize("fields,field,problem", [
+    ({"judges": None}, "judges", "states its criteria as yes/no questions about the answer"),
+    ({"cases": 3}, "cases", "suite 'memora' brings its own persons"),
+])
+def test_a_memora_grid_without_model_judges_or_with_cases_is_refused_in_one_line(hosted, tmp_path, fields, field,
+                                                                                 problem):
+    spec, path = grid(tmp_path, **fields)
+    with pytest.raises(SpecError, match=problem) as refused:
+        PROTOCOL.check(spec, path, load_all_arms(REPO), {})
+    assert refused.value.field == field and "\n" not in str(refused.value)
+
+
+def test_a_generated_personal_grid_still_needs_its_cases(tmp_path):
+    spec, path = grid(tmp_path, suite=None, cases=None, judges=None)
+    with pytest.raises(SpecError, match="cases: is missing"):
+        PROTOCOL.unit_ids(spec, {}, path)
+
+
+@pytest.mark.docker
+def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engine, images, hosted, tmp_path, run_id,
+                                                                             no_leftovers):
+    from runner.env.images import ensure_derived
+
+    echo = tmp_path / "echo.py"
+    echo.write_text(ECHO)
+    panel = PanelSetup(("scripted",) * 3, ensure_derived(engine, "model", images.base, lambda m: None), images.base.tag)
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
+                       protocol_setup=PersonalSetup(panel, "memora"), root=hosted,
+                       command_agents={"echo": CommandSpec("echo", ("python3", "-I", "echo.py"), (echo,))})
+    results = {}
+    for arm in ("bare", "full_context"):
+        row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", arm, 0, "weekly", "echo", f"{arm}-test_baker", 0), 1)
+        assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+        results[arm] = {q["id"]: q for q in json.loads(row.result)["questions"]}
+    # bare releases nothing: no sub-question is answered yes, so presence fails and forgetting holds
+    assert {q: (r["cp"], r["cf"], r["fama"]) for q, r in results["bare"].items()} == {
+        "bake_kind_4": (0, 1, 0.0), "bake_load_2": (0, 0, 0.0)}
+    full = results["full_context"]
+    # the full context is every session up to each question's own cutoff: two for a question dated on the 4th
+    assert (full["bake_kind_4"]["released"], full["bake_load_2"]["released"]) == (4, 2)
+    assert (full["bake_load_2"]["cp"], full["bake_load_2"]["fama"]) == (1, 1.0)  # "forty" was said in session 1
+    assert full["bake_kind_4"]["cp"] == 1 and full["bake_kind_4"]["evidence_released"] == 1
+    assert all(q["panels_agree"] is None and q["invalid_judgements"] == 0 for q in full.values())
+    verdict = json.loads((tmp_path / "run" / "cells" / "full_context-test_baker" / "verdict.json").read_text())
+    asked = verdict["questions"][0]["criteria"][0]
+    assert asked["value"] == "Does the response mention spelt?" and "deterministic" not in asked
