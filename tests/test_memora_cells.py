@@ -103,7 +103,9 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     for arm in ("bare", "full_context"):
         row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", arm, 0, "weekly", "echo", f"{arm}-test_baker", 0), 1)
         assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
-        results[arm] = {q["id"]: q for q in json.loads(row.result)["questions"]}
+        result = json.loads(row.result)
+        assert result["suite"] == "memora" and result["panel"] == "model"
+        results[arm] = {q["id"]: q for q in result["questions"]}
     # bare releases nothing: no sub-question is answered yes, so presence fails and forgetting holds
     assert {q: (r["cp"], r["cf"], r["fama"]) for q, r in results["bare"].items()} == {
         "bake_kind_4": (0, 1, 0.0), "bake_load_2": (0, 0, 0.0)}

@@ -5,7 +5,7 @@ scored as quality; FAMA follows Memora's definition at its edges; the interval r
 import pytest
 
 from runner.protocols.personal import metrics
-from runner.protocols.personal.analysis import published_table, summarise, table
+from runner.protocols.personal.analysis import comparability, published_table, summarise, table, table3
 from runner.protocols.personal.corpus import Criterion
 from runner.protocols.personal.judges import ExactJudge, TokenJudge, Verdict, judge_criterion
 
@@ -101,6 +101,37 @@ def test_the_summary_and_the_published_table_read_the_ledgers_result():
     assert ["oracle_memory", "memgrid (reader)", "100", "-", "-"] in lines
 
 
+def test_table_3_averages_each_persons_mean_first_as_memoras_aggregator_does():
+    """Memora's Table 3 (aggregate_results.py) is the mean over persons of each person's mean per-question FAMA, per
+    task and period: a person with three remembering questions counts as much as one with one. Pooling the
+    questions instead (0.25 here) would weigh persons by their question counts."""
+    import json
+
+    def question(kind, fama):
+        return {"id": "q", "kind": kind, "np": 1, "nf": 0, "cp": 1, "cf": 0, "fama": fama, "mpa": fama, "faa": 1.0,
+                "lam": 0.0, "released": 1, "violations": 0, "evidence_released": 1, "evidence": 1}
+
+    def row(person, horizon, questions, suite=None):
+        return {"agent": "echo", "arm": "recall", "condition": horizon, "task": person, "admitted": True,
+                "result": json.dumps({"questions": questions, **({"suite": suite} if suite else {})})}
+
+    rows = [row("software_engineer", "weekly", [question("remembering", 1.0), question("reasoning", 0.5)], "memora"),
+            row("content_writer", "weekly", [question("remembering", 0.0)] * 3, "memora"),
+            row("content_writer", "monthly", [question("recommending", 0.25)], "memora")]
+    summary = summarise(rows)
+    weekly = next(s for s in summary if s["horizon"] == "weekly")
+    assert weekly["table3"] == {"remembering": 0.5, "reasoning": 0.5, "recommending": None}
+    assert weekly["by_kind"]["remembering"] == 0.25  # the pooled mean memgrid's own table keeps
+    columns, lines = table3(summary)
+    assert columns == ["agent", "arm", "rem weekly", "rem monthly", "rea weekly", "rea monthly", "rec weekly",
+                       "rec monthly"]
+    assert lines == [["echo", "recall", "50.00", "-", "50.00", "-", "-", "25.00"]]
+    assert ["recall", "memgrid (echo)", "50", "-", "-"] in published_table(summary)[1]
+    assert comparability(summary).startswith("Same data and questions") and "suite memora" in comparability(summary)
+    assert comparability(summarise([{**r, "result": r["result"].replace('"suite": "memora"', '"suite": null')}
+                                    for r in rows])).startswith("Not directly comparable")
+
+
 def test_the_html_page_holds_both_tables_the_plot_and_the_judges_blind_spots():
     import json
 
@@ -111,7 +142,7 @@ def test_the_html_page_holds_both_tables_the_plot_and_the_judges_blind_spots():
     rows = [{"agent": "reader", "arm": "oracle_memory", "condition": h, "task": p, "admitted": True,
              "result": json.dumps({"questions": [q]})} for p in ("p0", "p1") for h in ("weekly", "quarterly")]
     page = render("run-x", {"grid": {"agents": ["reader"], "arms": ["oracle_memory"], "cases": 2}}, summarise(rows))
-    assert 'id="personal"' in page and 'id="published"' in page and "data:image/png;base64," in page
+    assert 'id="personal"' in page and 'id="published"' in page and 'id="table3"' in page and "data:image/png;base64," in page
     assert "Not directly comparable" in page and "Blind to paraphrase" in page
 
 

@@ -1,7 +1,7 @@
 """The personal protocol's figures: per agent x arm x horizon, mean FAMA (with a bootstrap interval over
 persons), MPA, FAA and λ, per question kind, the search's violations and how often the records stating
-the current facts reached the answer. Published FAMA rows (Memora, remembering questions) are printed
-beside them for orientation, never as a comparison of like with like."""
+the current facts reached the answer; FAMA laid out as Memora's Table 3. Published FAMA rows (Memora, remembering
+questions) are printed beside them, with what is and is not alike (generated persons, or Memora's own hosted)."""
 
 import json
 
@@ -15,6 +15,27 @@ PUBLISHED = {"LangMem": (71, 42, 39), "A-Mem": (72, 42, 41), "Mem0": (40, 21, 20
 NOT_COMPARABLE = ("Not directly comparable: the published rows answer Memora's own questions over its own "
                   "conversations with an LLM answerer and LLM judges; memgrid's rows answer its generated "
                   "persons with the LLM-free reader and deterministic judges, so they rank arms on this corpus only.")
+HOSTED_NOTE = ("Same data and questions: memgrid's rows answer Memora's own questions over its own conversations "
+               "(suite {suites}, imported unchanged). They differ from the published rows in the answerer (each "
+               "row's agent), the judges (the panel this run names) and the memory systems (each row's arm).")
+TABLE3_NOTE = ("As Memora's Table 3 (its evals/model_eval/aggregate_results.py): per arm, task and period, each "
+               "person's mean per-question FAMA over the questions of that task, then the mean over the persons "
+               "with such questions, x 100.")
+
+
+def comparability(summary: list[dict]) -> str:
+    """What the published rows can be set beside: memgrid's generated persons, or Memora's own as hosted."""
+    suites = sorted({s["suite"] for s in summary if s.get("suite")})
+    return HOSTED_NOTE.format(suites=", ".join(suites)) if suites else NOT_COMPARABLE
+
+
+def person_first(questions: list[tuple[str, dict]], kind: str) -> float | None:
+    """One Table 3 cell: each person's mean FAMA over its questions of `kind`, then the mean over those persons."""
+    by_person: dict[str, list[float]] = {}
+    for person, q in questions:
+        if q["kind"] == kind:
+            by_person.setdefault(person, []).append(q["fama"])
+    return _mean([_mean(v) for v in by_person.values()])
 
 
 def _mean(values: list[float]) -> float | None:
@@ -33,11 +54,8 @@ def summarise(rows: list[dict]) -> list[dict]:
         questions = [(r["task"], q) for r, res in zip(scored, results) for q in res["questions"]]
         modelled = [q for res in results if res.get("panel") == "model" for q in res["questions"]]
         by_person: dict[str, list[float]] = {}
-        remembering: dict[str, list[float]] = {}
         for person, q in questions:
             by_person.setdefault(person, []).append(q["fama"])
-            if q["kind"] == "remembering":
-                remembering.setdefault(person, []).append(q["fama"])
         fama, low, high = mean_with_interval(by_person)
         out.append({
             "agent": agent, "arm": arm, "horizon": horizon, "cells": len(rs), "admitted": len(scored),
@@ -45,7 +63,8 @@ def summarise(rows: list[dict]) -> list[dict]:
             "mpa": _mean([q["mpa"] for _, q in questions]), "faa": _mean([q["faa"] for _, q in questions]),
             "lambda": _mean([q["lam"] for _, q in questions]),
             "by_kind": {k: _mean([q["fama"] for _, q in questions if q["kind"] == k]) for k in KINDS},
-            "remembering": mean_with_interval(remembering)[0],
+            "table3": {k: person_first(questions, k) for k in KINDS},
+            "suite": next((res["suite"] for res in results if res.get("suite")), None),
             "violations": sum(q["violations"] for _, q in questions),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
@@ -79,10 +98,22 @@ def published_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
     lines = [[name, "published (Memora)", *map(str, values)] for name, values in PUBLISHED.items()]
     arms: dict[tuple[str, str], dict[str, float | None]] = {}
     for s in summary:
-        arms.setdefault((s["agent"], s["arm"]), {})[s["horizon"]] = s["remembering"]
+        arms.setdefault((s["agent"], s["arm"]), {})[s["horizon"]] = s["table3"]["remembering"]
     for (agent, arm), by_h in arms.items():
         lines.append([arm, f"memgrid ({agent})", *("-" if by_h.get(h) is None else f"{100 * by_h[h]:.0f}" for h in horizons)])
     return ["system", "source", *horizons], lines
+
+
+def table3(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """FAMA x 100 laid out as Memora's Table 3: a row per agent x arm, a column per task x period."""
+    horizons = [h for h in HORIZONS if any(s["horizon"] == h for s in summary)]
+    cells: dict[tuple[str, str], dict[tuple[str, str], float | None]] = {}
+    for s in summary:
+        for k in KINDS:
+            cells.setdefault((s["agent"], s["arm"]), {})[(k, s["horizon"])] = s["table3"][k]
+    lines = [[agent, arm, *("-" if by.get((k, h)) is None else f"{100 * by[(k, h)]:.2f}" for k in KINDS for h in horizons)]
+             for (agent, arm), by in cells.items()]
+    return ["agent", "arm", *(f"{k[:3]} {h}" for k in KINDS for h in horizons)], lines
 
 
 def panel_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:

@@ -479,6 +479,7 @@ class PersonalProtocol(Protocol):
         return {"fama": sum(q["fama"] for q in questions) / n, "mpa": sum(q["mpa"] for q in questions) / n,
                 "faa": sum(q["faa"] for q in questions) / n, "violations": sum(q["violations"] for q in questions),
                 "search_k": SEARCH_K, "judges": [j.name for j in panel], "panel": "model" if setup else "deterministic",
+                "suite": ctx.protocol_setup.suite if ctx.protocol_setup is not None else None,
                 **({"judge_requests": gateway.requests, "judge_usage": gateway.usage} if setup else {}),
                 "questions": questions}
 
@@ -493,9 +494,11 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import NOT_COMPARABLE, panel_table, published_table
+        from runner.protocols.personal.analysis import TABLE3_NOTE, comparability, panel_table, published_table, table3
 
-        tables = [("remembering FAMA %, published rows beside memgrid's", *published_table(summary), NOT_COMPARABLE)]
+        tables = [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary), TABLE3_NOTE),
+                  ("remembering FAMA %, published rows beside memgrid's", *published_table(summary),
+                   comparability(summary))]
         columns, lines = panel_table(summary)
         if lines:
             tables.append(("the model judge panel", columns, lines, "Agreement: the share of criteria the deterministic "

@@ -9,7 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.personal.analysis import NOT_COMPARABLE, panel_table, published_table, table  # noqa: E402
+from runner.protocols.personal.analysis import (TABLE3_NOTE, comparability, panel_table, published_table,  # noqa: E402
+                                                table, table3)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -46,8 +47,7 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
              for s in summary for f in s["flags"]]
     png = base64.b64encode(fama_plot(summary)).decode()
     return "".join([
-        protocol_page_head("personal", "personal-memory", run_id, lock, f"persons {lock.get('grid', {}).get('cases', '?')}",
-                           flags),
+        protocol_page_head("personal", "personal-memory", run_id, lock, _persons(lock.get("grid", {})), flags),
         "<h2>FAMA per arm and horizon</h2>"
         "<p>Per question: MPA = presence criteria met / Np; FAA = forgetting criteria met / Nf; λ = Nf / (Np + Nf); "
         "FAMA = max(0, MPA − λ(1 − FAA)). A criterion is met when a strict majority of the valid judges agree with "
@@ -58,10 +58,17 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         html_table(columns, lines, table_id="personal"),
         f"<figure><img alt=\"mean FAMA by horizon per agent x arm, 95 % bootstrap intervals over persons\" "
         f"src=\"data:image/png;base64,{png}\"></figure>",
+        "<h2>FAMA as Memora's Table 3</h2>", html_table(*table3(summary), table_id="table3"),
+        f"<p>{escape(TABLE3_NOTE)}</p>",
         "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
-        html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(NOT_COMPARABLE)}</p>",
+        html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(comparability(summary))}</p>",
         "<h2>Judges</h2>" + _panel(summary, lock) + f"<pre>{escape(JUDGES_DOC)}</pre>",
         "<h2>Digests</h2>" + digests_table(lock), "</body></html>"])
+
+
+def _persons(grid: dict) -> str:
+    return f"persons of suite {grid['suite']}" if grid.get("suite") not in (None, "memgrid") else \
+        f"persons {grid.get('cases', '?')}"
 
 
 def _panel(summary: list[dict], lock: dict) -> str:
