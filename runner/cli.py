@@ -374,14 +374,16 @@ def _finish_grid(outcome, resume: str) -> None:
     """The summary tables and where things are; exit 130 when interrupted, 1 when cells hit harness errors.
     `resume`: the command that resumes this run."""
     run_dir, summary = outcome.run_dir, outcome.summary
-    if outcome.plan.grid.protocol == "coding":
+    protocol = outcome.plan.grid.protocol
+    if protocol == "coding":
         _print_summary(run_dir)
-    else:
-        _print_protocol_summary(run_dir, outcome.plan.grid.protocol)
-    console.print(f"run folder: {run_dir}")
-    console.print(f"ledger:     {run_dir / 'ledger.parquet'}")
-    if outcome.plan.grid.protocol == "coding":
+        _print_locations(run_dir)
         _write_grid_report(run_dir)
+    else:
+        rows = _print_protocol_summary(run_dir, protocol)
+        _print_locations(run_dir)
+        if (page := _write_protocol_page(run_dir, protocol, rows)) is not None:  # as `memgrid report` writes it
+            console.print(f"report:     {page}")
     if summary.skipped:
         console.print(f"resumed: {summary.skipped} cells already finished were skipped")
     if summary.interrupted:
@@ -394,6 +396,11 @@ def _finish_grid(outcome, resume: str) -> None:
     if outcome.unfinished:
         err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: {resume}")
         raise typer.Exit(1)
+
+
+def _print_locations(run_dir: Path) -> None:
+    console.print(f"run folder: {run_dir}")
+    console.print(f"ledger:     {run_dir / 'ledger.parquet'}")
 
 
 def _write_grid_report(run_dir: Path) -> None:
@@ -426,16 +433,10 @@ def report(
         if append_to_prereg is not None:
             raise UserError(f"run {run}: --append-to-prereg reports coding runs; this run is {protocol}: fix: drop it")
         run_dir = resolve_run_dir(run, runs_dir)
-        summary = _print_protocol_summary(run_dir, protocol)
-        from runner.protocols.registry import protocol_named
-
-        page = protocol_named(protocol).report_html(run_dir.name, json.loads((run_dir / "run.json").read_text()), summary)
-        if page is None and html is not None:
+        path = _write_protocol_page(run_dir, protocol, _print_protocol_summary(run_dir, protocol), html)
+        if path is None and html is not None:
             raise UserError(f"run {run}: the {protocol} protocol has no HTML page: fix: drop --html")
-        if page is not None:
-            path = html or run_dir / "report.html"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(page, encoding="utf-8")
+        if path is not None:
             console.print(f"report: {path}")
         return
     result = make_report(run, runs_dir, html, append_to_prereg, min_effect, console)
@@ -498,7 +499,20 @@ def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bo
     console.print(table)
 
 
-def _print_protocol_summary(run_dir: Path, name: str) -> None:
+def _write_protocol_page(run_dir: Path, name: str, summary: list[dict], html: Optional[Path] = None) -> Optional[Path]:
+    """The protocol's own HTML page (default RUN/report.html); None when it has none."""
+    from runner.protocols.registry import protocol_named
+
+    page = protocol_named(name).report_html(run_dir.name, json.loads((run_dir / "run.json").read_text()), summary)
+    if page is None:
+        return None
+    path = html or run_dir / "report.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _print_protocol_summary(run_dir: Path, name: str) -> list[dict]:
     """The protocol's own summary: its measure per agent x arm with a Wilson 95 % interval; kept as summary.json."""
     from runner.protocols.registry import protocol_named
     from runner.results.ledger import Ledger, latest_attempts

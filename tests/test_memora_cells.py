@@ -118,3 +118,28 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     verdict = json.loads((tmp_path / "run" / "cells" / "full_context-test_baker" / "verdict.json").read_text())
     asked = verdict["questions"][0]["criteria"][0]
     assert asked["value"] == "Does the response mention spelt?" and "deterministic" not in asked
+
+
+@pytest.mark.docker
+def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(engine, images, hosted, tmp_path, run_id,
+                                                                              no_leftovers):
+    """`memgrid grid` on a hosted Memora suite, as a researcher runs it: its tables, and the protocol's HTML page
+    written after the grid as after a coding one (a personal grid wrote none: only `memgrid report` did)."""
+    import os
+    import subprocess
+
+    shutil.copytree(REPO / "arms" / "bare", hosted / "arms" / "bare")
+    (hosted / "echo.py").write_text(ECHO)
+    spec = {"name": "memora-cli", "protocol": "personal", "suite": "memora", "tasks": ["test_pilot"], "arms": ["bare"],
+            "agents": ["echo"], "seeds": 1, "conditions": ["weekly"], "judges": ["scripted"],
+            "command_agents": {"echo": {"command": ["python3", "-I", "echo.py"], "files": ["echo.py"]}}}
+    (hosted / "grid.yaml").write_text(yaml.safe_dump(spec))
+    done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "grid", "--spec", "grid.yaml", "--runs-dir", "runs",
+                           "--run-id", run_id, "--no-progress"], cwd=hosted, env={**os.environ, "MEMGRID_ROOT": str(hosted)},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "FAMA x 100 as Memora's Table 3" in done.stdout and "Same data and questions" in done.stdout
+    page = hosted / "runs" / run_id / "report.html"
+    assert f"report:     {page}" in done.stdout
+    html = page.read_text()
+    assert 'id="table3"' in html and "persons of suite memora" in html
