@@ -100,7 +100,7 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
                        protocol_setup=PersonalSetup(panel, "memora"), root=hosted,
                        command_agents={"echo": CommandSpec("echo", ("python3", "-I", "echo.py"), (echo,))})
     results = {}
-    for arm in ("bare", "full_context"):
+    for arm in ("bare", "full_context", "oracle_memory"):
         row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", arm, 0, "weekly", "echo", f"{arm}-test_baker", 0), 1)
         assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
         result = json.loads(row.result)
@@ -115,6 +115,9 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     assert (full["bake_load_2"]["cp"], full["bake_load_2"]["fama"]) == (1, 1.0)  # "forty" was said in session 1
     assert full["bake_kind_4"]["cp"] == 1 and full["bake_kind_4"]["evidence_released"] == 1
     assert all(q["panels_agree"] is None and q["invalid_judgements"] == 0 for q in full.values())
+    oracle = results["oracle_memory"]  # the sessions the questions' memory_evidence cites, up to each cutoff
+    assert {q: (r["released"], r["evidence_released"], r["fama"]) for q, r in oracle.items()} == {
+        "bake_kind_4": (2, 1, 1.0), "bake_load_2": (1, 1, 1.0)}
     verdict = json.loads((tmp_path / "run" / "cells" / "full_context-test_baker" / "verdict.json").read_text())
     asked = verdict["questions"][0]["criteria"][0]
     assert asked["value"] == "Does the response mention spelt?" and "deterministic" not in asked

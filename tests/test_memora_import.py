@@ -83,6 +83,7 @@ def test_a_hosted_unit_is_its_sessions_in_order_and_its_questions_with_their_sub
     assert [(c.id, c.evaluation_type, c.value) for c in (*kind.presence, *kind.forgetting)] == [
         ("bake_kind_4_eval_memory_presence_0", "memory_presence", "Does the response mention spelt?"),
         ("bake_kind_4_eval_forgetting_0", "forgetting_absence", "Does the response say rye is still baked?")]
+    assert unit.oracle_evidence() == ["test_baker-weekly-0001", "test_baker-weekly-0003"]  # what its questions cite
     # the cutoff is the last session on or before the question's date, not the unit's last
     assert (load.id, load.kind, load.cutoff_session, len(load.presence), load.forgetting) == (
         "bake_load_2", "reasoning", 2, 1, ())

@@ -50,6 +50,14 @@ class Session(gen.Record):
         return self.conversation
 
 
+class HostedUnit(gen.Unit):
+    """A Memora persona over a period. Its oracle is what its questions' memory_evidence cites: Memora states no
+    history of facts, only, per question, the sessions that state what the answer should hold."""
+
+    def oracle_evidence(self) -> list[str]:
+        return sorted({rid for q in self.questions for rid in q.evidence})
+
+
 @dataclass
 class UnitPlan:
     """A persona over a period as it is (or, on a dry run, would be) hosted."""
@@ -237,7 +245,7 @@ def read_unit(source: Source, data: Path, period: str, persona: str, suite: str,
     """One persona over one period, every file read once: checked, digested and (`copy_to`: the suite's source/
     folder being written) copied unchanged."""
     folder = source.inside(data / period / persona)
-    plan = UnitPlan(period, persona, suite, gen.Unit(persona, persona, period))
+    plan = UnitPlan(period, persona, suite, HostedUnit(persona, persona, period))
 
     def take(path: Path) -> bytes:
         raw = path.read_bytes()
