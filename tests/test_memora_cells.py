@@ -1,6 +1,7 @@
 """Memora as published in the personal protocol (issue 53, step 1): a grid naming a suite that `memgrid task import
 --format memora` wrote runs its personas in the periods it hosts, each cell over the persona's sessions as imported,
-judged on Memora's yes/no sub-questions by model judges (the deterministic judges match values and are refused).
+judged on Memora's yes/no sub-questions by model judges asked each as it is, or by the deterministic judges on the value
+each names.
 The suite is tests/data/memora/ (our own fixture in Memora's layout), imported into a project copy."""
 
 import json
@@ -70,16 +71,12 @@ def test_a_memora_grid_runs_its_personas_in_the_periods_the_suite_hosts(hosted, 
         PROTOCOL.unit_ids(spec, {}, path)
 
 
-@pytest.mark.parametrize("fields,field,problem", [
-    ({"judges": None}, "judges", "states its criteria as yes/no questions about the answer"),
-    ({"cases": 3}, "cases", "suite 'memora' brings its own persons"),
-])
-def test_a_memora_grid_without_model_judges_or_with_cases_is_refused_in_one_line(hosted, tmp_path, fields, field,
-                                                                                 problem):
-    spec, path = grid(tmp_path, **fields)
-    with pytest.raises(SpecError, match=problem) as refused:
+def test_a_memora_grid_with_cases_is_refused_in_one_line(hosted, tmp_path):
+    spec, path = grid(tmp_path, cases=3)
+    with pytest.raises(SpecError, match="suite 'memora' brings its own persons") as refused:
         PROTOCOL.check(spec, path, load_all_arms(REPO), {})
-    assert refused.value.field == field and "\n" not in str(refused.value)
+    assert refused.value.field == "cases" and "\n" not in str(refused.value)
+    PROTOCOL.check(grid(tmp_path, judges=None)[0], path, load_all_arms(REPO), {})  # the deterministic panel judges
 
 
 def test_a_generated_personal_grid_still_needs_its_cases(tmp_path):
@@ -114,13 +111,24 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     assert (full["bake_kind_4"]["released"], full["bake_load_2"]["released"]) == (4, 2)
     assert (full["bake_load_2"]["cp"], full["bake_load_2"]["fama"]) == (1, 1.0)  # "forty" was said in session 1
     assert full["bake_kind_4"]["cp"] == 1 and full["bake_kind_4"]["evidence_released"] == 1
-    assert all(q["panels_agree"] is None and q["invalid_judgements"] == 0 for q in full.values())
+    assert [(full[q]["panels_agree"], full[q]["panels_compared"]) for q in ("bake_kind_4", "bake_load_2")] == [(1, 2), (1, 1)]
+    assert all(q["invalid_judgements"] == 0 for q in full.values())
     oracle = results["oracle_memory"]  # the sessions the questions' memory_evidence cites, up to each cutoff
     assert {q: (r["released"], r["evidence_released"], r["fama"]) for q, r in oracle.items()} == {
         "bake_kind_4": (2, 1, 1.0), "bake_load_2": (1, 1, 1.0)}
     verdict = json.loads((tmp_path / "run" / "cells" / "full_context-test_baker" / "verdict.json").read_text())
     asked = verdict["questions"][0]["criteria"][0]
-    assert asked["value"] == "Does the response mention spelt?" and "deterministic" not in asked
+    assert (asked["value"], asked["named"]) == ("Does the response mention spelt?", "spelt")
+    assert [v["mentions"] for v in asked["deterministic"]] == [True, True, True]
+    # The deterministic panel alone, on the value each sub-question names: "rye" is in the sessions that drop it
+    # ("I stopped the rye loaves"), so its forgetting check fails (the judges' negation blind spot) where the
+    # scripted model, asked the question, said no.
+    ctx.protocol_setup = PersonalSetup(None, "memora")
+    row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", "full_context", 0, "weekly", "echo", "det-test_baker", 0), 1)
+    offline = {q["id"]: q for q in json.loads(row.result)["questions"]}
+    assert json.loads(row.result)["panel"] == "deterministic"
+    assert {q: (r["cp"], r["cf"], r["fama"]) for q, r in offline.items()} == {
+        "bake_kind_4": (1, 0, 0.5), "bake_load_2": (1, 0, 1.0)}
 
 
 @pytest.mark.docker

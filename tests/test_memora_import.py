@@ -80,13 +80,31 @@ def test_a_hosted_unit_is_its_sessions_in_order_and_its_questions_with_their_sub
     kind, load = unit.questions
     assert (kind.id, kind.kind, kind.cutoff_session, kind.evidence) == (
         "bake_kind_4", "remembering", 4, ("test_baker-weekly-0003",))
-    assert [(c.id, c.evaluation_type, c.value) for c in (*kind.presence, *kind.forgetting)] == [
-        ("bake_kind_4_eval_memory_presence_0", "memory_presence", "Does the response mention spelt?"),
-        ("bake_kind_4_eval_forgetting_0", "forgetting_absence", "Does the response say rye is still baked?")]
+    assert [(c.id, c.evaluation_type, c.value, c.named) for c in (*kind.presence, *kind.forgetting)] == [
+        ("bake_kind_4_eval_memory_presence_0", "memory_presence", "Does the response mention spelt?", "spelt"),
+        ("bake_kind_4_eval_forgetting_0", "forgetting_absence", "Does the response say rye is still baked?", "rye")]
     assert unit.oracle_evidence() == ["test_baker-weekly-0001", "test_baker-weekly-0003"]  # what its questions cite
     # the cutoff is the last session on or before the question's date, not the unit's last
     assert (load.id, load.kind, load.cutoff_session, len(load.presence), load.forgetting) == (
         "bake_load_2", "reasoning", 2, 1, ())
+
+
+def test_a_sub_question_names_the_value_its_own_evidence_holds_for_the_deterministic_judges(checkout, project):
+    """The value a deterministic judge looks for: the longest value of the sub-question's own kind of evidence in its
+    text (not the other kind's, not a session id), else what it quotes, else what follows its colon, else none."""
+    from runner.sources.memora import named_value
+
+    evidence = {"tasks": [{"value": "Buy art supplies", "session_id": 12}, {"value": "Buy art", "session_id": 40}],
+                "count": 2}
+    assert named_value("Does the response include Buy art supplies in the current task list?", evidence) == \
+        "Buy art supplies"
+    assert named_value("Is 'Call family' mentioned?", evidence) == "Call family"
+    assert named_value("Does the response mention the deleted task: Update design blog?", evidence) == "Update design blog"
+    assert named_value("Does the response mention session 12 twice?", evidence) == ""  # 2 is short; 12 is an id
+    result = import_memora(checkout, project, "memora", periods=("monthly",), log=quiet)
+    assert [p.line().split(", ")[-1] for p in result.plans] == [
+        "3 sub-questions (2 name no value the deterministic judges can look for)",
+        "1 sub-questions (1 name no value the deterministic judges can look for)"]
 
 
 def test_periods_and_personas_pick_a_subset_and_a_name_not_in_the_source_is_refused(checkout, project):

@@ -62,6 +62,18 @@ def test_a_failing_judge_is_left_out_of_the_majority_and_all_failing_is_incorrec
     assert not judge_criterion("anything", Criterion("Lisbon"), True, panel=(Broken(), Broken())).correct
 
 
+def test_a_sub_question_is_judged_on_the_value_it_names_and_one_naming_none_gets_no_verdict():
+    from runner.protocols.personal.corpus import SubQuestion
+
+    named = SubQuestion("Is 'Call family' listed as a remaining todo item?", (), "q_eval_0", "memory_presence", "Call family")
+    result = judge_criterion("Still to do: call family, and water the plants.", named, True)
+    assert result.correct and result.valid == 3 and [v.mentions for v in result.verdicts] == [True, True, True]
+    nothing = SubQuestion("Does the response say four landings are left?", (), "q_eval_1", "memory_presence")
+    result = judge_criterion("Four landings are left.", nothing, True)  # the answer is right; no judge can say so here
+    assert (result.correct, result.valid) == (False, 0)
+    assert {v.detail for v in result.verdicts} == {"the sub-question names no value to look for"}
+
+
 def test_a_tie_is_not_a_strict_majority():
     r = judge_criterion("nothing here", Criterion("Lisbon"), True, panel=(ExactJudge(), Yes()))
     assert r.valid == 2 and not r.correct

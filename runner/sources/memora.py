@@ -69,10 +69,12 @@ class UnitPlan:
 
     def line(self) -> str:
         kinds = {k: sum(q.kind == k for q in self.unit.questions) for k in TASK_TYPES}
-        criteria = sum(len(q.presence) + len(q.forgetting) for q in self.unit.questions)
+        criteria = [c for q in self.unit.questions for c in (*q.presence, *q.forgetting)]
+        unnamed = sum(not c.named for c in criteria)
         return (f"import {self.period}/{self.persona} -> tasks/{self.suite}/: {len(self.unit.records)} sessions, "
                 f"{len(self.unit.questions)} questions ({', '.join(f'{n} {k}' for k, n in kinds.items())}), "
-                f"{criteria} sub-questions")
+                f"{len(criteria)} sub-questions" + (f" ({unnamed} name no value the deterministic judges can look for)"
+                                                    if unnamed else ""))
 
     def unisolated_line(self) -> None:
         return None  # judges read the answer text only; no code of the agent's runs outside its container
@@ -169,6 +171,35 @@ def evidence_sessions(value) -> set[int]:
     return found
 
 
+def evidence_values(value) -> set[str]:
+    """The values a question's evidence states (every text or number in it, not its session ids)."""
+    found, stack = set(), [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(x for k, x in v.items() if k != "session_id")
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, (str, int, float)) and not isinstance(v, bool):
+            found.add(str(v))
+    return found
+
+
+def named_value(text: str, evidence) -> str:
+    """What a sub-question asks the answer to mention, for the deterministic judges: the longest value of its own
+    kind of evidence that its text holds, else what it quotes, else what follows its colon; "" when none."""
+    low = text.lower()
+    held = [v for v in evidence_values(evidence) if len(v.strip()) >= 2 and v.lower() in low]
+    if held:
+        return max(held, key=lambda v: (len(v), v))
+    quoted = re.search(r"'([^']{2,})'|\"([^\"]{2,})\"", text)
+    if quoted:
+        return quoted.group(1) or quoted.group(2)
+    if ":" in text:
+        return text.rsplit(":", 1)[1].strip().rstrip("?").strip()
+    return ""
+
+
 def read_questions(source: Source, path: Path, data: bytes, persona: str, period: str,
                    sessions: list[Session]) -> list[gen.Question]:
     doc = need(read_json(source, path, data), dict, source, path, "(file)", "restore the questions file as published")
@@ -219,11 +250,13 @@ def read_questions(source: Source, path: Path, data: bytes, persona: str, period
                     raise Refused(source.rel(path), f"{at}.expected_answer",
                                   f"is {sub.get('expected_answer')!r} for a {kind_of} sub-question",
                                   f"expect {EXPECTED[kind_of]!r}: memgrid scores {kind_of} so")
+                check = need(sub.get("evaluation_question"), str, source, path, f"{at}.evaluation_question",
+                             "give the yes/no question")
+                evidence = q.get("memory_evidence" if kind_of == "memory_presence" else "forgetting_evidence", {})
                 criterion = gen.SubQuestion(
-                    need(sub.get("evaluation_question"), str, source, path, f"{at}.evaluation_question",
-                         "give the yes/no question"), (),
-                    need(sub.get("evaluation_question_id"), str, source, path, f"{at}.evaluation_question_id",
-                         "give the sub-question an id"), kind_of)
+                    check, (), need(sub.get("evaluation_question_id"), str, source, path,
+                                    f"{at}.evaluation_question_id", "give the sub-question an id"),
+                    kind_of, named_value(check, evidence))
                 (presence if kind_of == "memory_presence" else forgetting).append(criterion)
             evidence = tuple(sorted(by_id[s].id for s in evidence_sessions(q.get("memory_evidence", {}))))
             questions.append(gen.Question(qid, kind, text, (), max(before), tuple(presence), tuple(forgetting),

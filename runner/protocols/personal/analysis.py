@@ -70,7 +70,8 @@ def summarise(rows: list[dict]) -> list[dict]:
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
             "panel": "model" if modelled else "deterministic",
             # Where a model panel decided: the share of criteria the deterministic panel judged the same way.
-            "agreement": (sum(q["panels_agree"] for q in compared) / sum(q["np"] + q["nf"] for q in compared)
+            "agreement": (sum(q["panels_agree"] for q in compared)
+                          / sum(q.get("panels_compared", q["np"] + q["nf"]) for q in compared)
                           if (compared := [q for q in modelled if q.get("panels_agree") is not None]) else None),
             "flags": ([f"{sum(q['violations'] for _, q in questions)} record ids outside the person's records up to "
                        "the cutoff were returned by the search (dropped before the answer)"]

@@ -141,9 +141,12 @@ class Criterion:
 @dataclass(frozen=True)
 class SubQuestion(Criterion):
     """A yes/no question about the answer, as a hosted benchmark states its criteria (Memora's evaluation
-    questions): `value` is its text. Only model judges answer it; presence ones expect yes, forgetting ones no."""
+    questions): `value` is its text, which model judges are asked as it is; presence ones expect yes, forgetting
+    ones no. The deterministic judges look for `named` instead: the value the question names ("" when it names
+    none they can find, and they give no verdict)."""
     id: str = ""
     evaluation_type: str = ""  # memory_presence or forgetting_absence
+    named: str = ""
 
 
 @dataclass(frozen=True)

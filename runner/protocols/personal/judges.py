@@ -1,4 +1,7 @@
 """The judge panel: each judge answers, for one criterion, "does the answer mention this value?".
+A hosted benchmark's yes/no sub-question (corpus.SubQuestion) is judged here on the value it names: "Is 'Call family'
+listed as a remaining todo item?" as a mention of Call family (blind to what the question asks beyond the mention);
+one that names no value gets no verdict from these judges.
 
 A criterion is correct iff a strict majority of the judges that gave a valid verdict matches what it
 expects (presence: yes; forgetting: no); with no valid verdict it is incorrect. A judge that cannot
@@ -25,7 +28,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache
 
-from runner.protocols.personal.corpus import Criterion
+from runner.protocols.personal.corpus import Criterion, SubQuestion
 
 EMBEDDING_THRESHOLD = 0.6
 TOKEN_THRESHOLD = 0.5
@@ -38,6 +41,17 @@ class Verdict:
     detail: str
 
 
+NAMES_NOTHING = "the sub-question names no value to look for"
+
+
+def forms(criterion: Criterion) -> tuple[str, ...]:
+    """What a deterministic judge looks for in the answer: the value and its aliases, or, for a hosted benchmark's
+    yes/no sub-question, the value it names (none: no verdict, which leaves the criterion to the other judges)."""
+    if isinstance(criterion, SubQuestion):
+        return (criterion.named,) if criterion.named else ()
+    return (criterion.value, *criterion.aliases)
+
+
 def normalise(text: str) -> list[str]:
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     return re.findall(r"[a-z0-9]+", folded)
@@ -47,8 +61,10 @@ class ExactJudge:
     name = "exact"
 
     def judge(self, answer: str, criterion: Criterion) -> Verdict:
+        if not forms(criterion):
+            return Verdict(self.name, None, NAMES_NOTHING)
         words = normalise(answer)
-        for form in (criterion.value, *criterion.aliases):
+        for form in forms(criterion):
             target = normalise(form)
             if target and any(words[i:i + len(target)] == target for i in range(len(words) - len(target) + 1)):
                 return Verdict(self.name, True, f"{form!r} appears")
@@ -59,9 +75,11 @@ class TokenJudge:
     name = "tokens"
 
     def judge(self, answer: str, criterion: Criterion) -> Verdict:
+        if not forms(criterion):
+            return Verdict(self.name, None, NAMES_NOTHING)
         words = normalise(answer)
         best = (0.0, 0.0, "")
-        for form in (criterion.value, *criterion.aliases):
+        for form in forms(criterion):
             target = normalise(form)
             if not target:
                 continue
@@ -96,12 +114,13 @@ class EmbeddingJudge:
     name = "embedding"
 
     def judge(self, answer: str, criterion: Criterion) -> Verdict:
+        if not forms(criterion):
+            return Verdict(self.name, None, NAMES_NOTHING)
         clauses = [c.strip() for c in re.split(r"[.;,:\n]| and ", answer) if c.strip()]
         if not clauses:
             return Verdict(self.name, False, "the answer is empty")
         model = _wordllama()
-        score, clause = max((float(model.similarity(form, c)), c) for form in (criterion.value, *criterion.aliases)
-                            for c in clauses)
+        score, clause = max((float(model.similarity(form, c)), c) for form in forms(criterion) for c in clauses)
         return Verdict(self.name, score >= EMBEDDING_THRESHOLD, f"similarity {score:.2f} with {clause[:60]!r}")
 
 

@@ -252,11 +252,7 @@ class PersonalProtocol(Protocol):
             if grid.cases is not None:
                 raise SpecError(grid_path, "cases", f"is set, but suite '{grid.suite}' brings its own persons",
                                 "remove cases (name personas in tasks, or all)")
-            if not grid.judges:
-                raise SpecError(grid_path, "judges", f"is missing: suite '{grid.suite}' states its criteria as yes/no "
-                                "questions about the answer, which the deterministic judges (value matching) cannot "
-                                "answer", "name model judges, e.g. judges: [scripted] for an offline wiring run, or "
-                                "live model ids")
+
         # A cell judges where it runs, and model judges keep their cache beside the runs (CACHE_FILE, shared by a
         # run, its resume and its reproductions), which only the controller writes: every executor but local
         # runs cells on other nodes, with a scratch folder for a run folder.
@@ -449,11 +445,9 @@ class PersonalProtocol(Protocol):
                     model_panel.ModelJudge(i, m, gateway, cache, q.text) for i, m in enumerate(setup.models))
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
                 judged = [judge_criterion(answer, c, e, panel) for c, e in criteria]
-                # The deterministic panel beside the model's, where it can judge: it matches values, and a hosted
-                # benchmark's yes/no questions (SubQuestion) are not values.
-                offline = judged if setup is None else [
-                    None if isinstance(c, gen.SubQuestion) else judge_criterion(answer, c, e) for c, e in criteria]
-                compared = [(j, o) for j, o in zip(judged, offline) if o is not None]
+                offline = judged if setup is None else [judge_criterion(answer, c, e) for c, e in criteria]
+                # agreement only where the deterministic panel could judge (a sub-question naming no value: not)
+                compared = [(j, o) for j, o in zip(judged, offline) if o.valid]
                 cp = sum(j.correct for j in judged if j.expected)
                 cf = sum(j.correct for j in judged if not j.expected)
                 s = metrics.score(len(q.presence), cp, len(q.forgetting), cf)
@@ -463,13 +457,15 @@ class PersonalProtocol(Protocol):
                                   "evidence_released": sum(e in kept[q.id] for e in q.evidence),
                                   "evidence": len(q.evidence),
                                   "invalid_judgements": sum(len(panel) - j.valid for j in judged),
-                                  "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None})
+                                  "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
+                                  "panels_compared": len(compared)})
                 detail.append({"question": q.id, "text": q.text, "answer": answer, "violations": violations[q.id],
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
+                                             **({"named": c.named} if isinstance(c, gen.SubQuestion) else {}),
                                              "verdicts": [vars(v) for v in j.verdicts],
                                              **({"deterministic": [vars(v) for v in o.verdicts],
-                                                 "deterministic_correct": o.correct} if setup and o else {})}
-                                            for j, o in zip(judged, offline)]})
+                                                 "deterministic_correct": o.correct} if setup else {})}
+                                            for (c, _), j, o in zip(criteria, judged, offline)]})
         finally:
             if endpoint is not None:
                 endpoint.collect(cell_dir)
