@@ -120,6 +120,13 @@ def need(value, kind, source: Source, path: Path, name: str, fix: str):
     return value
 
 
+def one_of(value, allowed, source: Source, path: Path, name: str, fix: str):
+    """`value` when it is one of `allowed`, else the file is refused naming the field."""
+    if value not in allowed:
+        raise Refused(source.rel(path), name, f"is {value!r}", fix)
+    return value
+
+
 def iso_date(value, source: Source, path: Path, name: str) -> str:
     text = need(value, str, source, path, name, "give the date as YYYY-MM-DD")
     try:
@@ -145,10 +152,8 @@ def read_session(source: Source, path: Path, data: bytes, persona: str, period: 
     for i, turn in enumerate(turns):
         where = f"conversation[{i}]"
         turn = need(turn, dict, source, path, where, "give each turn as an object with speaker and message")
-        speaker = turn.get("speaker")
-        if speaker not in ROLES:
-            raise Refused(source.rel(path), f"{where}.speaker", f"is {speaker!r}",
-                          f"use one of {', '.join(ROLES)} (Memora's speakers)")
+        speaker = one_of(turn.get("speaker"), ROLES, source, path, f"{where}.speaker",
+                         f"use one of {', '.join(ROLES)} (Memora's speakers)")
         message = need(turn.get("message"), str, source, path, f"{where}.message", "give the turn's text")
         conversation.append((ROLES[speaker], message))
     text = "\n".join(f"{role}: {message}" for role, message in conversation)
@@ -242,10 +247,8 @@ def read_questions(source: Source, path: Path, data: bytes, persona: str, period
             for j, sub in enumerate(subs):
                 at = f"{where}.evaluation.evaluation_questions[{j}]"
                 sub = need(sub, dict, source, path, at, "give each sub-question as an object")
-                kind_of = sub.get("evaluation_type")
-                if kind_of not in EXPECTED:
-                    raise Refused(source.rel(path), f"{at}.evaluation_type", f"is {kind_of!r}",
-                                  f"use {' or '.join(EXPECTED)}")
+                kind_of = one_of(sub.get("evaluation_type"), EXPECTED, source, path, f"{at}.evaluation_type",
+                                 f"use {' or '.join(EXPECTED)}")
                 if sub.get("expected_answer") != EXPECTED[kind_of]:
                     raise Refused(source.rel(path), f"{at}.expected_answer",
                                   f"is {sub.get('expected_answer')!r} for a {kind_of} sub-question",
