@@ -144,6 +144,36 @@ def test_table_3_averages_each_persons_mean_first_as_memoras_aggregator_does():
                                     for r in rows])).startswith("Not directly comparable")
 
 
+def test_an_answer_is_judged_on_its_first_million_characters_and_the_cut_is_flagged(tmp_path):
+    """The deterministic judges cost the controller time in an answer's length, per criterion, and a command answerer
+    may print 16 MiB: the judges read the first JUDGED_CHARS of an answer, the question's record says so and the
+    summary flags it. A value past the cut is not seen: the length is the answerer's own doing."""
+    import json
+    from pathlib import Path
+
+    from runner.exec.trial import TrialContext
+    from runner.plan.grid import CellSpec
+    from runner.protocols.personal.corpus import build_unit
+    from runner.protocols.personal.protocol import JUDGED_CHARS, PersonalProtocol
+
+    unit = build_unit("p00", "weekly")
+    first, second = unit.questions[:2]
+    value = first.presence[0].value
+    answers = {first.id: value + " " + "filler " * (JUDGED_CHARS // 7), second.id: "filler " * (JUDGED_CHARS // 7) + value}
+    kept = {q.id: [] for q in unit.questions}
+    ctx = TrialContext(None, "unit", tmp_path, None, {}, {}, protocol=PersonalProtocol())
+    result = PersonalProtocol().judge(ctx, CellSpec("p00", "bare", 0, "weekly", "command", "c", 0), 1, unit, answers,
+                                      kept, kept, tmp_path)
+    by_id = {q["id"]: q for q in result["questions"]}
+    assert by_id[first.id]["answer_cut_at"] == JUDGED_CHARS and by_id[first.id]["cp"] >= 1  # seen before the cut
+    assert by_id[second.id]["answer_cut_at"] == JUDGED_CHARS and by_id[second.id]["cp"] == 0  # past it: not seen
+    assert "answer_cut_at" not in by_id[unit.questions[2].id]
+    row = {"agent": "command", "arm": "bare", "condition": "weekly", "task": "p00", "admitted": True,
+           "result": json.dumps(result)}
+    assert "2 answers were longer than 1,000,000 characters and judged on that much" in summarise([row])[0]["flags"]
+    assert len(json.loads((Path(tmp_path) / "verdict.json").read_text())["questions"][0]["answer"]) == JUDGED_CHARS
+
+
 def test_the_html_page_holds_both_tables_the_plot_and_the_judges_blind_spots():
     import json
 

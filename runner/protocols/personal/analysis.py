@@ -73,11 +73,21 @@ def summarise(rows: list[dict]) -> list[dict]:
             "agreement": (sum(q["panels_agree"] for q in compared)
                           / sum(q.get("panels_compared", q["np"] + q["nf"]) for q in compared)
                           if (compared := [q for q in modelled if q.get("panels_agree") is not None]) else None),
-            "flags": ([f"{sum(q['violations'] for _, q in questions)} record ids outside the person's records up to "
-                       "the cutoff were returned by the search (dropped before the answer)"]
-                      if any(q["violations"] for _, q in questions) else []),
+            "flags": flags_of([q for _, q in questions]),
         })
     return out
+
+
+def flags_of(questions: list[dict]) -> list[str]:
+    """What a reader of a row must know of how its questions were scored."""
+    flags = []
+    if violations := sum(q["violations"] for q in questions):
+        flags.append(f"{violations} record ids outside the person's records up to the cutoff were returned by the "
+                     "search (dropped before the answer)")
+    if cut := [q for q in questions if q.get("answer_cut_at")]:
+        flags.append(f"{len(cut)} answers were longer than {cut[0]['answer_cut_at']:,} characters and judged on that "
+                     "much")
+    return flags
 
 
 def _f(x: float | None) -> str:

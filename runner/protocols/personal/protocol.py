@@ -164,6 +164,17 @@ def answers_of(transcript) -> dict[str, str]:
     return found
 
 
+# What the judges read of one answer. Every deterministic judge costs time in the answer's length on the controller,
+# per criterion; a command answerer may print up to the capture's 16 MiB. An answer is judged on its first
+# JUDGED_CHARS (the question's record says it was cut): the length is the answerer's own doing.
+JUDGED_CHARS = 1_000_000
+
+
+def judged_part(answer: str) -> tuple[str, bool]:
+    """The part of an answer the judges read, and whether it was cut."""
+    return answer[:JUDGED_CHARS], len(answer) > JUDGED_CHARS
+
+
 def gateway_address(endpoint: ModelEndpoint) -> str:
     """The gateway's address on the cell's network, which the controller (on the host) reaches directly."""
     container = endpoint.containers["gateway"]
@@ -440,7 +451,7 @@ class PersonalProtocol(Protocol):
         try:
             questions, detail = [], []
             for q in unit.questions:
-                answer = answers.get(q.id, "")
+                answer, cut = judged_part(answers.get(q.id, ""))
                 panel = OFFLINE_PANEL if setup is None else tuple(
                     model_panel.ModelJudge(i, m, gateway, cache, q.text) for i, m in enumerate(setup.models))
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
@@ -458,7 +469,8 @@ class PersonalProtocol(Protocol):
                                   "evidence": len(q.evidence),
                                   "invalid_judgements": sum(len(panel) - j.valid for j in judged),
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
-                                  "panels_compared": len(compared)})
+                                  "panels_compared": len(compared),
+                                  **({"answer_cut_at": JUDGED_CHARS} if cut else {})})
                 detail.append({"question": q.id, "text": q.text, "answer": answer, "violations": violations[q.id],
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
                                              **({"named": c.named} if isinstance(c, gen.SubQuestion) else {}),
