@@ -9,6 +9,7 @@ import json
 import re
 import socket
 import threading
+import time
 
 PROBE_PROGRAM = r'''
 import errno, json, os, socket, sys, http.client
@@ -151,6 +152,21 @@ class HostListener:
                 continue
             self.peers.append(peer[0])
             conn.close()
+
+    def settled(self, at_least: int = 0, quiet: float = 0.5, seconds: float = 10.0) -> int:
+        """The peers counted once the accept threads have caught up: at least `at_least` of them and none new for
+        `quiet` seconds (at most `seconds` in all). A connection the kernel completed is counted only when a thread
+        accepts it, which on a loaded host comes later: read at once, a control's connections were counted after
+        the guarded probe's and failed it ("host accepted 3"), and a guarded one could be missed."""
+        deadline = time.monotonic() + seconds
+        count, since = len(self.peers), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            if len(self.peers) != count:
+                count, since = len(self.peers), time.monotonic()
+            elif count >= at_least and time.monotonic() - since >= quiet:
+                break
+        return len(self.peers)
 
     def close(self):
         self.closed = True

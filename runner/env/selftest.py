@@ -226,13 +226,13 @@ def escape_checks(client, images, model_image: str, run_id: str, cell_dir: Path)
             hosts = probes.host_targets(listener.port)
             seen = _probe(control, "tcp", targets=hosts)
             control_reached = [t for t, v in seen.items() if v == "connected"]
-            before = len(listener.peers)
+            before = listener.settled(at_least=len(control_reached))
             from_sandbox = _probe(sandbox, "tcp", targets=hosts)
             code, out = endpoint.containers["model"].exec_run(probes.command("tcp", targets=hosts, timeout=2))
             from_model = probes.parse(out.decode(errors="replace"))
             leaked = [f"sandbox->{t}" for t, v in from_sandbox.items() if v == "connected"]
             leaked += [f"model->{t}" for t, v in from_model.items() if v == "connected"]
-            accepted = len(listener.peers) - before
+            accepted = listener.settled() - before
             checks.append(Check("escape", "host unreachable", bool(control_reached) and not leaked and accepted == 0,
                                 f"TCP from the sandbox and the scripted model to {len(hosts)} host addresses "
                                 f"(a listener on each; control: an unguarded container on the same network)",
