@@ -28,7 +28,7 @@ from runner import __version__
 from runner.env.bundle import arm_instructions
 from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import DiskFull, UserError
-from runner.grading.gate import HARNESS_ERROR, MAX_ATTEMPTS, SANDBOX_EXPIRED, WIRING
+from runner.grading.gate import HARNESS_ERROR, MAX_ATTEMPTS, RETRIED
 from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
 from runner.plan.preflight import unisolated_graded
 from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, image_recipes
@@ -333,8 +333,8 @@ class Scheduler:
                 self.record(row)
                 if row.error_class == DISK_FULL:  # the cell could not write its own files: nor can the next ones
                     raise OSError(errno.ENOSPC, row.error_detail)
-                if not row.final and not self.ctx.cancel.is_set() and (row.discard_reason in WIRING or (
-                        row.discard_reason == SANDBOX_EXPIRED and row.attempt < MAX_ATTEMPTS)):
+                if row.discard_reason in RETRIED and not row.final and row.attempt < MAX_ATTEMPTS \
+                        and not self.ctx.cancel.is_set():
                     self.in_flight[self.executor.submit(cell, row.attempt + 1)] = cell
 
     def stop(self) -> None:

@@ -42,6 +42,7 @@ DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, M
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
 WIRING = (MCP_SERVER_FAILED, EMBEDDER_NOT_READY)
+RETRIED = (*WIRING, SANDBOX_EXPIRED)  # what the scheduler runs again at once, up to MAX_ATTEMPTS
 MAX_ATTEMPTS = 3
 
 

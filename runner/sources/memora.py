@@ -365,7 +365,19 @@ def write_suite(staging: Path, into: Path, suite: str, origin: dict, plans: list
 
 
 def provenance_of(folder: Path) -> dict:
+    """The suite's provenance.json, read once while it is unchanged: planning asks for it per persona and period,
+    and a whole Memora's is 27,644 digests."""
     path = folder / "provenance.json"
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise SpecError(path, "files", f"cannot be read ({e})",
+                        "import Memora again (memgrid task import --format memora)") from None
+    return _provenance(path, stat.st_mtime_ns, stat.st_size)
+
+
+@cache
+def _provenance(path: Path, mtime_ns: int, size: int) -> dict:
     try:
         provenance = json.loads(path.read_text())
         dict(provenance["files"]), list(provenance["units"])

@@ -70,12 +70,18 @@ def summarise(rows: list[dict]) -> list[dict]:
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
             "panel": "model" if modelled else "deterministic",
             # Where a model panel decided: the share of criteria the deterministic panel judged the same way.
-            "agreement": (sum(q["panels_agree"] for q in compared)
-                          / sum(q.get("panels_compared", q["np"] + q["nf"]) for q in compared)
-                          if (compared := [q for q in modelled if q.get("panels_agree") is not None]) else None),
+            "agreement": agreement_of(modelled),
             "flags": flags_of([q for _, q in questions]),
         })
     return out
+
+
+def agreement_of(modelled: list[dict]) -> float | None:
+    """Of the criteria both panels judged, the share the deterministic panel judged as the model panel did."""
+    compared = [q for q in modelled if q.get("panels_agree") is not None]
+    if not compared:
+        return None
+    return sum(q["panels_agree"] for q in compared) / sum(q.get("panels_compared", q["np"] + q["nf"]) for q in compared)
 
 
 def flags_of(questions: list[dict]) -> list[str]:

@@ -3,8 +3,8 @@ go of what no longer holds? Scored with Memora's FAMA (metrics.py).
 
 A unit is a person (`p00`..), a condition a horizon (`weekly`, `monthly`, `quarterly`); the corpus and
 the answer key come from corpus.py, or, for a grid naming a suite that `memgrid task import --format memora` wrote,
-from Memora's files as published (runner/sources/memora.py: personas, periods, sessions, and yes/no sub-questions
-that only model judges answer). A cell runs three containers and judges outside them, in the process that
+from Memora's files as published (runner/sources/memora.py: personas, periods, sessions, and yes/no sub-questions:
+model judges are asked them as they are, the deterministic judges look for the value each names). A cell runs three containers and judges outside them, in the process that
 runs the cell (the controller, or a dask worker with deterministic judges):
 1. build (harness step, the arm's image, no network): the arm's own ingest writes the person's records
    up to the cutoff into its store. Arms without an ingest build nothing.
