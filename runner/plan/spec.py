@@ -232,6 +232,8 @@ class GridSpec:
     budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
     limits: SessionLimits = field(default_factory=SessionLimits)
     judges: tuple[str, ...] = ()  # personal: the model judge panel, one model id per judge; () : deterministic judges only
+    judge_panel: str | None = None  # the published panel `judges:` named (openai_judges.PRESETS), if it named one
+    judge_endpoint: str = "messages"  # where the model judges are asked: the model gateway, or an OpenAI-compatible API
     unisolated_checkers: tuple[str, ...] = ()  # tasks whose unisolated checkers the researcher accepts, each by name
     # Where the cells run: not an input (never in the lock), so a resume may move to other machines.
     executor: str = "local"
@@ -268,7 +270,9 @@ class GridSpec:
         if self.limits.as_dict():
             data["limits"] = self.limits.as_dict()
         if self.judges:
-            data["judges"] = list(self.judges)
+            data["judges"] = self.judge_panel or list(self.judges)
+        if self.judge_endpoint != "messages" and self.judge_panel is None:
+            data["judge_endpoint"] = self.judge_endpoint
         if self.unisolated_checkers:
             data["unisolated_checkers"] = list(self.unisolated_checkers)
         return data
@@ -738,6 +742,22 @@ def load_grid(path: Path) -> GridSpec:
     return grid_from_dict(read_yaml(path), path)
 
 
+def _judges(data: dict, path: Path) -> dict:
+    """The model judges a grid names: a list of model ids, or a published panel's name (its models, asked through the
+    OpenAI-compatible endpoint), and where they are asked."""
+    from runner.protocols.personal.openai_judges import PRESETS
+
+    judges, endpoint = data.get("judges", ()), data.get("judge_endpoint")
+    if endpoint is not None and not judges:
+        raise SpecError(path, "judge_endpoint", "is set, but the grid names no judges", "name judges, or remove it")
+    if isinstance(judges, str):
+        if endpoint not in (None, "openai"):
+            raise SpecError(path, "judge_endpoint", f"is {endpoint}, but the named panel '{judges}' is asked through "
+                            "the OpenAI-compatible endpoint", "remove judge_endpoint")
+        return {"judges": PRESETS[judges], "judge_panel": judges, "judge_endpoint": "openai"}
+    return {"judges": tuple(judges), "judge_endpoint": endpoint or "messages"}
+
+
 def grid_from_dict(data: dict, path: Path) -> GridSpec:
     """A grid spec from its YAML mapping (a grid file, or a preregistration's `grid`); `path` names it in errors."""
     validate(data, "grid", path)
@@ -760,7 +780,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         command_agents=data.get("command_agents", {}),
         budget_usd=data.get("budget_usd"),
         limits=SessionLimits(**data.get("limits", {})),
-        judges=tuple(data.get("judges", ())),
+        **_judges(data, path),
         unisolated_checkers=tuple(data.get("unisolated_checkers", ())),
         executor=data.get("executor", "local"),
         scheduler=data.get("scheduler"),

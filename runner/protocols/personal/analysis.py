@@ -69,11 +69,19 @@ def summarise(rows: list[dict]) -> list[dict]:
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
             "panel": "model" if modelled else "deterministic",
+            "judges": sorted({", ".join(res.get("judges", ())) for res in results}),
             # Where a model panel decided: the share of criteria the deterministic panel judged the same way.
             "agreement": agreement_of(modelled),
             "flags": flags_of([q for _, q in questions]),
         })
     return out
+
+
+def judged_by(summary: list[dict]) -> str:
+    """Who judged the rows of a table, as a sentence for its note (a run never mixes panels; its summary says so if
+    rows of several runs ever do)."""
+    panels = sorted({p for s in summary for p in s.get("judges", ())})
+    return f"Judges: {'; '.join(panels)}." if panels else ""
 
 
 def agreement_of(modelled: list[dict]) -> float | None:

@@ -23,6 +23,7 @@ harness looks up for them) pass to the answer.
 """
 
 import json
+import os
 import time
 from dataclasses import replace
 from functools import cache
@@ -44,7 +45,7 @@ from runner.plan.grid import CellSpec
 from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec, project_root
 from runner.protocols.base import Protocol
 from runner.protocols.personal import corpus as gen
-from runner.protocols.personal import metrics
+from runner.protocols.personal import metrics, openai_judges
 from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
 from runner.protocols.two_session.hosted import hosted_suite
@@ -70,10 +71,13 @@ ALLOWED_IN_ANSWER = {"agent", "requests", "MANIFEST.sha256"}
 
 @dataclass(frozen=True)
 class PanelSetup:
-    """The grid's model judges and the image of the gateway they are asked through."""
+    """The grid's model judges and where they are asked: the model gateway (its image), or an OpenAI-compatible
+    endpoint with the hosted benchmark's own judge prompt (openai_judges.py)."""
     models: tuple[str, ...]
-    model_image: object  # env.images.ImageRef
-    guard_image: str
+    model_image: object | None  # env.images.ImageRef; None through the OpenAI-compatible endpoint
+    guard_image: str | None
+    endpoint: str = "messages"
+    name: str | None = None  # the published panel the grid named (openai_judges.PRESETS)
 
     @property
     def scripted(self) -> bool:
@@ -175,6 +179,14 @@ def judged_part(answer: str) -> tuple[str, bool]:
     return answer[:JUDGED_CHARS], len(answer) > JUDGED_CHARS
 
 
+def model_judges(setup: PanelSetup, asked, cache: model_panel.JudgeCache, question: str) -> tuple:
+    """The panel of one question: each model asked through the gateway (the question in memgrid's prompt) or through
+    the OpenAI-compatible endpoint (the hosted benchmark's prompt, which shows the judge only the answer)."""
+    if setup.endpoint == "openai":
+        return tuple(openai_judges.OpenAIJudge(i, m, asked, cache) for i, m in enumerate(setup.models))
+    return tuple(model_panel.ModelJudge(i, m, asked, cache, question) for i, m in enumerate(setup.models))
+
+
 def gateway_address(endpoint: ModelEndpoint) -> str:
     """The gateway's address on the cell's network, which the controller (on the host) reaches directly."""
     container = endpoint.containers["gateway"]
@@ -267,6 +279,14 @@ class PersonalProtocol(Protocol):
         # A cell judges where it runs, and model judges keep their cache beside the runs (CACHE_FILE, shared by a
         # run, its resume and its reproductions), which only the controller writes: every executor but local
         # runs cells on other nodes, with a scratch folder for a run folder.
+        if grid.judge_endpoint == "openai":
+            if SCRIPTED in grid.judges:
+                raise SpecError(grid_path, "judges", "names the scripted judge, which speaks only through the model "
+                                "gateway", "list the endpoint's model ids, or drop judge_endpoint for [scripted]")
+            if self.hosted(grid, grid_path) is None:
+                raise SpecError(grid_path, "judge_endpoint", "asks a hosted benchmark's own judge prompt, but this grid's "
+                                "persons are memgrid's own", "name a suite memgrid task import --format memora wrote, or "
+                                "list model ids for the model gateway")
         if grid.judges and grid.executor != "local":
             raise SpecError(grid_path, "judges", f"names model judges, whose cache only this machine keeps, but the "
                             f"cells would run on executor {grid.executor}", "use --executor local, or drop judges "
@@ -285,6 +305,12 @@ class PersonalProtocol(Protocol):
     def panel(self, client, grid: GridSpec, grid_path, images, log=print) -> PanelSetup | None:
         if not grid.judges:
             return None
+        if grid.judge_endpoint == "openai":
+            if not os.environ.get(openai_judges.KEY_ENV):
+                raise UserError(f"judges {grid.judge_panel or ', '.join(grid.judges)}: {openai_judges.KEY_ENV} is not "
+                                "set: fix: export it in the shell that runs memgrid (it stays in memgrid's process), or "
+                                "drop judges for the deterministic panel")
+            return PanelSetup(tuple(grid.judges), None, None, "openai", grid.judge_panel)
         if len({m == SCRIPTED for m in grid.judges}) > 1:
             raise SpecError(grid_path, "judges", "mixes the scripted judge with live models",
                             "list only live model ids, or only scripted")
@@ -297,7 +323,12 @@ class PersonalProtocol(Protocol):
 
     def lock_entries(self, setup: PersonalSetup) -> dict:
         entry = {"deterministic": panel_names()}
-        if setup.panel is not None:
+        if setup.panel is not None and setup.panel.endpoint == "openai":
+            entry.update(models=list(setup.panel.models), panel=setup.panel.name, endpoint="openai",
+                         base_url=openai_judges.public_url(openai_judges.Endpoint.from_env().base_url),
+                         system_prompt=openai_judges.SYSTEM_PROMPT, prompt=openai_judges.USER_PROMPT,
+                         prompt_sha256=openai_judges.PROMPT_SHA256)
+        elif setup.panel is not None:
             entry.update(models=list(setup.panel.models), prompt=model_panel.JUDGE_PROMPT,
                          prompt_sha256=model_panel.PROMPT_SHA256, check_prompt=model_panel.CHECK_PROMPT,
                          check_prompt_sha256=model_panel.CHECK_PROMPT_SHA256, model_image=setup.panel.model_image.id)
@@ -441,19 +472,21 @@ class PersonalProtocol(Protocol):
         endpoint, gateway, cache = None, None, None
         if setup is not None:
             cache = model_panel.JudgeCache.open(ctx.run_dir.parent / CACHE_FILE)
-            items = [(q.text, answers.get(q.id, ""), c) for q in unit.questions for c in (*q.presence, *q.forgetting)]
-            gateway = model_panel.Gateway(None)
-            if model_panel.uncached(setup.models, cache, items):
-                endpoint = ModelEndpoint(ctx.client, setup.model_image.tag, ctx.run_id, cell.cell_id, setup.models[0],
-                                         {"mode": "judge"} if setup.scripted else None, guard_image=setup.guard_image)
-                endpoint.start(attempt)
-                gateway.url = f"http://{gateway_address(endpoint)}:8080"
+            if setup.endpoint == "openai":  # asked from this process: no gateway, the key never leaves it
+                gateway = openai_judges.Endpoint.from_env()
+            else:
+                gateway = model_panel.Gateway(None)
+                items = [(q.text, answers.get(q.id, ""), c) for q in unit.questions for c in (*q.presence, *q.forgetting)]
+                if model_panel.uncached(setup.models, cache, items):
+                    endpoint = ModelEndpoint(ctx.client, setup.model_image.tag, ctx.run_id, cell.cell_id, setup.models[0],
+                                             {"mode": "judge"} if setup.scripted else None, guard_image=setup.guard_image)
+                    endpoint.start(attempt)
+                    gateway.url = f"http://{gateway_address(endpoint)}:8080"
         try:
             questions, detail = [], []
             for q in unit.questions:
                 answer, cut = judged_part(answers.get(q.id, ""))
-                panel = OFFLINE_PANEL if setup is None else tuple(
-                    model_panel.ModelJudge(i, m, gateway, cache, q.text) for i, m in enumerate(setup.models))
+                panel = OFFLINE_PANEL if setup is None else model_judges(setup, gateway, cache, q.text)
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
                 judged = [judge_criterion(answer, c, e, panel) for c, e in criteria]
                 offline = judged if setup is None else [judge_criterion(answer, c, e) for c, e in criteria]
@@ -487,6 +520,7 @@ class PersonalProtocol(Protocol):
         return {"fama": sum(q["fama"] for q in questions) / n, "mpa": sum(q["mpa"] for q in questions) / n,
                 "faa": sum(q["faa"] for q in questions) / n, "violations": sum(q["violations"] for q in questions),
                 "search_k": SEARCH_K, "judges": [j.name for j in panel], "panel": "model" if setup else "deterministic",
+                **({"judge_endpoint": setup.endpoint} if setup else {}),
                 "suite": ctx.protocol_setup.suite if ctx.protocol_setup is not None else None,
                 **({"judge_requests": gateway.requests, "judge_usage": gateway.usage} if setup else {}),
                 "questions": questions}
@@ -502,9 +536,11 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import TABLE3_NOTE, comparability, panel_table, published_table, table3
+        from runner.protocols.personal.analysis import (TABLE3_NOTE, comparability, judged_by, panel_table,
+                                                        published_table, table3)
 
-        tables = [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary), TABLE3_NOTE),
+        tables = [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary),
+                   f"{TABLE3_NOTE} {judged_by(summary)}".strip()),
                   ("remembering FAMA %, published rows beside memgrid's", *published_table(summary),
                    comparability(summary))]
         columns, lines = panel_table(summary)

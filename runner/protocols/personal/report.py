@@ -76,6 +76,10 @@ def _panel(summary: list[dict], lock: dict) -> str:
     if not judges.get("models"):
         return f"<p>Deterministic panel: {escape(', '.join(judges.get('deterministic', [])))}.</p>"
     columns, lines = panel_table(summary)
-    return (f"<p>Model panel: {escape(', '.join(judges['models']))}; prompt sha256 <code>{escape(judges['prompt_sha256'])}</code>; "
+    named = (f"the published panel {escape(judges['panel'])} " if judges.get("panel") else "") + (
+        f"through the OpenAI-compatible endpoint {escape(judges['base_url'])} with the hosted benchmark's own prompt"
+        if judges.get("endpoint") == "openai" else "through the model gateway")
+    return (f"<p>Model panel ({named}): {escape(', '.join(judges['models']))}; prompt sha256 <code>{escape(judges['prompt_sha256'])}</code>; "
             f"the deterministic panel ({escape(', '.join(judges.get('deterministic', [])))}) judged every criterion too.</p>"
-            + html_table(columns, lines, table_id="panel") + f"<pre>{escape(judges.get('prompt', ''))}</pre>")
+            + html_table(columns, lines, table_id="panel")
+            + "".join(f"<pre>{escape(judges[k])}</pre>" for k in ("system_prompt", "prompt") if judges.get(k)))
