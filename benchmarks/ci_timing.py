@@ -72,13 +72,15 @@ def main() -> int:
         if not report.is_file():
             print(f"{report}: no such file: fix: pass the JUnit XML pytest wrote (--junitxml=FILE)", file=sys.stderr)
             return 2
+        by_file, cases = seconds_by_file(report)
     else:
-        report = Path(tempfile.mkdtemp(prefix="memgrid-ci-timing-")) / "junit.xml"
-        code, wall = run_suite(args.tests, args.workers, args.not_docker, report)
-        if code not in (0, 1):  # 1: some test failed, its time still counts; anything else ran nothing useful
-            print(f"pytest could not run the suite (exit {code}); see its output with: pytest {' '.join(args.tests)}")
-            return 1
-    by_file, cases = seconds_by_file(report)
+        with tempfile.TemporaryDirectory(prefix="memgrid-ci-timing-") as scratch:
+            report = Path(scratch) / "junit.xml"
+            code, wall = run_suite(args.tests, args.workers, args.not_docker, report)
+            if code not in (0, 1):  # 1: some test failed, its time still counts; anything else ran nothing useful
+                print(f"pytest could not run the suite (exit {code}); see its output with: pytest {' '.join(args.tests)}")
+                return 1
+            by_file, cases = seconds_by_file(report)
     total = sum(by_file.values())
     for path, seconds in sorted(by_file.items(), key=lambda kv: -kv[1])[:args.top]:
         print(f"{seconds:9.1f} s  {100 * seconds / total if total else 0:5.1f} %  {path}")
