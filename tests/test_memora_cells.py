@@ -111,11 +111,13 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     assert (full["bake_kind_4"]["released"], full["bake_load_2"]["released"]) == (4, 2)
     assert (full["bake_load_2"]["cp"], full["bake_load_2"]["fama"]) == (1, 1.0)  # "forty" was said in session 1
     assert full["bake_kind_4"]["cp"] == 1 and full["bake_kind_4"]["evidence_released"] == 1
+    # the session stating what no longer holds (rye, session 1) was returned too: the answer must treat it as outdated
+    assert (full["bake_kind_4"]["forgotten_released"], full["bake_kind_4"]["forgotten"]) == (1, 1)
     assert [(full[q]["panels_agree"], full[q]["panels_compared"]) for q in ("bake_kind_4", "bake_load_2")] == [(1, 2), (1, 1)]
     assert all(q["invalid_judgements"] == 0 for q in full.values())
     oracle = results["oracle_memory"]  # the sessions the questions' memory_evidence cites, up to each cutoff
-    assert {q: (r["released"], r["evidence_released"], r["fama"]) for q, r in oracle.items()} == {
-        "bake_kind_4": (2, 1, 1.0), "bake_load_2": (1, 1, 1.0)}
+    assert {q: (r["released"], r["evidence_released"], r["fama"], r["forgotten_released"]) for q, r in oracle.items()} == {
+        "bake_kind_4": (2, 1, 1.0, 1), "bake_load_2": (1, 1, 1.0, 0)}
     verdict = json.loads((tmp_path / "run" / "cells" / "full_context-test_baker" / "verdict.json").read_text())
     asked = verdict["questions"][0]["criteria"][0]
     assert (asked["value"], asked["named"]) == ("Does the response mention spelt?", "spelt")

@@ -78,8 +78,8 @@ def test_a_hosted_unit_is_its_sessions_in_order_and_its_questions_with_their_sub
     assert second.turns() == (("assistant", "Good morning, what shall we plan today?"),
                               ("user", "Nothing much, just chatting about weather."))
     kind, load = unit.questions
-    assert (kind.id, kind.kind, kind.cutoff_session, kind.evidence) == (
-        "bake_kind_4", "remembering", 4, ("test_baker-weekly-0003",))
+    assert (kind.id, kind.kind, kind.cutoff_session, kind.evidence, kind.forgotten) == (
+        "bake_kind_4", "remembering", 4, ("test_baker-weekly-0003",), ("test_baker-weekly-0001",))
     assert [(c.id, c.evaluation_type, c.value, c.named) for c in (*kind.presence, *kind.forgetting)] == [
         ("bake_kind_4_eval_memory_presence_0", "memory_presence", "Does the response mention spelt?", "spelt"),
         ("bake_kind_4_eval_forgetting_0", "forgetting_absence", "Does the response say rye is still baked?", "rye")]

@@ -43,6 +43,8 @@ def test_every_criterion_agrees_with_the_fact_history():
                 assert c.value in held_once and c.value not in current, (q.id, c.value)
             evidence = " ".join(by_id[i].user for i in q.evidence)
             assert all(c.value in evidence for c in q.presence), q.id
+            forgotten = " ".join(by_id[i].user for i in q.forgotten)  # the records stating what no longer holds
+            assert all(c.value in forgotten for c in q.forgetting) and bool(q.forgotten) == bool(q.forgetting), q.id
             assert q.cutoff_session == u.records[-1].session
 
 

@@ -219,3 +219,28 @@ def test_a_model_judges_malformed_or_failed_reply_is_invalid_and_never_cached(tm
     assert twice.asked == 0
     other_answer = ModelJudge(0, "m", twice, again, "Where?").judge("lives in: Porto.", Criterion("Lisbon"))
     assert other_answer.mentions is False and twice.asked == 1  # a different answer is a different key
+
+
+def test_the_evidence_table_splits_fama_by_whether_the_search_returned_all_memory_evidence():
+    """Issue 53, step 4: a loss is the answerer's when the evidence was all returned, retrieval's when it was not.
+    Questions citing no memory evidence are in neither group; older rows without forgetting evidence count none."""
+    import json
+
+    from runner.protocols.personal.analysis import evidence_table
+
+    def question(fama, evidence, returned, forgotten=0, forgotten_returned=0):
+        return {"id": "q", "kind": "remembering", "np": 1, "nf": 0, "cp": 1, "cf": 0, "fama": fama, "mpa": fama,
+                "faa": 1.0, "lam": 0.0, "released": 1, "violations": 0, "evidence_released": returned,
+                "evidence": evidence, "forgotten_released": forgotten_returned, "forgotten": forgotten}
+
+    questions = [question(1.0, 2, 2, 1, 1), question(0.5, 1, 1, 2, 0), question(0.0, 2, 1), question(0.25, 1, 0),
+                 question(1.0, 0, 0)]
+    old = {k: v for k, v in question(0.0, 1, 0).items() if not k.startswith("forgotten")}
+    summary = summarise([{"agent": "echo", "arm": "recall", "condition": "weekly", "task": "p0", "admitted": True,
+                          "result": json.dumps({"questions": questions + [old]})}])
+    s = summary[0]
+    assert (s["fama_evidence_whole"], s["evidence_whole"]) == (0.75, 2)
+    assert (s["fama_evidence_part"], s["evidence_part"]) == (pytest.approx(0.25 / 3), 3)
+    assert s["forgotten_recall"] == 0.5  # of the two questions citing forgetting evidence: all, then none
+    columns, lines = evidence_table(summary)
+    assert lines == [["echo", "recall", "weekly", "0.50", "0.50", "0.75 (2)", "0.08 (3)"]]

@@ -261,9 +261,10 @@ def read_questions(source: Source, path: Path, data: bytes, persona: str, period
                                     f"{at}.evaluation_question_id", "give the sub-question an id"),
                     kind_of, named_value(check, evidence))
                 (presence if kind_of == "memory_presence" else forgetting).append(criterion)
-            evidence = tuple(sorted(by_id[s].id for s in evidence_sessions(q.get("memory_evidence", {}))))
+            evidence, forgotten = (tuple(sorted(by_id[s].id for s in evidence_sessions(q.get(name, {}))))
+                                   for name in ("memory_evidence", "forgetting_evidence"))
             questions.append(gen.Question(qid, kind, text, (), max(before), tuple(presence), tuple(forgetting),
-                                          evidence))
+                                          evidence, forgotten))
     return questions
 
 

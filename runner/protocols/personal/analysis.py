@@ -67,6 +67,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             "suite": next((res["suite"] for res in results if res.get("suite")), None),
             "violations": sum(q["violations"] for _, q in questions),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
+            **evidence_split([q for _, q in questions]),
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
             "panel": "model" if modelled else "deterministic",
             "judges": sorted({", ".join(res.get("judges", ())) for res in results}),
@@ -75,6 +76,34 @@ def summarise(rows: list[dict]) -> list[dict]:
             "flags": flags_of([q for _, q in questions]),
         })
     return out
+
+
+def evidence_split(questions: list[dict]) -> dict:
+    """Where a loss happened: the share of the forgetting evidence the search returned, and FAMA among the questions
+    whose memory evidence the search returned whole beside FAMA among those it returned in part or not at all (a
+    low first figure is the answerer's loss, a gap between them retrieval's). Questions citing no memory evidence
+    are in neither."""
+    whole = [q["fama"] for q in questions if q["evidence"] and q["evidence_released"] == q["evidence"]]
+    part = [q["fama"] for q in questions if q["evidence"] and q["evidence_released"] < q["evidence"]]
+    return {"forgotten_recall": _mean([q["forgotten_released"] / q["forgotten"] for q in questions
+                                       if q.get("forgotten")]),
+            "fama_evidence_whole": _mean(whole), "evidence_whole": len(whole),
+            "fama_evidence_part": _mean(part), "evidence_part": len(part)}
+
+
+def evidence_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per agent x arm x horizon: what the search returned of the evidence, and FAMA split by it."""
+    lines = [[s["agent"], s["arm"], s["horizon"], _f(s["evidence_recall"]), _f(s["forgotten_recall"]),
+              f"{_f(s['fama_evidence_whole'])} ({s['evidence_whole']})", f"{_f(s['fama_evidence_part'])} ({s['evidence_part']})"]
+             for s in summary]
+    return ["agent", "arm", "horizon", "memory evidence returned", "forgetting evidence returned",
+            "FAMA, all memory evidence returned (qs)", "FAMA, some missing (qs)"], lines
+
+
+EVIDENCE_NOTE = ("Per question, the share of the sessions its memory evidence cites that the search returned, and of "
+                 "those its forgetting evidence cites (returning these is no fault: the answer must then treat them as "
+                 "outdated). FAMA is split between questions whose memory evidence was all returned and the rest: low "
+                 "FAMA with all evidence returned is the answerer's loss; a gap between the two, retrieval's.")
 
 
 def judged_by(summary: list[dict]) -> str:

@@ -159,6 +159,7 @@ class Question:
     presence: tuple[Criterion, ...]  # the answer should mention each
     forgetting: tuple[Criterion, ...]  # the answer should not mention any
     evidence: tuple[str, ...]  # the records that state the current values
+    forgotten: tuple[str, ...] = ()  # the records that state the values the answer should no longer use
 
 
 @dataclass
@@ -282,8 +283,10 @@ def questions_of(unit: Unit, rng: random.Random, cutoff: int) -> list[Question]:
         presence = tuple(Criterion(v, ALIASES.get(v, ())) for a in attrs for v in sorted(unit.current(a)))
         forgetting = tuple(Criterion(v, ALIASES.get(v, ())) for a in attrs for v in unit.former(a))
         evidence = tuple(sorted({rid for a in attrs for rid in unit.current(a).values()}))
+        forgotten = tuple(sorted({rid for a in attrs for rid, op, v in unit.history.get(a, [])
+                                  if op != "delete" and v in unit.former(a)}))
         out.append(Question(f"{unit.id}-q{i}", kind, text.format(name=unit.name), attrs, cutoff, presence,
-                            forgetting, evidence))
+                            forgetting, evidence, forgotten))
     return out
 
 

@@ -500,6 +500,8 @@ class PersonalProtocol(Protocol):
                                   "released": len(kept[q.id]), "violations": len(violations[q.id]),
                                   "evidence_released": sum(e in kept[q.id] for e in q.evidence),
                                   "evidence": len(q.evidence),
+                                  "forgotten_released": sum(e in kept[q.id] for e in q.forgotten),
+                                  "forgotten": len(q.forgotten),
                                   "invalid_judgements": sum(len(panel) - j.valid for j in judged),
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
                                   "panels_compared": len(compared),
@@ -536,13 +538,14 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import (TABLE3_NOTE, comparability, judged_by, panel_table,
-                                                        published_table, table3)
+        from runner.protocols.personal.analysis import (EVIDENCE_NOTE, TABLE3_NOTE, comparability, evidence_table,
+                                                        judged_by, panel_table, published_table, table3)
 
         tables = [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary),
                    f"{TABLE3_NOTE} {judged_by(summary)}".strip()),
                   ("remembering FAMA %, published rows beside memgrid's", *published_table(summary),
-                   comparability(summary))]
+                   comparability(summary)),
+                  ("evidence: what the search returned, and FAMA split by it", *evidence_table(summary), EVIDENCE_NOTE)]
         columns, lines = panel_table(summary)
         if lines:
             tables.append(("the model judge panel", columns, lines, "Agreement: the share of criteria the deterministic "

@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.personal.analysis import (TABLE3_NOTE, comparability, panel_table, published_table,  # noqa: E402
-                                                table, table3)
+from runner.protocols.personal.analysis import (EVIDENCE_NOTE, TABLE3_NOTE, comparability,  # noqa: E402
+                                                evidence_table, panel_table, published_table, table, table3)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -62,6 +62,8 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         f"<p>{escape(TABLE3_NOTE)}</p>",
         "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
         html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(comparability(summary))}</p>",
+        "<h2>Evidence: what the search returned, and FAMA split by it</h2>",
+        html_table(*evidence_table(summary), table_id="evidence"), f"<p>{escape(EVIDENCE_NOTE)}</p>",
         "<h2>Judges</h2>" + _panel(summary, lock) + f"<pre>{escape(JUDGES_DOC)}</pre>",
         "<h2>Digests</h2>" + digests_table(lock), "</body></html>"])
 
