@@ -180,3 +180,48 @@ def test_a_third_party_product_builds_and_searches_through_its_own_paths(engine,
     calls = [json.loads(line) for line in (ctx.run_dir / "cells" / row.cell_id / "search" / "transcript.jsonl")
              .read_text().splitlines() if json.loads(line)["type"] == "tool_call"]
     assert calls and all(c["tool"] == "mcp__server_memory__search_nodes" for c in calls)
+
+
+def test_a_persons_store_is_built_once_and_every_other_cell_of_the_person_and_period_takes_it_from_the_cache(
+        ctx, no_leftovers):
+    """Issue 53, step 5: another seed (or agent, run, reproduction) of the same person and period searches the store
+    the first cell's ingest built, from the store cache with its digest checked, instead of ingesting again."""
+    from runner.arms import store_cache
+
+    first = PROTOCOL.run_cell(ctx, cell("recall"), 1)
+    again = PROTOCOL.run_cell(ctx, CellSpec(PERSON, "recall", 1, HORIZON, "reader", "reader-recall-seed1", 0), 1)
+    assert first.admitted and again.admitted, (first.discard_reason, again.discard_reason)
+    built, taken = (json.loads((ctx.run_dir / "cells" / r.cell_id / "phases.json").read_text())["build"]
+                    for r in (first, again))
+    assert (built["source"], taken["source"]) == ("ingested", "cache") and built["cache_key"] == taken["cache_key"]
+    assert first.store_digest == again.store_digest == taken["store_digest"]
+    assert [p["name"] for p in json.loads(again.gate_proofs) if p["phase"] == "build"] == ["store_cached",
+                                                                                        "store_populated"]
+    assert json.loads(again.result)["fama"] == json.loads(first.result)["fama"]
+    assert json.loads(again.result)["store"] == {"source": "cache", "seconds": built["seconds"],
+                                                 "bytes": built["bytes"], "documents": built["documents"]}
+    assert [(e.inputs["arm"], e.inputs["condition"]) for e in store_cache.entries()] == [("recall", HORIZON)]
+
+
+def test_a_persons_store_key_is_what_its_ingest_is_given_and_never_the_seed(tmp_path):
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from runner.protocols.personal.protocol import person_store_key, record_file
+
+    image = SimpleNamespace(id="sha256:recall", tag="memgrid-arm-recall:x")
+    ctx = TrialContext(None, "r", tmp_path, SimpleNamespace(sandbox=image), {}, load_all_arms(REPO),
+                       images_by_arm={"recall": image}, protocol=PROTOCOL)
+    unit = gen.build_unit(PERSON, HORIZON)
+
+    def key(arm=ctx.arms["recall"], records=unit.records, period=HORIZON):
+        docs = tuple(Entry(f"ingest/corpus/docs/{r.id}.jsonl", record_file(r)) for r in records)
+        return person_store_key(ctx, arm, unit, period, docs).key
+
+    first = key()
+    assert key() == first  # any seed, agent or run of the person and period: the same store
+    changed = replace(unit.records[0], user=unit.records[0].user + " (edited)")
+    assert len({first, key(records=[changed, *unit.records[1:]]), key(records=unit.records[1:]),
+                key(arm=replace(ctx.arms["recall"], ingest=("true",))), key(period="weekly")}) == 5
+    ctx.images_by_arm = {"recall": SimpleNamespace(id="sha256:rebuilt", tag="memgrid-arm-recall:y")}
+    assert key() != first

@@ -4,6 +4,7 @@ the current facts reached the answer; FAMA laid out as Memora's Table 3. Publish
 questions) are printed beside them, with what is and is not alike (generated persons, or Memora's own hosted)."""
 
 import json
+import statistics
 
 from runner.protocols.personal.corpus import HORIZONS
 from runner.protocols.personal.metrics import mean_with_interval
@@ -68,6 +69,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             "violations": sum(q["violations"] for _, q in questions),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             **evidence_split([q for _, q in questions]),
+            **stores_of([res["store"] for res in results if res.get("store")]),
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
             "panel": "model" if modelled else "deterministic",
             "judges": sorted({", ".join(res.get("judges", ())) for res in results}),
@@ -89,6 +91,33 @@ def evidence_split(questions: list[dict]) -> dict:
                                        if q.get("forgotten")]),
             "fama_evidence_whole": _mean(whole), "evidence_whole": len(whole),
             "fama_evidence_part": _mean(part), "evidence_part": len(part)}
+
+
+def stores_of(stores: list[dict]) -> dict:
+    """The arm's stores behind a row: how many were built by its cells and how many came from the store cache,
+    and each store's build seconds and size (a cached store's are those of the build that made it)."""
+    return {"stores_built": sum(s["source"] == "ingested" for s in stores),
+            "stores_cached": sum(s["source"] == "cache" for s in stores),
+            "store_seconds": _median([s["seconds"] for s in stores]),
+            "store_mib": _median([s["bytes"] / 2**20 for s in stores]),
+            "store_documents": sum(s["documents"] for s in stores)}
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def stores_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per agent x arm x horizon with a store: how it was built, in how long, how large."""
+    lines = [[s["agent"], s["arm"], s["horizon"], str(s["stores_built"]), str(s["stores_cached"]),
+              _f(s["store_seconds"]), _f(s["store_mib"]), str(s["store_documents"])]
+             for s in summary if s["stores_built"] or s["stores_cached"]]
+    return ["agent", "arm", "horizon", "built", "from cache", "build s (median)", "MiB (median)", "records"], lines
+
+
+STORES_NOTE = ("Each store is built once per arm, person and period by the arm's own ingest, then taken from the store "
+               "cache by every other cell of that person and period; a cached store's seconds and size are those of "
+               "the build that made it.")
 
 
 def evidence_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.agents.base import ReferenceChannel
-from runner.arms.ingest import fill, store_receipt
+from runner.arms import store_cache
+from runner.arms.ingest import arm_key_inputs, fill, store_receipt
 from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.digest import sha256_bytes, sha256_json
-from runner.env.archive import Entry
+from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
 from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
 from runner.errors import SpecError, UserError
@@ -42,7 +43,7 @@ from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failu
                                run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
-from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec, project_root
+from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec, project_root, provider
 from runner.protocols.base import Protocol
 from runner.protocols.personal import corpus as gen
 from runner.protocols.personal import metrics, openai_judges
@@ -177,6 +178,16 @@ JUDGED_CHARS = 1_000_000
 def judged_part(answer: str) -> tuple[str, bool]:
     """The part of an answer the judges read, and whether it was cut."""
     return answer[:JUDGED_CHARS], len(answer) > JUDGED_CHARS
+
+
+def person_store_key(ctx: TrialContext, arm: ArmSpec, unit: gen.Unit, period: str,
+                     docs: tuple[Entry, ...]) -> store_cache.StoreKey:
+    """What a person's store is a function of. Its corpus is the records the ingest is given (each file's digest)
+    under the person's namespace; no seed enters the build, so every seed shares the store (seed 0)."""
+    image = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
+    records = sha256_json({"namespace": unit.id, "docs": {e.path: sha256_bytes(e.data) for e in docs}})
+    inputs = arm_key_inputs(arm, image, ctx.embedder.tag if ctx.embedder is not None else None)
+    return store_cache.StoreKey(**inputs, corpus_digest=records, condition=period, seed=0)
 
 
 def model_judges(setup: PanelSetup, asked, cache: model_panel.JudgeCache, question: str) -> tuple:
@@ -357,9 +368,22 @@ class PersonalProtocol(Protocol):
     def build(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, phases: dict,
               proofs: list[dict]) -> tuple[tuple[Entry, ...], dict, gate.GateDecision]:
         """The arm's own ingest over the person's records: the store, its report, and the build's proofs
-        (bundle verified, store populated by an ingest that exited 0)."""
+        (bundle verified, store populated by an ingest that exited 0). A store is built once per (arm, person,
+        period) and kept in the store cache (arms/store_cache.py), keyed by what it is a function of: the arm's
+        folder, image, ingest command and embedder, and the records its ingest is given; every other cell of the
+        person and period (another agent, seed, run or a reproduction) takes it from there, its digest checked."""
         docs = tuple(Entry(f"ingest/corpus/docs/{r.id}.jsonl", record_file(r)) for r in unit.records)
         command = fill(arm.ingest, corpus=f"{INGEST_ROOT}/corpus", store=STORE_DIR, namespace=unit.id)
+        key = person_store_key(ctx, arm, unit, cell.condition, docs)
+        cached = store_cache.read(key, log=lambda m: None)  # one that fails its digest is set aside: built again
+        if cached is not None:
+            raw, report = cached
+            report = {**report, "source": "cache", "cache_key": key.key}
+            phases["build"] = report
+            built = [gate.GateProof("store_cached", True, f"the store cache's {key.key[:12]}: its tar matches its "
+                                    f"digest; built once in {report.get('seconds')} s"), gate.store_proof(report)]
+            proofs.extend({"phase": "build", **vars(p)} for p in built)
+            return tuple(safe_entries(raw)), report, gate.decide(built)
         t = time.monotonic()
         steps, store, digest, proof = harness_step(ctx, cell, arm, (), [("build", command, b"{}")], extra=docs,
                                                    seconds=arm.ingest_seconds)
@@ -368,14 +392,18 @@ class PersonalProtocol(Protocol):
         log_tail = (steps[0].stderr or steps[0].stdout).strip()[-300:] if steps else ""
         report = {"namespace": unit.id, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs),
                   "seconds": round(time.monotonic() - t, 2), "store_digest": digest, "files": len(store),
-                  "bytes": sum(len(e.data) for e in store), "exit_code": code, "log_tail": log_tail}
+                  "bytes": sum(len(e.data) for e in store), "exit_code": code, "log_tail": log_tail,
+                  "source": "ingested", "cache_key": key.key}
         phases["build"] = report
         built = [proof]
         if proof.passed:
             built.append(gate.store_proof(report) if code == 0 else
                          gate.GateProof("store_populated", False, f"the ingest exited {code}: {log_tail[-200:]}"))
+        decision = gate.decide(built)
         proofs.extend({"phase": "build", **vars(p)} for p in built)
-        return store, report, gate.decide(built)
+        if decision.admitted:
+            store_cache.write(key, pack(list(store)), report)
+        return store, report, decision
 
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
         """`bundle`: a test's hand-made answer bundle (to prove the isolation proof can fail)."""
@@ -458,6 +486,8 @@ class PersonalProtocol(Protocol):
             # 4. Judges, outside every container.
             t = time.monotonic()
             result = self.judge(ctx, cell, attempt, unit, answers_of(a.transcript), kept, violations, cell_dir)
+            if "build" in phases:  # the store this cell searched: built now, or once before (its build's figures)
+                result["store"] = {k: phases["build"][k] for k in ("source", "seconds", "bytes", "documents")}
             step("judge", t)
             return finish(**fields, outcome="scored",
                           checker_detail=f"FAMA {result['fama']:.2f} over {len(unit.questions)} questions")
@@ -538,14 +568,19 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import (EVIDENCE_NOTE, TABLE3_NOTE, comparability, evidence_table,
-                                                        judged_by, panel_table, published_table, table3)
+        from runner.protocols.personal.analysis import (EVIDENCE_NOTE, STORES_NOTE, TABLE3_NOTE, comparability,
+                                                        evidence_table, judged_by, panel_table, published_table,
+                                                        stores_table, table3)
 
         tables = [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary),
                    f"{TABLE3_NOTE} {judged_by(summary)}".strip()),
                   ("remembering FAMA %, published rows beside memgrid's", *published_table(summary),
                    comparability(summary)),
                   ("evidence: what the search returned, and FAMA split by it", *evidence_table(summary), EVIDENCE_NOTE)]
+        columns, lines = stores_table(summary)
+        if lines:
+            tables.append(("stores: built by the arm's own ingest, once per person and period", columns, lines,
+                           STORES_NOTE))
         columns, lines = panel_table(summary)
         if lines:
             tables.append(("the model judge panel", columns, lines, "Agreement: the share of criteria the deterministic "
