@@ -79,6 +79,18 @@ def test_a_memora_grid_with_cases_is_refused_in_one_line(hosted, tmp_path):
     PROTOCOL.check(grid(tmp_path, judges=None)[0], path, load_all_arms(REPO), {})  # the deterministic panel judges
 
 
+def test_a_hosted_persons_digest_changes_with_the_format_code_that_reads_it(hosted, monkeypatch):
+    """The same files read by another runner/sources/memora.py (e.g. citing other sessions as a question's evidence)
+    are another unit: a reproduction across that change is drift, not the same persons."""
+    from runner.protocols.personal import protocol
+
+    folder = hosted / "tasks" / "memora"
+    before = protocol.hosted_digest(folder, "test_baker", "weekly")
+    assert protocol.hosted_digest(folder, "test_baker", "weekly") == before
+    monkeypatch.setattr(protocol, "reader_digest", lambda: "another reading of the same files")
+    assert protocol.hosted_digest(folder, "test_baker", "weekly") != before
+
+
 def test_a_generated_personal_grid_still_needs_its_cases(tmp_path):
     spec, path = grid(tmp_path, suite=None, cases=None, judges=None)
     with pytest.raises(SpecError, match="cases: is missing"):

@@ -89,6 +89,19 @@ def test_a_hosted_unit_is_its_sessions_in_order_and_its_questions_with_their_sub
         "bake_load_2", "reasoning", 2, 1, ())
 
 
+def test_a_content_questions_session_history_is_its_evidence_and_never_a_value():
+    """Memora's content questions ("Write a project proposal for ...") cite no session_id: their memory_evidence holds
+    the document's fields and a session_history, the sessions that wrote and changed it. Those are the question's
+    evidence (what an oracle returns, what the evidence table counts); their numbers are no value a judge looks for."""
+    from runner.sources.memora import evidence_sessions, evidence_values
+
+    evidence = {"content_data": {"project_title": "Federated Learning Framework", "budget": 1100000},
+                "session_history": [49, 78, 85]}
+    assert evidence_sessions(evidence) == {49, 78, 85}
+    assert evidence_values(evidence) == {"Federated Learning Framework", "1100000"}
+    assert evidence_sessions({"tasks": [{"value": "Buy art", "session_id": 12}], "session_history": ["49", True]}) == {12}
+
+
 def test_a_sub_question_names_the_value_its_own_evidence_holds_for_the_deterministic_judges(checkout, project):
     """The value a deterministic judge looks for: the longest value of the sub-question's own kind of evidence in its
     text (not the other kind's, not a session id), else what it quotes, else what follows its colon, else none."""

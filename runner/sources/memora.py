@@ -162,15 +162,22 @@ def read_session(source: Source, path: Path, data: bytes, persona: str, period: 
                    tuple(conversation))
 
 
+def is_session_id(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def evidence_sessions(value) -> set[int]:
-    """Every session_id in a question's nested evidence (each value names the session that states it)."""
+    """Every session a question's nested evidence cites: each value's session_id (the session that states it), and
+    a content question's session_history (the sessions that wrote, changed and trimmed the document it asks for)."""
     found, stack = set(), [value]
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
-            if isinstance(v.get("session_id"), int) and not isinstance(v.get("session_id"), bool):
+            if is_session_id(v.get("session_id")):
                 found.add(v["session_id"])
-            stack.extend(v.values())
+            if isinstance(v.get("session_history"), list):
+                found |= {s for s in v["session_history"] if is_session_id(s)}
+            stack.extend(x for k, x in v.items() if k != "session_history")
         elif isinstance(v, list):
             stack.extend(v)
     return found
@@ -182,7 +189,7 @@ def evidence_values(value) -> set[str]:
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
-            stack.extend(x for k, x in v.items() if k != "session_id")
+            stack.extend(x for k, x in v.items() if k not in ("session_id", "session_history"))
         elif isinstance(v, list):
             stack.extend(v)
         elif isinstance(v, (str, int, float)) and not isinstance(v, bool):

@@ -121,7 +121,14 @@ def hosted_digest(folder: Path, persona: str, period: str) -> str:
     reads and judges them."""
     memora.hosted_unit(folder, persona, period)  # refuses a changed, added or missing file by name
     files = {rel: d for rel, d in memora.provenance_of(folder)["files"].items() if rel.startswith(f"{period}/{persona}/")}
-    return sha256_json({"files": files, "reader": generator_digest()})
+    return sha256_json({"files": files, "reader": generator_digest(), "format": reader_digest()})
+
+
+@cache
+def reader_digest() -> str:
+    """The source format's own code (runner/sources/memora.py): how it reads a file decides the unit (e.g. which
+    sessions a question's evidence cites), so a change to it is a change of the hosted persons."""
+    return sha256_bytes(Path(memora.__file__).read_bytes())
 
 
 class UnitMemory:
