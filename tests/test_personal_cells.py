@@ -225,3 +225,26 @@ def test_a_persons_store_key_is_what_its_ingest_is_given_and_never_the_seed(tmp_
                 key(arm=replace(ctx.arms["recall"], ingest=("true",))), key(period="weekly")}) == 5
     ctx.images_by_arm = {"recall": SimpleNamespace(id="sha256:rebuilt", tag="memgrid-arm-recall:y")}
     assert key() != first
+
+
+def test_an_ingest_cut_short_by_its_sandboxs_lifetime_is_memgrids_fault_and_runs_again(ctx, no_leftovers, monkeypatch):
+    """Issue 52: the controller frozen past a build sandbox's lifetime (a stalled host) finds the ingest killed when the
+    sandbox's first process slept its lifetime out. That is no failure of the arm's write path: the cell is discarded
+    sandbox_expired, not final, and runs again, never recorded as store_empty. Here the build's sandbox lives 3 s and
+    the ingest takes 8."""
+    from dataclasses import replace
+
+    from runner.exec import trial
+
+    made = trial.harness_sandbox
+
+    def lives_three_seconds(*args, **kwargs):
+        sandbox = made(*args, **kwargs)
+        sandbox.lifetime, sandbox.create_args["command"] = 3, ["sleep", "3"]
+        return sandbox
+
+    monkeypatch.setattr(trial, "harness_sandbox", lives_three_seconds)
+    ctx.arms = {**ctx.arms, "recall": replace(ctx.arms["recall"], ingest=("sh", "-c", "sleep 8"))}
+    row = PROTOCOL.run_cell(ctx, cell("recall"), 1)
+    assert (row.admitted, row.final, row.discard_reason) == (False, False, "sandbox_expired"), row.error_detail
+    assert row.error_detail.startswith("the sandbox's lifetime of 3s ran out")

@@ -314,23 +314,38 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
     entries += [Entry(f"store/{e.path}", e.data) for e in store] + list(extra)
     bundle = bundle_of(entries)
     results = []
-    with Sandbox(ctx.client, image.tag, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar,
-                 lifetime=seconds * (len(steps) + 1), limits=ctx.limits,
-                 embedder=embedder_image(ctx, provider(arm, ctx.arms))) as sandbox:
-        proof = (gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure) if sandbox.embedder_failure
-                 else bundle_verification(sandbox, bundle))
-        if proof.passed:
-            sandbox.exec(["mkdir", "-p", STORE_DIR], timeout=30, workdir="/sandbox")
-            for name, command, _ in steps:
-                r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
-                                 timeout=seconds, workdir="/sandbox")
-                results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
-        after = store_snapshot(sandbox)
+    with harness_sandbox(ctx, cell, image.tag, bundle.tar, seconds * (len(steps) + 1),
+                         embedder_image(ctx, provider(arm, ctx.arms))) as sandbox:
+        try:
+            proof = (gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure) if sandbox.embedder_failure
+                     else bundle_verification(sandbox, bundle))
+            if proof.passed:
+                sandbox.exec(["mkdir", "-p", STORE_DIR], timeout=30, workdir="/sandbox")
+                for name, command, _ in steps:
+                    r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
+                                     timeout=seconds, workdir="/sandbox")
+                    results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
+            after = store_snapshot(sandbox)
+            # A step cut short because the sandbox outlived its lifetime (the controller frozen past it) is memgrid's
+            # fault, not the arm's write path failing: the cell is discarded sandbox_expired and run again.
+            if why := sandbox.expired():
+                raise SandboxExpired(why)
+        except Exception as e:
+            if not isinstance(e, SandboxExpired) and (why := sandbox.expired()):
+                raise SandboxExpired(why) from e
+            raise
     if after.too_large or after.dropped:  # the arm's own steps (no agent ran): a store memgrid cannot carry is a fault
         raise UnsafeArchive(f"the store {', '.join(name for name, _, _ in steps)} left cannot be carried: "
                             + (f"over the cap of {after.cap_bytes // MIB} MiB at {after.over_cap_path}" if after.too_large
                                else ", ".join(f"{d.path} ({d.kind})" for d in after.dropped[:5])))
     return results, after.entries, store_digest(after.entries), proof
+
+
+def harness_sandbox(ctx: TrialContext, cell: CellSpec, image: str, bundle_tar: bytes, lifetime: int,
+                    embedder: str | None) -> Sandbox:
+    """The sandbox of a harness step (an arm's ingest or write API; no agent), not started."""
+    return Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle_tar, lifetime=lifetime,
+                   limits=ctx.limits, embedder=embedder)
 
 
 def new_sandbox(ctx: TrialContext, cell: CellSpec, image: str, bundle: Bundle, agent_seconds: int, disk_mib: int | None,
