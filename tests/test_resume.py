@@ -151,3 +151,38 @@ def test_a_controller_stalled_past_a_sandboxs_lifetime_runs_the_cell_again(engin
         (1, False, "sandbox_expired", False), (2, True, None, True)], rows
     assert rows[0]["error_detail"].startswith("the sandbox's lifetime of 2s ran out") and rows[1]["checker_passed"]
     assert (summary.total, summary.recorded, summary.interrupted) == (1, 2, False)
+
+
+def test_a_controller_stalled_past_the_checker_containers_lifetime_runs_the_cell_again(engine, images, project, tmp_path,
+                                                                                      run_id, no_leftovers, monkeypatch):
+    """The same fault at the grade: the checker container sleeps out its lifetime while the controller is stalled, and
+    its grade cannot be read (or is cut short). That is no verdict on the artifact: the attempt is discarded
+    sandbox_expired, saying why, and the same run runs the cell again, which is graded as an unstalled one is. Without
+    the check the attempt was a harness_error left for a resume (a grade cut short in flight: scored checker_timeout)."""
+    from runner.grading import checker as checker_module
+    from conftest import run_grid_in_process
+
+    stalled = []
+    made = checker_module.CheckerContainer.__init__
+
+    def first_lives_two_seconds(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        if not stalled:
+            self.lifetime, self.args["command"] = 2, ["sleep", "2"]
+            stalled.append(self)
+
+    grade = checker_module.CheckerContainer.grade
+
+    def stalls_first(self, inputs_tar, bound):
+        if self in stalled:  # the controller, frozen, comes back after the container's lifetime
+            self.container.wait(timeout=60)
+        return grade(self, inputs_tar, bound)
+
+    monkeypatch.setattr(checker_module.CheckerContainer, "__init__", first_lives_two_seconds)
+    monkeypatch.setattr(checker_module.CheckerContainer, "grade", stalls_first)
+    grid = write_grid(tmp_path / "grid.yaml", tasks=("slug_ids",), agents=("ceiling",))
+    summary, rows = run_grid_in_process(engine, images, project, tmp_path / "runs", run_id, grid)
+    assert stalled and [(r["attempt"], r["admitted"], r["discard_reason"], r["final"]) for r in rows] == [
+        (1, False, "sandbox_expired", False), (2, True, None, True)], rows
+    assert rows[0]["error_detail"].startswith("the checker container's lifetime of 2s ran out") and rows[1]["checker_passed"]
+    assert (summary.total, summary.recorded, summary.interrupted) == (1, 2, False)

@@ -217,6 +217,23 @@ def remove_network(client: docker.DockerClient, network_id: str, deadline: float
         time.sleep(0.1)
 
 
+def lifetime_ran_out(container, lifetime: str, unread: str) -> str | None:
+    """Why a container that only sleeps out its lifetime (a sandbox, a checker) can no longer be trusted, once its
+    first process has exited 0: the sleep ended, no signal (which ends it non-zero) and no memory kill. None while it
+    runs, when it is gone, or when it stopped any other way."""
+    if container is None:
+        return None
+    try:
+        container.reload()
+    except docker.errors.APIError:
+        return None
+    state = container.attrs.get("State", {})
+    if state.get("Running", True) or state.get("ExitCode") != 0 or state.get("OOMKilled"):
+        return None
+    return (f"{lifetime} ran out (its first process exited at {state.get('FinishedAt', '?')}) before memgrid had read "
+            f"{unread}: the controller was paused or slowed past it; the cell runs again")
+
+
 class SandboxExpired(Exception):
     """The sandbox stopped because its lifetime ran out before memgrid had read the session: the controller was
     paused or slowed past it (its host stalled, SIGSTOP, a debugger). The agent cannot end the first process that
@@ -293,18 +310,7 @@ class Sandbox:
         """Why the sandbox cannot be trusted to hold the session any more, when its first process has exited 0: that is
         `sleep` having slept out the whole lifetime (a signal ends it non-zero). None while it runs, or when it is
         gone or stopped any other way (those fail where they are read, as before)."""
-        if self.container is None:
-            return None
-        try:
-            self.container.reload()
-        except docker.errors.APIError:
-            return None
-        state = self.container.attrs.get("State", {})
-        if state.get("Running", True) or state.get("ExitCode") != 0 or state.get("OOMKilled"):
-            return None
-        return (f"the sandbox's lifetime of {self.lifetime}s ran out (its first process exited at "
-                f"{state.get('FinishedAt', '?')}) before memgrid had read the session: the controller was paused or "
-                "slowed past it; the cell runs again")
+        return lifetime_ran_out(self.container, f"the sandbox's lifetime of {self.lifetime}s", "the session")
 
     def verification_report(self, timeout: float) -> str:
         """The bundle verifier's one line (its JSON report), run inside the container."""
