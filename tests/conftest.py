@@ -181,6 +181,19 @@ def no_leftovers(engine, run_id):
     assert not networks, f"{len(networks)} networks of run {run_id} survived the test"
 
 
+@pytest.fixture
+def memora_project(tmp_path, monkeypatch) -> Path:
+    """A project whose tasks/ holds only tests/data/memora (a fixture of our own in Memora's layout) imported as suite
+    memora, and memgrid pointed at it."""
+    from runner.sources.memora import import_memora
+
+    root = tmp_path / "hosted"
+    (root / "tasks").mkdir(parents=True)
+    import_memora(REPO / "tests" / "data" / "memora", root, "memora", log=lambda m: None)
+    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+    return root
+
+
 def write_grid(path: Path, *, tasks="all", arms=("bare",), agents=("floor", "ceiling"), seeds=1,
                conditions=("present",)) -> Path:
     import yaml

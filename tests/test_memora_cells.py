@@ -34,16 +34,6 @@ for name in sorted(os.listdir("/sandbox/requests")):
 '''
 
 
-@pytest.fixture
-def hosted(tmp_path, monkeypatch):
-    """A project whose tasks/ holds only the imported fixture suite, and memgrid pointed at it."""
-    root = tmp_path / "hosted"
-    (root / "tasks").mkdir(parents=True)
-    import_memora(FIXTURE, root, "memora", log=lambda m: None)
-    monkeypatch.setenv("MEMGRID_ROOT", str(root))
-    return root
-
-
 def grid(tmp_path, **fields):
     spec = {"name": "memora", "protocol": "personal", "suite": "memora", "tasks": "all", "arms": ["bare"],
             "agents": ["reader"], "seeds": 1, "conditions": ["weekly", "monthly"], "judges": ["scripted"], **fields}
@@ -52,14 +42,16 @@ def grid(tmp_path, **fields):
     return load_grid(path), path
 
 
-def test_a_memora_grid_runs_its_personas_in_the_periods_the_suite_hosts(hosted, tmp_path):
-    shutil.rmtree(hosted / "tasks" / "memora" / "source" / "monthly" / "test_pilot")  # now not hosted, and not as imported
+def test_a_memora_grid_runs_its_personas_in_the_periods_the_suite_hosts(memora_project, tmp_path):
+    # now not hosted, and not as imported
+    shutil.rmtree(memora_project / "tasks" / "memora" / "source" / "monthly" / "test_pilot")
     spec, path = grid(tmp_path)
     with pytest.raises(SpecError, match="monthly/test_pilot/.*is missing"):
         PROTOCOL.units(spec, {}, path)
-    shutil.rmtree(hosted / "tasks" / "memora")
-    import_memora(FIXTURE / "data", hosted, "memora", personas=("test_baker",), log=lambda m: None)
-    import_memora(FIXTURE / "data", hosted, "pilots", personas=("test_pilot",), periods=("weekly",), log=lambda m: None)
+    shutil.rmtree(memora_project / "tasks" / "memora")
+    import_memora(FIXTURE / "data", memora_project, "memora", personas=("test_baker",), log=lambda m: None)
+    import_memora(FIXTURE / "data", memora_project, "pilots", personas=("test_pilot",), periods=("weekly",),
+                  log=lambda m: None)
     spec, path = grid(tmp_path, suite="pilots")
     units = PROTOCOL.units(spec, {}, path)
     assert list(units) == ["test_pilot"] and PROTOCOL.pairs(spec, list(units), {}) == [("test_pilot", "weekly")]
@@ -71,7 +63,7 @@ def test_a_memora_grid_runs_its_personas_in_the_periods_the_suite_hosts(hosted, 
         PROTOCOL.unit_ids(spec, {}, path)
 
 
-def test_a_memora_grid_with_cases_is_refused_in_one_line(hosted, tmp_path):
+def test_a_memora_grid_with_cases_is_refused_in_one_line(memora_project, tmp_path):
     spec, path = grid(tmp_path, cases=3)
     with pytest.raises(SpecError, match="suite 'memora' brings its own persons") as refused:
         PROTOCOL.check(spec, path, load_all_arms(REPO), {})
@@ -79,12 +71,12 @@ def test_a_memora_grid_with_cases_is_refused_in_one_line(hosted, tmp_path):
     PROTOCOL.check(grid(tmp_path, judges=None)[0], path, load_all_arms(REPO), {})  # the deterministic panel judges
 
 
-def test_a_hosted_persons_digest_changes_with_the_format_code_that_reads_it(hosted, monkeypatch):
+def test_a_hosted_persons_digest_changes_with_the_format_code_that_reads_it(memora_project, monkeypatch):
     """The same files read by another runner/sources/memora.py (e.g. citing other sessions as a question's evidence)
     are another unit: a reproduction across that change is drift, not the same persons."""
     from runner.protocols.personal import protocol
 
-    folder = hosted / "tasks" / "memora"
+    folder = memora_project / "tasks" / "memora"
     before = protocol.hosted_digest(folder, "test_baker", "weekly")
     assert protocol.hosted_digest(folder, "test_baker", "weekly") == before
     monkeypatch.setattr(protocol, "reader_digest", lambda: "another reading of the same files")
@@ -98,15 +90,15 @@ def test_a_generated_personal_grid_still_needs_its_cases(tmp_path):
 
 
 @pytest.mark.docker
-def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engine, images, hosted, tmp_path, run_id,
-                                                                             no_leftovers):
+def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engine, images, memora_project, tmp_path,
+                                                                             run_id, no_leftovers):
     from runner.env.images import ensure_derived
 
     echo = tmp_path / "echo.py"
     echo.write_text(ECHO)
     panel = PanelSetup(("scripted",) * 3, ensure_derived(engine, "model", images.base, lambda m: None), images.base.tag)
     ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
-                       protocol_setup=PersonalSetup(panel, "memora"), root=hosted,
+                       protocol_setup=PersonalSetup(panel, "memora"), root=memora_project,
                        command_agents={"echo": CommandSpec("echo", ("python3", "-I", "echo.py"), (echo,))})
     results = {}
     for arm in ("bare", "full_context", "oracle_memory"):
@@ -128,7 +120,8 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     assert [(full[q]["panels_agree"], full[q]["panels_compared"]) for q in ("bake_kind_4", "bake_load_2")] == [(1, 2), (1, 1)]
     assert all(q["invalid_judgements"] == 0 for q in full.values())
     oracle = results["oracle_memory"]  # the sessions the questions' memory_evidence cites, up to each cutoff
-    assert {q: (r["released"], r["evidence_released"], r["fama"], r["forgotten_released"]) for q, r in oracle.items()} == {
+    assert {q: (r["released"], r["evidence_released"], r["fama"], r["forgotten_released"])
+            for q, r in oracle.items()} == {
         "bake_kind_4": (2, 1, 1.0, 1), "bake_load_2": (1, 1, 1.0, 0)}
     verdict = json.loads((tmp_path / "run" / "cells" / "full_context-test_baker" / "verdict.json").read_text())
     asked = verdict["questions"][0]["criteria"][0]
@@ -146,25 +139,26 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
 
 
 @pytest.mark.docker
-def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(engine, images, hosted, tmp_path, run_id,
-                                                                              no_leftovers):
+def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(engine, images, memora_project, tmp_path,
+                                                                              run_id, no_leftovers):
     """`memgrid grid` on a hosted Memora suite, as a researcher runs it: its tables, and the protocol's HTML page
     written after the grid as after a coding one (a personal grid wrote none: only `memgrid report` did)."""
     import os
     import subprocess
 
-    shutil.copytree(REPO / "arms" / "bare", hosted / "arms" / "bare")
-    (hosted / "echo.py").write_text(ECHO)
+    shutil.copytree(REPO / "arms" / "bare", memora_project / "arms" / "bare")
+    (memora_project / "echo.py").write_text(ECHO)
     spec = {"name": "memora-cli", "protocol": "personal", "suite": "memora", "tasks": ["test_pilot"], "arms": ["bare"],
             "agents": ["echo"], "seeds": 1, "conditions": ["weekly"], "judges": ["scripted"],
             "command_agents": {"echo": {"command": ["python3", "-I", "echo.py"], "files": ["echo.py"]}}}
-    (hosted / "grid.yaml").write_text(yaml.safe_dump(spec))
+    (memora_project / "grid.yaml").write_text(yaml.safe_dump(spec))
     done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "grid", "--spec", "grid.yaml", "--runs-dir", "runs",
-                           "--run-id", run_id, "--no-progress"], cwd=hosted, env={**os.environ, "MEMGRID_ROOT": str(hosted)},
+                           "--run-id", run_id, "--no-progress"], cwd=memora_project,
+                          env={**os.environ, "MEMGRID_ROOT": str(memora_project)},
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FAMA x 100 as Memora's Table 3" in done.stdout and "Same data and questions" in done.stdout
-    page = hosted / "runs" / run_id / "report.html"
+    page = memora_project / "runs" / run_id / "report.html"
     assert f"report:     {page}" in done.stdout
     html = page.read_text()
     assert 'id="table3"' in html and "persons of suite memora" in html

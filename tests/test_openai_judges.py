@@ -19,7 +19,6 @@ from runner.protocols.personal.judges import judge_criterion
 from runner.protocols.personal.panel import JudgeCache
 from runner.protocols.personal.protocol import PanelSetup, PersonalSetup
 from runner.protocols.registry import PROTOCOLS
-from runner.sources.memora import import_memora
 
 from conftest import REPO
 
@@ -175,18 +174,7 @@ def test_the_named_panels_are_the_published_ones():
 
 # --- in the personal protocol: a cell of a hosted Memora suite judged by a named panel --------------------------
 
-FIXTURE = REPO / "tests" / "data" / "memora"
 PROTOCOL = PROTOCOLS["personal"]
-
-
-@pytest.fixture
-def hosted(tmp_path, monkeypatch):
-    """A project holding the imported fixture suite, and memgrid pointed at it."""
-    root = tmp_path / "hosted"
-    (root / "tasks").mkdir(parents=True)
-    import_memora(FIXTURE, root, "memora", log=lambda m: None)
-    monkeypatch.setenv("MEMGRID_ROOT", str(root))
-    return root
 
 
 def grid(tmp_path, **fields):
@@ -197,12 +185,13 @@ def grid(tmp_path, **fields):
     return load_grid(path), path
 
 
-def test_a_named_panel_is_its_published_models_asked_through_the_openai_endpoint(hosted, tmp_path, monkeypatch):
+def test_a_named_panel_is_its_published_models_asked_through_the_openai_endpoint(memora_project, tmp_path, monkeypatch):
     spec, path = grid(tmp_path)
     assert (spec.judges, spec.judge_panel, spec.judge_endpoint) == (openai_judges.PRESETS["memora"], "memora", "openai")
     assert spec.as_dict()["judges"] == "memora" and "judge_endpoint" not in spec.as_dict()
     spec, path = grid(tmp_path, judges=["a/x", "b/y", "c/z"], judge_endpoint="openai")
-    assert (spec.judges, spec.judge_endpoint, spec.as_dict()["judge_endpoint"]) == (("a/x", "b/y", "c/z"), "openai", "openai")
+    assert (spec.judges, spec.judge_endpoint, spec.as_dict()["judge_endpoint"]) == (("a/x", "b/y", "c/z"), "openai",
+                                                                                    "openai")
     PROTOCOL.check(spec, path, load_all_arms(REPO), {})
 
     for fields, field, says in (({"judges": "gpt4-panel"}, "judges", "is not valid"),
@@ -229,7 +218,7 @@ def test_a_named_panel_is_its_published_models_asked_through_the_openai_endpoint
 
 
 def test_a_memora_cell_judged_by_the_named_panel_scores_fama_from_the_valid_verdicts_and_keeps_no_key(
-        hosted, stub, tmp_path, monkeypatch):
+        memora_project, stub, tmp_path, monkeypatch):
     yes = lambda b: reply('{"answer": "yes", "confidence": 1.0, "explanation": "it does"}')
     server = stub({"openai/gpt-4.1": yes, "anthropic/claude-haiku-4.5": yes,
                    "google/gemini-2.5-flash": lambda b: reply("I think so")})  # never valid
@@ -238,7 +227,7 @@ def test_a_memora_cell_judged_by_the_named_panel_scores_fama_from_the_valid_verd
     spec, path = grid(tmp_path)
     setup = PersonalSetup(PROTOCOL.panel(None, spec, path, None), "memora")
     ctx = TrialContext(None, "run-openai", tmp_path / "runs" / "run-openai", None, {}, load_all_arms(REPO),
-                       protocol=PROTOCOL, protocol_setup=setup, root=hosted)
+                       protocol=PROTOCOL, protocol_setup=setup, root=memora_project)
     cell = CellSpec("test_baker", "full_context", 0, "weekly", "reader", "full_context-test_baker", 0)
     unit = PROTOCOL.unit(ctx, cell)
     answers = {q.id: "Spelt now; rye still on Sundays; about forty loaves." for q in unit.questions}

@@ -15,6 +15,7 @@ artifact cap.
 """
 
 import bisect
+import contextlib
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -232,6 +233,20 @@ def lifetime_ran_out(container, lifetime: str, unread: str) -> str | None:
         return None
     return (f"{lifetime} ran out (its first process exited at {state.get('FinishedAt', '?')}) before memgrid had read "
             f"{unread}: the controller was paused or slowed past it; the cell runs again")
+
+
+@contextlib.contextmanager
+def expiry_checked(expired):
+    """Reads from a container that sleeps out its lifetime: when `expired()` says the lifetime ran out, during the
+    reads or by their end, raise SandboxExpired (a read cut short or refused is then memgrid's fault, not a verdict)."""
+    try:
+        yield
+        if why := expired():
+            raise SandboxExpired(why)
+    except Exception as e:
+        if not isinstance(e, SandboxExpired) and (why := expired()):
+            raise SandboxExpired(why) from e
+        raise
 
 
 class SandboxExpired(Exception):

@@ -34,7 +34,7 @@ from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.overlap import Ahead, StartFailed
 from runner.env.containers import Limits
-from runner.env.sandbox import MIB, DiskBudget, Sandbox, SandboxExpired
+from runner.env.sandbox import MIB, DiskBudget, Sandbox, SandboxExpired, expiry_checked
 from runner.grading import gate
 from runner.grading.checker import checker_bound
 from runner.plan.grid import CellSpec
@@ -316,7 +316,9 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
     results = []
     with harness_sandbox(ctx, cell, image.tag, bundle.tar, seconds * (len(steps) + 1),
                          embedder_image(ctx, provider(arm, ctx.arms))) as sandbox:
-        try:
+        # A step cut short because the sandbox outlived its lifetime (the controller frozen past it) is memgrid's
+        # fault, not the arm's write path failing: the cell is discarded sandbox_expired and run again.
+        with expiry_checked(sandbox.expired):
             proof = (gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure) if sandbox.embedder_failure
                      else bundle_verification(sandbox, bundle))
             if proof.passed:
@@ -326,14 +328,6 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
                                      timeout=seconds, workdir="/sandbox")
                     results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
             after = store_snapshot(sandbox)
-            # A step cut short because the sandbox outlived its lifetime (the controller frozen past it) is memgrid's
-            # fault, not the arm's write path failing: the cell is discarded sandbox_expired and run again.
-            if why := sandbox.expired():
-                raise SandboxExpired(why)
-        except Exception as e:
-            if not isinstance(e, SandboxExpired) and (why := sandbox.expired()):
-                raise SandboxExpired(why) from e
-            raise
     if after.too_large or after.dropped:  # the arm's own steps (no agent ran): a store memgrid cannot carry is a fault
         raise UnsafeArchive(f"the store {', '.join(name for name, _, _ in steps)} left cannot be carried: "
                             + (f"over the cap of {after.cap_bytes // MIB} MiB at {after.over_cap_path}" if after.too_large

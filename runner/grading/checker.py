@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from runner.env.archive import Entry, is_bytecode, pack
 from runner.env.bundle import tree_entries
 from runner.env.containers import CELL_LABEL, ROLE_LABEL, RUN_LABEL, Limits, hardened, remove_quietly
-from runner.env.sandbox import SandboxExpired, exec_in, lifetime_ran_out
+from runner.env.sandbox import exec_in, expiry_checked, lifetime_ran_out
 from runner.plan.spec import TaskSpec
 
 GRACE_SECONDS = 30
@@ -103,19 +103,13 @@ class CheckerContainer:
         """memgrid-grade over `inputs_tar` (placed at /): its result (None when it gave none within `bound`
         seconds), its output, and the seconds it took."""
         started = time.monotonic()
-        try:
+        # A grade cut short because the container outlived its lifetime (the controller frozen past it) is no verdict
+        # on the artifact: the cell is discarded sandbox_expired and runs again.
+        with expiry_checked(self.expired):
             if not self.container.put_archive("/", inputs_tar):
                 raise RuntimeError("placing the checker's inputs was refused")
             result = exec_in(self.client, self.container.id, ["memgrid-grade"], timeout=max(1, int(bound)),
                              workdir="/tmp", user="root")
-            # A grade cut short because the container outlived its lifetime (the controller frozen past it) is no
-            # verdict on the artifact: the cell is discarded sandbox_expired and runs again.
-            if why := self.expired():
-                raise SandboxExpired(why)
-        except Exception as e:
-            if not isinstance(e, SandboxExpired) and (why := self.expired()):
-                raise SandboxExpired(why) from e
-            raise
         grade = parse_grade(result.stdout) if result.exit_code == 0 and not result.dropped_bytes else None
         log = (grade["checker"].get("output", "") if grade else result.stdout) + (f"\n{result.stderr}" if result.stderr else "")
         return grade, log, round(time.monotonic() - started, 3)
