@@ -17,8 +17,8 @@ verdict, and an error text that quotes it (an endpoint's 401 may) has it replace
 
 import json
 import os
-import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from runner.digest import sha256_bytes
 from runner.protocols.personal.corpus import Criterion, SubQuestion
@@ -98,29 +98,30 @@ def parse_reply(text: str | None) -> tuple[bool | None, str]:
 
 @dataclass
 class Endpoint:
-    """The OpenAI-compatible endpoint the judges of one cell are asked through, and what they spent."""
+    """The OpenAI-compatible endpoint the judges of one cell are asked through (one client, so its connections are
+    reused across the cell's requests), and what they spent."""
     base_url: str
     key: str = field(repr=False)
     requests: int = 0
     usage: dict = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def from_env(cls) -> "Endpoint":
         return cls(os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL, os.environ.get(KEY_ENV, ""))
 
-    def ask(self, model: str, system: str, user: str) -> str | None:
+    @cached_property
+    def client(self):
         import openai
 
-        client = openai.OpenAI(base_url=self.base_url, api_key=self.key, timeout=REQUEST_SECONDS, max_retries=RETRIES)
-        with self.lock:
-            self.requests += 1
-        response = client.chat.completions.create(model=model, temperature=0.0, messages=[
+        return openai.OpenAI(base_url=self.base_url, api_key=self.key, timeout=REQUEST_SECONDS, max_retries=RETRIES)
+
+    def ask(self, model: str, system: str, user: str) -> str | None:
+        self.requests += 1
+        response = self.client.chat.completions.create(model=model, temperature=0.0, messages=[
             {"role": "system", "content": system}, {"role": "user", "content": user}])
         if response.usage is not None:
-            with self.lock:
-                self.usage["input_tokens"] += response.usage.prompt_tokens or 0
-                self.usage["output_tokens"] += response.usage.completion_tokens or 0
+            self.usage["input_tokens"] += response.usage.prompt_tokens or 0
+            self.usage["output_tokens"] += response.usage.completion_tokens or 0
         return response.choices[0].message.content if response.choices else None
 
     def redact(self, text: str) -> str:
