@@ -478,6 +478,30 @@ def compare(
         console.print(f"json: {write_json(comparison, as_json)}", markup=False, highlight=False)
 
 
+@app.command("export")
+def export_run(
+    run: str = typer.Argument(..., help="Run id (a folder under --runs-dir) or a run folder path."),
+    fmt: str = typer.Option(..., "--format", help="Whose records: memora (a personal run as the eval_report_*.json "
+                                                  "tree Memora's evals/model_eval/aggregate_results.py reads)."),
+    output: Path = typer.Option(..., "--output", help="The folder the records are written under (created if missing; "
+                                                      "a file another run or tool wrote there is never replaced)."),
+    runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
+):
+    """A run in the records a hosted benchmark's own tools read, so they can score memgrid's results and be checked
+    against memgrid's report. Only final, scored cells are written; each left out is listed with why."""
+    from runner.exec.run import resolve_run_dir
+    from runner.sources.registry import export_format
+
+    source = export_format(fmt)
+    result = source.export(resolve_run_dir(run, runs_dir), output, log=progress_log)
+    for cell, why in result.skipped.items():
+        err.print(f"left out {cell}: {why}", markup=False, highlight=False)
+    console.print(f"wrote {len(result.written)} records under {output}, left out {len(result.skipped)} cells",
+                  markup=False, highlight=False, soft_wrap=True)
+    if result.next:
+        console.print(f"next: {result.next}", markup=False, highlight=False, soft_wrap=True)
+
+
 def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bool = False) -> None:
     from runner.results.ledger import Ledger, latest_attempts
 

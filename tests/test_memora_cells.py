@@ -20,6 +20,7 @@ from runner.protocols.registry import PROTOCOLS
 from runner.sources.memora import import_memora
 
 from conftest import REPO
+from test_memora_export import aggregated
 
 PROTOCOL = PROTOCOLS["personal"]
 FIXTURE = REPO / "tests" / "data" / "memora"
@@ -142,13 +143,14 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
 def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(engine, images, memora_project, tmp_path,
                                                                               run_id, no_leftovers):
     """`memgrid grid` on a hosted Memora suite, as a researcher runs it: its tables, and the protocol's HTML page
-    written after the grid as after a coding one (a personal grid wrote none: only `memgrid report` did)."""
+    written after the grid as after a coding one (a personal grid wrote none: only `memgrid report` did), and the run
+    exported as Memora's own records."""
     import os
     import subprocess
 
-    shutil.copytree(REPO / "arms" / "bare", memora_project / "arms" / "bare")
+    shutil.copytree(REPO / "arms" / "full_context", memora_project / "arms" / "full_context")
     (memora_project / "echo.py").write_text(ECHO)
-    spec = {"name": "memora-cli", "protocol": "personal", "suite": "memora", "tasks": ["test_pilot"], "arms": ["bare"],
+    spec = {"name": "memora-cli", "protocol": "personal", "suite": "memora", "tasks": "all", "arms": ["full_context"],
             "agents": ["echo"], "seeds": 1, "conditions": ["weekly"], "judges": ["scripted"],
             "command_agents": {"echo": {"command": ["python3", "-I", "echo.py"], "files": ["echo.py"]}}}
     (memora_project / "grid.yaml").write_text(yaml.safe_dump(spec))
@@ -162,3 +164,20 @@ def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(en
     assert f"report:     {page}" in done.stdout
     html = page.read_text()
     assert 'id="table3"' in html and "persons of suite memora" in html
+    # Memora's own tools read the run (issue 54, step 3): its aggregator's Table 3 over the exported tree is memgrid's
+    done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "export", run_id, "--format", "memora", "--output", "out",
+                           "--runs-dir", "runs"], cwd=memora_project, env={**os.environ, "MEMGRID_ROOT": str(memora_project)},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "wrote 2 records" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    summary = json.loads((memora_project / "runs" / run_id / "summary.json").read_text())
+    ours = {("full_context", t.capitalize(), s["horizon"]): 100 * v for s in summary for t, v in s["table3"].items()
+            if v is not None}
+    assert aggregated(memora_project / "out") == pytest.approx(ours) and len(ours) == 2  # remembering, reasoning
+    assert 0 < ours[("full_context", "Reasoning", "weekly")]  # the echo of every session says "forty" (bake_load_2)
+    report = json.loads((memora_project / "out/weekly/test_baker/eval_results" / run_id /
+                         "eval_report_full_context.json").read_text())
+    questions = {q["question_id"]: q for q in report["detailed_results"]}
+    assert sorted(questions) == ["bake_kind_4", "bake_load_2"]  # the fixture's own ids, and its sub-questions'
+    assert [e["evaluation_question_id"] for e in questions["bake_kind_4"]["evaluation_questions"]] == [
+        "bake_kind_4_eval_memory_presence_0", "bake_kind_4_eval_forgetting_0"]
+    assert len(questions["bake_kind_4"]["memories"]) == questions["bake_kind_4"]["memories_retrieved"] == 4

@@ -44,6 +44,14 @@ class ImportResult:
     created: list[str] = field(default_factory=list)  # the suite's own files, written when the suite was new
 
 
+@dataclass
+class ExportResult:
+    """What `memgrid export` wrote: its files, the cells left out and why, and what to run next."""
+    written: list[Path] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # cell id -> why it is not in the benchmark's records
+    next: str = ""
+
+
 @dataclass(frozen=True)
 class Source:
     """A checkout of someone else's: the folder an import reads its files from."""
@@ -166,6 +174,11 @@ class SourceFormat:
 
     def verdict(self, judge_output: str) -> dict | None:
         """The judge's result (with a numeric `score`) from what it printed; None when it gave none."""
+        raise NotImplementedError
+
+    def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
+        """A run in the records the benchmark's own tools read (`memgrid export --format NAME RUN`); a format whose
+        benchmark has no such tools does not override it."""
         raise NotImplementedError
 
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:

@@ -29,7 +29,7 @@ import yaml
 from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.protocols.personal import corpus as gen
-from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
+from runner.sources.base import ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
 
 PROTOCOL = "personal"
 REPOSITORY = "https://github.com/geniesinc/Memora"
@@ -435,6 +435,11 @@ class MemoraFormat(SourceFormat):
             units.setdefault(u["persona"], []).append(f"{u['period']} ({u['sessions']} sessions, "
                                                       f"{u['questions']} questions)")
         return [(persona, "Memora persona: " + ", ".join(periods)) for persona, periods in sorted(units.items())]
+
+    def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
+        from runner.sources.memora_export import export_run  # apart: this module's digest is the persons'
+
+        return export_run(run_dir, output, log)
 
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         if not result.plans or dry_run:

@@ -13,3 +13,11 @@ def source_format(name: str) -> SourceFormat:
     if name not in FORMATS:
         raise UserError(f"--format: '{name}' is not a format memgrid imports — fix: use one of {', '.join(FORMATS)}")
     return FORMATS[name]()
+
+
+def export_format(name: str) -> SourceFormat:
+    """A format whose benchmark has tools of its own that read runs (memgrid export --format)."""
+    exporting = [n for n, cls in FORMATS.items() if cls.export is not SourceFormat.export]
+    if name not in exporting:
+        raise UserError(f"--format: '{name}' is not a format memgrid exports — fix: use one of {', '.join(exporting)}")
+    return FORMATS[name]()
