@@ -41,6 +41,11 @@ class CheckerVerdict:
 
 
 JUDGE_GID = 1001  # the checker image's `checker` group: the judge's, never the artifact user's
+ARTIFACT_UID = 1002  # the checker image's `artifact` user
+# The artifact user's home, the one folder of the container it can write (besides /dev/shm, 64 MiB): a tmpfs of a
+# fixed size, whose pages count in the container's memory limit. On the container's own layer its writes went to the
+# engine's disk, unbounded: artifact code could fill the disk the runs folder shares within one run's timeout.
+ARTIFACT_HOME_MIB = 256
 
 
 def grading_inputs(artifact: list[Entry], oracle: list[Entry]) -> bytes:
@@ -83,6 +88,8 @@ class CheckerContainer:
                              labels={RUN_LABEL: run_id, CELL_LABEL: cell_id, ROLE_LABEL: "checker"},
                              command=["sleep", str(lifetime)], working_dir="/tmp",
                              cap_add=["SETUID", "SETGID", "CHOWN"], init=True,  # init reaps what a run orphans
+                             tmpfs={"/home/artifact": f"size={ARTIFACT_HOME_MIB}m,mode=0755,uid={ARTIFACT_UID},"
+                                                      f"gid={ARTIFACT_UID}"},
                              environment={"PYTHONDONTWRITEBYTECODE": "1", "MEMGRID_GRADE": json.dumps(spec)})
         self.container = None
         self._lock = threading.Lock()
