@@ -330,6 +330,36 @@ def test_an_agent_cannot_stop_its_sandbox_by_tracing_its_first_process(engine, i
     assert "attaching to pid 1 refused: Operation not permitted" in transcript, transcript[-2000:]
 
 
+# More of what an agent can do to end its session, each its own doing (issue 52): scored as the workspace was left,
+# the ending recorded, never a discard. (Out of memory, a trace of pid 1, an exit non-zero and an output flood have
+# their own tests; a workspace of 200,000 files or past the disk budget, test_sandbox_bounds and test_export_links.)
+ENDINGS = {  # what it does -> (its command, how its session ends)
+    "fork bomb until its time is up": (("python3", "-c", "import os\nwhile True:\n    try:\n        os.fork()\n"
+                                                         "    except OSError:\n        pass\n"), "timeout"),
+    "hang past its time": (("sleep", "100000"), "timeout"),
+    "signals to the sandbox's first process": (("sh", "-c", "kill -9 1; kill -STOP 1; exit 0"), "ok"),  # another user's
+    "the arm's files deleted": (("sh", "-c", "rm -rf /sandbox/workspace/* /sandbox/workspace/.[!.]*; exit 0"), "ok"),
+}
+
+
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_an_ending_the_agent_chooses_is_scored_as_it_left_the_workspace(engine, images, project, tmp_path, run_id,
+                                                                        no_leftovers, ending):
+    from dataclasses import replace
+
+    tasks = load_all_tasks(project)
+    tasks["slug_ids"] = replace(tasks["slug_ids"], agent_seconds=4)
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, tasks, load_all_arms(project), protocol=CODING,
+                       command_agents={"hostile": CommandSpec("hostile", ENDINGS[ending][0], ())})
+    row = run_cell(ctx, CellSpec("slug_ids", "claude_md", 0, "present", "hostile", "hostile-slug_ids", 0), 1)
+    assert row.admitted and row.final and row.discard_reason is None, (row.discard_reason, row.error_detail)
+    assert row.checker_passed is False and row.checker_exit_code is not None, (row.checker_detail, row.error_class)
+    assert row.agent_ended == ENDINGS[ending][1], (row.agent_ended, row.error_detail)
+    proofs = {p["name"]: p for p in json.loads(row.gate_proofs)}
+    assert proofs["bundle_verified"]["passed"], proofs  # read before the agent ran: CLAUDE.md was delivered
+    assert proofs["agent_ended"]["passed"] and proofs["not_oom_killed"]["passed"], proofs
+
+
 def test_a_command_agent_that_brings_no_files_runs_in_its_folder(engine, images, project, tmp_path, run_id,
                                                                  no_leftovers):
     """A grid's command agent may be a command line alone (`command:` without `files:`). Its working directory,
