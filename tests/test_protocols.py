@@ -177,3 +177,30 @@ def test_the_products_preset_is_the_default_grid_with_the_third_party_products_a
     plan = plan_run(products, WHERE, load_all_tasks(REPO), arms, ImageSet(ref, ref, ref), Path("/tmp"),
                     "plan-only", corpora, {}, command_agents)
     assert {c.arm for c in plan.cells} == set(products.arms) and len(plan.cells) % len(products.arms) == 0
+
+
+@pytest.mark.parametrize("agent,refused", [("reader", False), ("echo", True), ("ceiling", True)])
+def test_an_arm_with_hooks_is_refused_with_an_agent_that_does_not_run_them(tmp_path, agent, refused):
+    """Only memgrid's reader runs an arm's hooks; under any other agent the gate's hooks_fired proof fails for every
+    cell, a discard no agent caused and every cell of the pair: the grid is refused by name instead."""
+    import shutil
+
+    import yaml
+
+    shutil.copytree(REPO / "arms" / "bare", tmp_path / "arms" / "hooked")
+    spec = yaml.safe_load((tmp_path / "arms" / "hooked" / "arm.yaml").read_text())
+    spec.update(name="hooked", hooks=[{"event": "session_start", "command": ["echo", "memory loaded"]}])
+    (tmp_path / "arms" / "hooked" / "arm.yaml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "echo.py").write_text("print('hi')\n")
+    grid = grid_from_dict({"name": "c", "tasks": "all", "arms": ["hooked"], "agents": [agent], "seeds": 1,
+                           "conditions": ["present"],
+                           "command_agents": {"echo": {"command": ["python3", "echo.py"], "files": ["echo.py"]}}}, WHERE)
+    arms = load_all_arms(tmp_path)
+    if not refused:
+        check_agents(grid, WHERE, tmp_path, arms)
+        return
+    with pytest.raises(SpecError) as e:
+        check_agents(grid, WHERE, tmp_path, arms)
+    assert e.value.field == "agents" and e.value.problem == (f"names '{agent}', which does not run arm 'hooked''s "
+                                                             "hooks: each of its cells would be discarded hook_not_fired")
+

@@ -130,6 +130,9 @@ class Agent:
     # only memgrid's own LLM-free agents; any other agent could have written them itself.
     harness_code: ClassVar[bool] = False
     turn_cap: ClassVar[bool] = True  # whether it can stop a session at limits.max_turns (or needs no cap: no model)
+    # Whether it runs an arm's hooks at their events, which the gate's hooks_fired proof requires: under an agent
+    # that does not, every cell of an arm with hooks would be discarded hook_not_fired, so the grid is refused.
+    runs_hooks: ClassVar[bool] = False
 
     def __init__(self, setup: SessionSetup):
         self.setup = setup

@@ -69,6 +69,7 @@ class ReaderAgent(Agent):
 
     name = "reader"
     harness_code = True
+    runs_hooks = True  # memgrid-reader's run_hooks
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=self.name, model=None)

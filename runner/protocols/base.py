@@ -55,6 +55,11 @@ class Protocol:
             if cls.protocols is not None and self.name not in cls.protocols:
                 raise SpecError(grid_path, "agents", f"names '{name}', which plays only the {', '.join(cls.protocols)} "
                                 f"protocol, not {self.name}", "remove it, or use reader or a command agent")
+            hooked = [a for a in grid.arms if a in arms and arms[a].hooks]
+            if hooked and not cls.runs_hooks:
+                raise SpecError(grid_path, "agents", f"names '{name}', which does not run arm '{hooked[0]}''s hooks: "
+                                "each of its cells would be discarded hook_not_fired",
+                                f"grid '{hooked[0]}' with an agent that runs hooks (reader), or remove that arm")
 
     def prepare(self, client, grid: GridSpec, grid_path, images, log=print):
         """What the protocol needs for the whole run before any cell (images, checked keys); kept in the
