@@ -185,3 +185,19 @@ def test_verdicts_that_are_not_the_ledgers_are_refused(personal_run, tmp_path):
     result = export(personal_run, tmp_path / "out")
     assert "question p2: its verdicts count 2/3 presence" in refusal(result)
     assert not (tmp_path / "out").exists()
+
+
+def test_two_answerers_of_one_run_are_two_subjects_of_memoras_table(tmp_path):
+    """Memora's table has a row per memory system: a run with several agents keeps them apart (the arm and the agent
+    as the subject, each in a run folder of its own), so no row averages two answerers."""
+    run_dir = tmp_path / "runs" / "r2"
+    rows = [personal_cell(run_dir, p, agent=a) for p in QUESTIONS for a in ("echo", "reader")]
+    write_run(run_dir, rows, grid={"name": "memora", "protocol": "personal", "suite": "memora",
+                                   "agents": ["echo", "reader"], "arms": ["recall"], "conditions": ["weekly"],
+                                   "tasks": sorted(QUESTIONS), "seeds": 1})
+    assert export(run_dir, tmp_path / "out").exit_code == 0
+    files = sorted(p.relative_to(tmp_path / "out").as_posix() for p in (tmp_path / "out").rglob("*.json"))
+    assert files == [f"weekly/{p}/eval_results/r2.{a}.seed0/eval_report_recall.json"
+                     for p in sorted(QUESTIONS) for a in ("echo", "reader")]
+    assert {s for s, _, _ in aggregated(tmp_path / "out")} == {"recall (echo)", "recall (reader)"}
+
