@@ -117,6 +117,7 @@ class ClaudeCodeAgent(ModelCliAgent):
         """The calls the CLI denied, as it answered them to the model by the gateway's record, replace those its
         result line names: that line is printed where a model's shell can print one too (the CLI's stdout, through
         /proc), and a forged result naming a memory tool, the CLI then killed, would discard the cell."""
+        super().read_gateway(transcript, gateway)  # its tokens
         denied = [{"tool_name": r.get("tool"), "tool_use_id": r.get("call")} for g in gateway if g.get("kind") == "model"
                   for r in g.get("tool_results") or [] if r.get("is_error") and DENIED in str(r.get("text", ""))]
         for event in transcript.events:

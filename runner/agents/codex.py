@@ -240,6 +240,7 @@ class CodexAgent(ModelCliAgent):
 
     def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:
         """The tools the CLI listed: those its first model request offered the model (it prints no list)."""
+        super().read_gateway(transcript, gateway)  # its tokens
         first = next((g for g in gateway if g.get("kind") == "model" and "tools" in g), None)
         init = next((e for e in transcript.events if e.get("type") == "init"), None)
         if first is not None and init is not None:

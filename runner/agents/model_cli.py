@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from runner.agents.base import (BUDGET_EXHAUSTED, ENDED_CAPPED, ENDED_ERROR, ENDED_EXIT_NONZERO, ENDED_OK,
-                                ENDED_TIMEOUT, Agent, Transcript)
+                                ENDED_TIMEOUT, Agent, Transcript, Usage)
 from runner.agents.npm_pin import NpmPin, fetch_files, load_pin
 from runner.agents.script import build_script
 from runner.arms.kinds import WORKSPACE
@@ -164,6 +164,16 @@ class ModelCliAgent(Agent):
     def cost(self, usage) -> float | None:
         return self.setup.run_setup.price.cost(usage)
 
+    def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:
+        """The session's tokens as the gateway recorded each response's usage, outside the sandbox, in place of the
+        CLI's own count: that is its result line (or last usage event), printed where a model's shell can print one
+        too (the CLI's stdout, through /proc), and a forged one understated the session's cost. The CLI's count
+        stays in the transcript (`cli_usage`) when it differs."""
+        counted = gateway_usage(gateway, self.api)
+        if counted != transcript.usage:
+            transcript.add("cli_usage", **vars(transcript.usage))
+        transcript.usage = counted
+
     def command(self, prompt: str) -> list[str]:
         raise NotImplementedError
 
@@ -189,3 +199,23 @@ class ModelCliAgent(Agent):
         transcript.error_class, transcript.error = error_class, error
         transcript.is_error = error_class not in (None, BUDGET_EXHAUSTED)
         transcript.ended = ended(error_class, exit_code)
+
+
+def gateway_usage(gateway: list[dict], api: str) -> Usage:
+    """The tokens of every model response the gateway recorded, in the ledger's classes: Anthropic counts cache reads
+    and writes apart from its input_tokens, OpenAI counts cached input inside them."""
+    fresh = read = written = output = 0
+    for entry in gateway:
+        usage = entry.get("usage") if entry.get("kind") == "model" else None
+        if not usage:
+            continue
+        output += usage.get("output_tokens", 0)
+        if api == "openai":
+            cached = usage.get("cached_tokens", 0)
+            fresh, read = fresh + usage.get("input_tokens", 0) - cached, read + cached
+        else:
+            fresh += usage.get("input_tokens", 0)
+            read += usage.get("cache_read_input_tokens", 0)
+            written += usage.get("cache_creation_input_tokens", 0)
+    return Usage(fresh_input=fresh, cache_read=read, cache_creation=written, output=output)
+
