@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from runner.agents import codex
+from runner.agents.base import Usage
 from runner.exec.job import run_grid
 from runner.env.model_endpoint import ModelEndpoint
 from runner.plan.spec import grid_from_dict, load_all_arms
@@ -146,6 +147,33 @@ def test_the_gateway_forwards_only_the_responses_route_and_credits_results_to_th
     assert [(r["tool"], r["text"]) for r in offered["tool_results"]] == [("mcp__recall__search", "hit mem-1"), ("", "mem-2")]
     anthropic = load("gateway_anthropic", "images/model/memgrid-gateway")
     assert anthropic.ROUTE.fullmatch("/v1/messages") and not anthropic.ROUTE.fullmatch("/v1/responses")
+
+
+def test_the_gateway_reads_each_responses_usage_as_its_api_states_it_and_never_from_the_models_text():
+    """The ledger's tokens are these (ModelCliAgent.read_gateway): OpenAI's from response.completed at a stream's end,
+    Anthropic's input classes from message_start at its head; a model that writes usage-like JSON into its own text
+    moves nothing, since there it is a JSON string with its quotes escaped."""
+    from runner.agents.model_cli import gateway_usage
+
+    openai = load("gateway_openai_usage", "images/model/memgrid-gateway", {"MEMGRID_API": "openai"})
+    said = json.dumps({"type": "response.output_text.delta", "delta": '"input_tokens": 1, "output_tokens": 1'})
+    done = json.dumps({"type": "response.completed", "response": {"output": [], "usage": {
+        "input_tokens": 900, "input_tokens_details": {"cached_tokens": 600}, "output_tokens": 70,
+        "output_tokens_details": {"reasoning_tokens": 5}}}})
+    stream = f"event: response.output_text.delta\ndata: {said}\n\nevent: response.completed\ndata: {done}\n\n".encode()
+    usage = openai.reported_usage(stream[:50], stream)
+    assert usage == {"output_tokens": 70, "input_tokens": 900, "cached_tokens": 600}
+    assert openai.reported_usage(b"", f"data: {said}\n\n".encode()) == {"output_tokens": 0}
+    assert gateway_usage([{"kind": "model", "usage": usage}, {"kind": "model", "status": 429}], "openai") == \
+        Usage(fresh_input=300, cache_read=600, cache_creation=0, output=70)
+    anthropic = load("gateway_anthropic_usage", "images/model/memgrid-gateway")
+    start = json.dumps({"type": "message_start", "message": {"usage": {
+        "input_tokens": 12, "cache_creation_input_tokens": 3000, "cache_read_input_tokens": 40000, "output_tokens": 1}}})
+    delta = json.dumps({"type": "message_delta", "usage": {"output_tokens": 321}})
+    stream = f"event: message_start\ndata: {start}\n\nevent: message_delta\ndata: {delta}\n\n".encode()
+    usage = anthropic.reported_usage(stream[:len(start) + 30], stream[-len(delta) - 10:])
+    assert gateway_usage([{"kind": "model", "usage": usage}], "anthropic") == \
+        Usage(fresh_input=12, cache_read=40000, cache_creation=3000, output=321)
 
 
 # ---- the real CLI, through the cell path ----------------------------------------------------------
