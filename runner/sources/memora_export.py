@@ -35,26 +35,28 @@ def export_run(run_dir: Path, output: Path, log=print) -> ExportResult:
     result = ExportResult(next=f"in a checkout of Memora: python evals/model_eval/aggregate_results.py {output} --print")
     agents = {r["agent"] for r in rows}
     seeds = {r["seed"] for r in rows}
-    reports = []
+    targets = []
     for row in sorted(rows, key=lambda r: r["cell_id"]):
         if not row["admitted"] or row["outcome"] != "scored" or not row.get("result"):
             result.skipped[row["cell_id"]] = row.get("discard_reason") or row.get("outcome") or "not scored"
             continue
         run = run_dir.name if len(agents) == 1 and len(seeds) == 1 else f"{run_dir.name}.{row['agent']}.seed{row['seed']}"
-        target = output / row["condition"] / row["task"] / "eval_results" / run / f"eval_report_{row['arm']}.json"
-        # a subject per arm, kept apart per agent when a run has several (Memora's table has one row per subject)
-        subject = row["arm"] if len(agents) == 1 else f"{row['arm']} ({row['agent']})"
-        reports.append((target, report(run_dir, row, subject, grid)))
-    for target, _ in reports:
-        refuse_foreign(target, run_dir.name)
-    for i, (target, doc) in enumerate(reports, 1):
+        targets.append((output / row["condition"] / row["task"] / "eval_results" / run / f"eval_report_{row['arm']}.json",
+                        row))
+    # a subject per arm, kept apart per agent when a run has several (Memora's table has one row per subject)
+    subject = {row["cell_id"]: row["arm"] if len(agents) == 1 else f"{row['arm']} ({row['agent']})" for _, row in targets}
+    for target, row in targets:  # every refusal before anything is written; one report in memory at a time (each
+        refuse_foreign(target, run_dir.name)  # holds its answers whole), so each is made twice
+        report(run_dir, row, subject[row["cell_id"]], grid)
+    for i, (target, row) in enumerate(targets, 1):
+        doc = report(run_dir, row, subject[row["cell_id"]], grid)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(target)
         result.written.append(target)
         if i % 50 == 0:
-            log(f"{i}/{len(reports)} reports written")
+            log(f"{i}/{len(targets)} reports written")
     return result
 
 
