@@ -52,7 +52,7 @@ def personal_cell(run_dir: Path, persona: str, arm: str = "recall", agent: str =
                           "forgotten_released": 0, "forgotten": 0, "invalid_judgements": 0})
         criteria = [criterion(n, True, ok) for n, ok in enumerate(presence)]
         criteria += [criterion(len(presence) + n, False, ok) for n, ok in enumerate(forgetting)]
-        detail.append({"question": qid, "kind": kind, "text": f"What about {qid}?", "answer": f"answer to {qid}",
+        detail.append({"question": qid, "text": f"What about {qid}?", "answer": f"answer to {qid}",
                        "released": [f"{persona}-weekly-s0001", f"{persona}-weekly-s0002", f"{persona}-weekly-s0003"],
                        "violations": [], "criteria": criteria})
     row = cell(persona, arm, None, condition="weekly", agent=agent, outcome="scored", checker_passed=None,

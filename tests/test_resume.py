@@ -124,7 +124,6 @@ def test_a_controller_stalled_past_a_sandboxs_lifetime_runs_the_cell_again(engin
     `sandbox_expired`, saying why, and the same run runs the cell again, which passes as an unstalled one does."""
     from runner.env.sandbox import Sandbox
     from runner.exec import trial
-    from conftest import run_grid_in_process
 
     stalled = []
     made = trial.new_sandbox
@@ -145,12 +144,7 @@ def test_a_controller_stalled_past_a_sandboxs_lifetime_runs_the_cell_again(engin
 
     monkeypatch.setattr(trial, "new_sandbox", first_lives_two_seconds)
     monkeypatch.setattr(Sandbox, "export", stalls_first)
-    grid = write_grid(tmp_path / "grid.yaml", tasks=("slug_ids",), agents=("ceiling",))
-    summary, rows = run_grid_in_process(engine, images, project, tmp_path / "runs", run_id, grid)
-    assert stalled and [(r["attempt"], r["admitted"], r["discard_reason"], r["final"]) for r in rows] == [
-        (1, False, "sandbox_expired", False), (2, True, None, True)], rows
-    assert rows[0]["error_detail"].startswith("the sandbox's lifetime of 2s ran out") and rows[1]["checker_passed"]
-    assert (summary.total, summary.recorded, summary.interrupted) == (1, 2, False)
+    expired_then_graded(engine, images, project, tmp_path, run_id, stalled, "the sandbox's lifetime of 2s ran out")
 
 
 def test_a_controller_stalled_past_the_checker_containers_lifetime_runs_the_cell_again(engine, images, project, tmp_path,
@@ -160,7 +154,6 @@ def test_a_controller_stalled_past_the_checker_containers_lifetime_runs_the_cell
     sandbox_expired, saying why, and the same run runs the cell again, which is graded as an unstalled one is. Without
     the check the attempt was a harness_error left for a resume (a grade cut short in flight: scored checker_timeout)."""
     from runner.grading import checker as checker_module
-    from conftest import run_grid_in_process
 
     stalled = []
     made = checker_module.CheckerContainer.__init__
@@ -180,9 +173,18 @@ def test_a_controller_stalled_past_the_checker_containers_lifetime_runs_the_cell
 
     monkeypatch.setattr(checker_module.CheckerContainer, "__init__", first_lives_two_seconds)
     monkeypatch.setattr(checker_module.CheckerContainer, "grade", stalls_first)
+    expired_then_graded(engine, images, project, tmp_path, run_id, stalled,
+                        "the checker container's lifetime of 2s ran out")
+
+
+def expired_then_graded(engine, images, project, tmp_path, run_id, stalled: list, says: str) -> None:
+    """One ceiling cell whose first attempt stalled past a container's lifetime: discarded sandbox_expired (saying
+    `says`), not final, then run again in the same run and graded."""
+    from conftest import run_grid_in_process
+
     grid = write_grid(tmp_path / "grid.yaml", tasks=("slug_ids",), agents=("ceiling",))
     summary, rows = run_grid_in_process(engine, images, project, tmp_path / "runs", run_id, grid)
     assert stalled and [(r["attempt"], r["admitted"], r["discard_reason"], r["final"]) for r in rows] == [
         (1, False, "sandbox_expired", False), (2, True, None, True)], rows
-    assert rows[0]["error_detail"].startswith("the checker container's lifetime of 2s ran out") and rows[1]["checker_passed"]
+    assert rows[0]["error_detail"].startswith(says) and rows[1]["checker_passed"]
     assert (summary.total, summary.recorded, summary.interrupted) == (1, 2, False)

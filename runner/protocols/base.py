@@ -51,11 +51,11 @@ class Protocol:
 
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         """Refuse, by name, an agent that cannot play this protocol."""
+        hooked = [a for a in grid.arms if a in arms and arms[a].hooks]
         for name, cls in agent_classes.items():
             if cls.protocols is not None and self.name not in cls.protocols:
                 raise SpecError(grid_path, "agents", f"names '{name}', which plays only the {', '.join(cls.protocols)} "
                                 f"protocol, not {self.name}", "remove it, or use reader or a command agent")
-            hooked = [a for a in grid.arms if a in arms and arms[a].hooks]
             if hooked and not cls.runs_hooks:
                 raise SpecError(grid_path, "agents", f"names '{name}', which does not run arm '{hooked[0]}''s hooks: "
                                 "each of its cells would be discarded hook_not_fired",

@@ -543,8 +543,8 @@ class PersonalProtocol(Protocol):
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
                                   "panels_compared": len(compared),
                                   **({"answer_cut_at": JUDGED_CHARS} if cut else {})})
-                detail.append({"question": q.id, "kind": q.kind, "text": q.text, "answer": answer,
-                               "released": kept[q.id], "violations": violations[q.id],
+                detail.append({"question": q.id, "text": q.text, "answer": answer, "released": kept[q.id],
+                               "violations": violations[q.id],
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
                                              **({"id": c.id, "evaluation_type": c.evaluation_type, "named": c.named}
                                                 if isinstance(c, gen.SubQuestion) else {}),
