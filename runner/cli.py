@@ -200,7 +200,11 @@ def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are writ
 
 
 @images_app.command("build")
-def images_build():
+def images_build(
+    jobs: Optional[int] = typer.Option(None, "--jobs", min=1, max=8,
+                                       help="Images built at once, each as soon as the images it is built over are "
+                                            "ready (default 3; 1: one after another)."),
+):
     """Build base, sandbox and checker images, every arm's own image, the model sidecars' image and
     the claude-code and codex layers (each a pinned CLI, fetched from the npm registry and checksum-verified)
     over the sandbox and each arm image; only what changed is rebuilt. Offline, the base image is built with debootstrap from the host's Debian mirror (set
@@ -208,30 +212,19 @@ def images_build():
     Each image is listed with the seconds it took (near 0 when it was already built)."""
     from runner.agents.registry import cli_agents
     from runner.env.engine import connect
-    from runner.env.images import DERIVED, ImageSet, arm_image_needed, ensure_arm_image, ensure_base, ensure_derived
+    from runner.env.image_builds import BUILDS_AT_ONCE, image_steps, run_steps
+    from runner.env.images import arm_image_needed
     from runner.plan.spec import load_all_arms
 
     client = connect()
-    built: list[tuple] = []
-
-    def timed(ensure, *args):
-        started = time.monotonic()
-        ref = ensure(client, *args, log=progress_log)
-        built.append((ref, time.monotonic() - started))
-        return ref
-
-    base = timed(ensure_base)
-    images = ImageSet(base, *(timed(ensure_derived, role, base) for role in DERIVED))
-    arm_refs = [timed(ensure_arm_image, a.root, images.sandbox)
-                for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
-    timed(ensure_derived, "model", base)
-    timed(ensure_derived, "embedder", base)  # for arms with embedder: shared
-    for agent in cli_agents():
-        for parent in (images.sandbox, *arm_refs):
-            timed(agent.ensure_image, parent)
-    for ref, seconds in built:
-        console.print(f"{ref.role:24} {ref.tag:36} {ref.id[:19]} {seconds:7.1f}s")
-    console.print(f"{len(built)} images ready in {sum(s for _, s in built):.1f}s")
+    arm_dirs = [a.root for a in load_all_arms(project_root()).values() if arm_image_needed(a.root)]
+    jobs = jobs or BUILDS_AT_ONCE
+    started = time.monotonic()
+    built = run_steps(image_steps(client, arm_dirs, cli_agents(), log=progress_log), jobs)
+    for b in built.values():
+        console.print(f"{b.ref.role:24} {b.ref.tag:36} {b.ref.id[:19]} {b.seconds:7.1f}s")
+    console.print(f"{len(built)} images ready in {time.monotonic() - started:.1f}s, {jobs} at a time "
+                  f"({sum(b.seconds for b in built.values()):.1f}s of builds)")
 
 
 @app.command()
