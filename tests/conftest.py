@@ -138,13 +138,17 @@ def project(request, tmp_path) -> Path:
     """A private copy of the shipped tasks and arms that a test may change; its corpus at PROJECT_SCALE."""
     root = tmp_path / "project"
     # node_modules and assets (hundreds of MB for a product) are installed again from their pins if a test builds
-    # them. A test with no engine (not marked docker) builds no image, so it gets no resolved packages (pydeps/) either:
-    # 17,000 files of the product arms, most of each such copy's second.
-    skipped = ["__pycache__", "node_modules", "assets"]
-    if request.node.get_closest_marker("docker") is None:
-        skipped.append(PYDEPS_DIR)
+    # them. The resolved packages (pydeps/) likewise, but for memgrid's own arms under a test with an engine: the
+    # third-party products' (VENDOR.md: 16,600 files) were most of each copy's second, and no test runs a product
+    # from its copy; a test with no engine (not marked docker) builds no image, so it gets none at all.
+    no_engine = request.node.get_closest_marker("docker") is None
+
+    def skipped(folder: str, names: list[str]) -> set[str]:
+        resolved = PYDEPS_DIR in names and (no_engine or "VENDOR.md" in names)
+        return {n for n in names if n in ("__pycache__", "node_modules", "assets") or (resolved and n == PYDEPS_DIR)}
+
     for sub in ("tasks", "arms"):
-        shutil.copytree(REPO / sub, root / sub, ignore=shutil.ignore_patterns(*skipped), copy_function=_link_resolved_wheels)
+        shutil.copytree(REPO / sub, root / sub, ignore=skipped, copy_function=_link_resolved_wheels)
     # the corpus settings a grid of the copy builds its corpus from, and a new suite's are made from (memgrid task
     # import); no corpus is built here
     (root / "corpus").mkdir()
