@@ -136,15 +136,17 @@ PROJECT_SCALE = 300
 @pytest.fixture
 def project(request, tmp_path) -> Path:
     """A private copy of the shipped tasks and arms that a test may change; its corpus at PROJECT_SCALE."""
-    root = tmp_path / "project"
+    return copy_project(tmp_path / "project", engine=request.node.get_closest_marker("docker") is not None)
+
+
+def copy_project(root: Path, engine: bool) -> Path:
+    """The project fixture's copy at `root` (also for a module's shared run); `engine`: for a test that runs cells."""
     # node_modules and assets (hundreds of MB for a product) are installed again from their pins if a test builds
     # them. The resolved packages (pydeps/) likewise, but for memgrid's own arms under a test with an engine: the
     # third-party products' (VENDOR.md: 16,600 files) were most of each copy's second, and no test runs a product
     # from its copy; a test with no engine (not marked docker) builds no image, so it gets none at all.
-    no_engine = request.node.get_closest_marker("docker") is None
-
     def skipped(folder: str, names: list[str]) -> set[str]:
-        resolved = PYDEPS_DIR in names and (no_engine or "VENDOR.md" in names)
+        resolved = PYDEPS_DIR in names and (not engine or "VENDOR.md" in names)
         return {n for n in names if n in ("__pycache__", "node_modules", "assets") or (resolved and n == PYDEPS_DIR)}
 
     for sub in ("tasks", "arms"):
