@@ -69,6 +69,11 @@ def test_a_failed_build_stops_what_has_not_started_and_is_raised():
         run_steps(steps, 3)
     assert "checker" in r.ended  # already running beside it: it ends, it is not cut
     assert "arm" not in r.started and "layer" not in r.started
+    # one at a time, a step ready beside the failed one has not started either
+    r = Recorder()
+    with pytest.raises(RuntimeError, match="cli failed"):
+        run_steps([r.step("cli", fails=True), r.step("base"), r.step("sandbox", ("base",))], 1)
+    assert list(r.started) == ["cli"]
 
 
 def test_a_plan_that_cannot_finish_is_refused():

@@ -54,10 +54,11 @@ def run_steps(steps: list[BuildStep], jobs: int) -> dict[str, Built]:
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         while waiting or running:
             ready = [s for s in waiting if all(a in done for a in s.after)]
-            for step in ready:
+            # no more than the pool runs: a step queued in it would still start after a failure
+            for step in ready[:jobs - len(running)]:
                 waiting.remove(step)
                 running[pool.submit(timed, step, {k: b.ref for k, b in done.items()})] = step
-            if not running:
+            if not running:  # nothing runs and nothing could start
                 raise ValueError(f"build steps wait on each other: {[s.key for s in waiting]}")
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
