@@ -177,6 +177,11 @@ def _link_resolved_wheels(src: str, dst: str) -> None:
 def no_leftovers(engine, run_id):
     """Fails the test if any container or network of its run survives it (cleaning them up either way)."""
     yield
+    assert_nothing_left(engine, run_id)
+
+
+def assert_nothing_left(engine, run_id: str) -> None:
+    """Removes every container and network of the run, then fails if there was any."""
     left = engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"})
     for c in left:
         c.remove(force=True, v=True)

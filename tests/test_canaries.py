@@ -9,15 +9,15 @@ import shutil
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from runner.env.containers import RUN_LABEL
 from runner.results.ledger import Ledger
 
-from conftest import ISSUED_RUN_IDS, PROJECT_SCALE, REPO, TEST_RUN_PREFIX, copy_project, write_grid
+from conftest import ISSUED_RUN_IDS, PROJECT_SCALE, REPO, TEST_RUN_PREFIX, assert_nothing_left, copy_project, write_grid
 
 TASK = "slug_ids"
 
@@ -57,9 +57,12 @@ def run_grid(root: Path, home: Path, run_id: str, arms: tuple[str, ...]) -> list
     return Ledger(home / "runs" / run_id).rows()
 
 
+@dataclass(frozen=True)
 class CanaryRun:
-    def __init__(self, root: Path, runs: Path, run_id: str, rows: list[dict]):
-        self.root, self.runs, self.run_id, self.rows = root, runs, run_id, rows
+    root: Path
+    runs: Path
+    run_id: str
+    rows: list[dict]
 
     def arm(self, arm: str) -> list[dict]:
         return [r for r in self.rows if r["arm"] == arm]
@@ -75,14 +78,8 @@ def canaries(engine, images, tmp_path_factory) -> CanaryRun:
     ISSUED_RUN_IDS.add(run_id)
     try:
         rows = run_grid(root, home, run_id, tuple(CANARY_ARMS))
-    finally:  # as the no_leftovers fixture does for a test's own run
-        left = engine.containers.list(all=True, ignore_removed=True, filters={"label": f"{RUN_LABEL}={run_id}"})
-        networks = engine.api.networks(filters={"label": f"{RUN_LABEL}={run_id}"})
-        for c in left:
-            c.remove(force=True, v=True)
-        for n in networks:
-            engine.api.remove_network(n["Id"])
-    assert not left and not networks, f"{len(left)} containers and {len(networks)} networks of the run survived it"
+    finally:
+        assert_nothing_left(engine, run_id)
     return CanaryRun(root, home / "runs", run_id, rows)
 
 
