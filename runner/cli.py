@@ -949,7 +949,8 @@ def arm_list():
 def arm_add(
     name: str = typer.Argument(..., help="The new arm's name: lower-case letters, digits and underscores."),
     kind: str = typer.Option("mcp", "--kind", help="mcp (an MCP memory server over its own store), "
-                                                   "files (a file per task in the workspace) or none."),
+                                                   "files (a file per task in the workspace), none, or "
+                                                   "memora-submission (Memora's build.sh, search.sh and answer.sh)."),
     from_npm: Optional[str] = typer.Option(None, "--from-npm", metavar="PACKAGE@VERSION",
                                            help="Wrap this published npm MCP server, pinned with the "
                                                 "registry's integrity in package-lock.json (npm on this machine)."),

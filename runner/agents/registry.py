@@ -6,8 +6,10 @@ from runner.agents.codex import CodexAgent
 from runner.agents.command import CommandAgent, CommandSpec
 from runner.agents.model_cli import ModelCliAgent
 from runner.agents.reference import CeilingAgent, FloorAgent, ReaderAgent
+from runner.agents.submission import SubmissionAgent
 
-AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ClaudeCodeAgent, CodexAgent)}
+AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ClaudeCodeAgent, CodexAgent,
+                                                     SubmissionAgent)}
 
 
 def cli_agents() -> list[type[ModelCliAgent]]:

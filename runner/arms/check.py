@@ -38,13 +38,15 @@ from runner.arms.ingest import StoreSnapshot, fill, ingest
 from runner.arms.registry import from_npm, from_pypi
 from runner.env.sandbox import Sandbox, remove_run_containers
 from runner.plan.spec import ArmSpec, CheckerSpec, TaskSpec, image_arm, load_all_arms, load_arm
-from runner.exec.trial import STORE_DIR, agent_config
+from runner.protocols.registry import PROTOCOLS
+from runner.exec.trial import STORE_DIR, TrialContext, agent_config
 
 ARM_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")  # runner/schemas/arm.schema.json: name
-SCAFFOLD_KINDS = ("mcp", "files", "none")
+SCAFFOLD_KINDS = ("mcp", "files", "none", "memora-submission")
 PACKAGE_DIR = "ARM_PACKAGE"  # the scaffold's package folder, renamed to the arm's name
 READER_SECONDS = 180
 CONDITION, SEED = "present", 0
+CONTRACT_PERSON = ("p00", "weekly")  # a submission's check: a generated person, 23 records and 5 questions
 
 # The tiny corpus: (ask, command, command output, finding, decision) per session; QUERY names TARGET only.
 SESSIONS = [
@@ -203,6 +205,7 @@ class ArmCheck:
         self.yaml = f"arms/{name}/arm.yaml"
         self.report = Report(name)
         self.embedder: str | None = None  # the shared embedder's image tag, for an arm with embedder: shared
+        self.images = None  # env.images.ImageSet, once the image step has them
 
     def step(self, name: str, started: float, ok: bool, detail: str) -> None:
         line = f"{'ok' if ok else 'FAIL':<4} {name:<8} {time.monotonic() - started:6.2f}s  {detail}"
@@ -289,8 +292,8 @@ class ArmCheck:
             source = image_source(self.root, arm)
         except SpecError as e:
             return [*found, (f"{self.rel(e.path)}: {e.field}", e.problem, e.fix)]
-        if kind_of(arm).ingests and not arm_image_needed(source.root):
-            found.append((f"arms/{arm.name}/Dockerfile", "does not exist (an mcp arm runs in its own image)",
+        if (kind_of(arm).ingests or kind_of(arm).submission) and not arm_image_needed(source.root):
+            found.append((f"arms/{arm.name}/Dockerfile", f"does not exist (a {arm.kind} arm runs in its own image)",
                           "add one (ARG BASE / FROM ${BASE}); 'memgrid arm add NAME' writes an example"))
         if arm_image_needed(arm.root) and not re.search(r"(?m)^\s*FROM\s+\$\{?BASE\}?\s*$", dockerfile.read_text(errors="replace")):
             found.append((f"arms/{arm.name}/Dockerfile", "FROM does not name the sandbox image",
@@ -315,7 +318,7 @@ class ArmCheck:
             self.log(message)
 
         try:
-            images = ensure_images(client, log=log)
+            images = self.images = ensure_images(client, log=log)
             ref = ensure_arm_image(client, image_source(self.root, arm).root, images.sandbox, log=log)
             if arm.embedder == "shared":  # the sidecar its ingest and its session embed through
                 self.embedder = ensure_derived(client, "embedder", images.base, log=log).tag
@@ -530,6 +533,46 @@ class ArmCheck:
                 'pass the tool\'s own argument names, with "{text}" where the text to remember goes')
 
 
+    def contract(self, client, arm: ArmSpec, image: ImageRef, run_id: str) -> None:
+        """A submission through its whole contract on a small generated person (CONTRACT_PERSON): build, search,
+        one answer container per question, judged by the deterministic panel; each script's failure is named."""
+        t0, app = time.monotonic(), f"arms/{arm.name}/app"
+        person, period = CONTRACT_PERSON
+        with tempfile.TemporaryDirectory(prefix="memgrid-armcheck-") as tmp:
+            ctx = TrialContext(client, run_id, Path(tmp), self.images, {}, {arm.name: arm},
+                               images_by_arm={arm.name: image}, protocol=PROTOCOLS["personal"])
+            row = ctx.protocol.run_cell(ctx, CellSpec(person, arm.name, 0, period, "submission", "armcheck", 0), 1)
+            phases = json.loads((Path(tmp) / "cells" / "armcheck" / "phases.json").read_text())
+        ok = row.outcome == "scored"
+        fama = json.loads(row.result)["fama"] if ok else None
+        self.step("contract", t0, ok, f"person {person}, {period}: " + (f"FAMA {fama:.2f}" if ok else
+                                                                         row.discard_reason or row.error_detail or ""))
+        build = phases.get("build", {})
+        if build.get("exit_code") not in (0, None):
+            self.problem(f"{app}/build.sh", f"exited {build['exit_code']}: {_tail(build.get('log_tail', ''))}",
+                         "exit 0 after writing the index into --index-dir")
+        search = phases.get("search", {})
+        for call in search.get("calls", []):
+            if call["exit_code"] != 0:
+                self.problem(f"{app}/search.sh", f"exited {call['exit_code']}: {_tail(call['stderr_tail'])}",
+                             "write one line per query to --output and exit 0")
+        if search.get("malformed_lines"):
+            self.problem(f"{app}/search.sh", f"wrote {search['malformed_lines']} lines that are not a query's result "
+                         f"(first: {search['malformed'][0][:80]!r})", 'write {"query_id": ..., "record_ids": [...]} per query')
+        if search.get("violations"):
+            self.problem(f"{app}/search.sh", f"returned {search['violations']} ids that are not the person's records up "
+                         "to the cutoff", "return only ids of records of persona_id whose session <= cutoff_session")
+        answered = phases.get("answer", {}).get("questions", {})
+        problems = {q: a["problem"] for q, a in answered.items() if a["problem"]}
+        if problems:
+            q, why = next(iter(problems.items()))
+            self.problem(f"{app}/answer.sh", f"{len(problems)} of {len(answered)} answers do not count ({q}: {why})",
+                         'write {"query_id": <the request\'s>, "answer": "<non-empty>"} to --output and exit 0')
+        if not ok and not self.report.problems:
+            self.problem(f"arms/{arm.name}/Dockerfile", f"the contract did not run: {row.discard_reason or row.error_detail}",
+                         "build FROM ${BASE} and keep the sandbox image's /usr/local/bin")
+
+
 def _cell(arm: ArmSpec) -> CellSpec:
     return CellSpec(task="armcheck", arm=arm.name, seed=SEED, condition=CONDITION, agent="reader",
                     cell_id=f"armcheck-{arm.name}", order_index=0)
@@ -573,6 +616,8 @@ def check_arm(root: Path, name: str, *, run_id: str | None = None, client=None,
                 snapshot, target = check.ingest(client, arm, image, run_id)
                 if snapshot is not None:
                     check.session(client, arm, image, snapshot, target, run_id)
+            elif image is not None and kind_of(arm).submission:
+                check.contract(client, arm, image, run_id)
         finally:
             remove_run_containers(client, run_id)
     return _finish(check, started)

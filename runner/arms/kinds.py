@@ -55,6 +55,9 @@ class ArmKind:
     ingests: ClassVar[bool] = False  # it has a store that the arm's own ingest writes
     memory: ClassVar[bool] = False  # it gets the shared memory instruction text
     prefetches: ClassVar[bool] = False  # the harness searches its server before the session
+    # A benchmark's submission: its own scripts build, search and answer (protocols/personal/submission.py), in the
+    # personal protocol only, answered by the `submission` agent.
+    submission: ClassVar[bool] = False
 
     def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
         """Files placed in the bundle besides the fixture and the arm's own files."""
@@ -151,7 +154,15 @@ class PrefetchKind(McpKind):
         return MemoryLocation(files=("/sandbox/agent/memory.md",))  # the injected hits, best first
 
 
-KINDS: dict[str, ArmKind] = {k.name: k() for k in (NoneKind, FilesKind, CorpusKind, OracleKind, McpKind, PrefetchKind)}
+class MemoraSubmissionKind(ArmKind):
+    """A Memora submission: /app/build.sh, /app/search.sh and /app/answer.sh in the arm's own image. Its store is
+    the index its build writes; nothing of it is placed in an agent's bundle."""
+    name = "memora-submission"
+    submission = True
+
+
+KINDS: dict[str, ArmKind] = {k.name: k() for k in (NoneKind, FilesKind, CorpusKind, OracleKind, McpKind, PrefetchKind,
+                                                   MemoraSubmissionKind)}
 
 
 def kind_of(arm: ArmSpec) -> ArmKind:

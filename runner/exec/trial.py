@@ -152,6 +152,12 @@ def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
     return gate.bundle_proof(report, bundle.digest)
 
 
+def isolation_proof(sandbox: Sandbox, allowed: set[str]) -> gate.GateProof:
+    """From inside an answer container: /sandbox holds what `allowed` names only, and the container has no network."""
+    listing = sandbox.exec(["ls", "-A", "/sandbox"], timeout=30, workdir="/").stdout.split()
+    return gate.answer_isolation(listing, sandbox.container.attrs.get("HostConfig", {}).get("NetworkMode"), allowed)
+
+
 # The sandbox's memory cgroup, as its own namespace shows it: cgroup v2, then v1 (one of the two exists).
 MEMORY_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 
@@ -304,11 +310,13 @@ STEP_SECONDS = 120
 
 def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[Entry, ...],
                  steps: list[tuple[str, list[str], bytes]], extra: tuple[Entry, ...] = (),
-                 seconds: int = STEP_SECONDS) -> tuple[list[StepResult], tuple[Entry, ...], str, gate.GateProof]:
+                 seconds: int = STEP_SECONDS, keep_store: bool = True
+                 ) -> tuple[list[StepResult], tuple[Entry, ...], str | None, gate.GateProof]:
     """Commands of the arm's own write path (its ingest, its write API) in a fresh container of its image,
     each with its input on stdin, over the store given and `extra` files (paths relative to /sandbox); the
     results, the store as they left it with its digest, and the bundle's proof. No agent runs here and the
-    container has no network."""
+    container has no network. `keep_store` False: the steps only read the store (a submission's search),
+    so what they leave of it is neither read nor carried (no entries, digest None)."""
     image = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
     entries = [Entry(f"harness/{name}.json", data) for name, _, data in steps]
     entries += [Entry(f"store/{e.path}", e.data) for e in store] + list(extra)
@@ -327,6 +335,8 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
                     r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
                                      timeout=seconds, workdir="/sandbox")
                     results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
+            if not keep_store:
+                return results, (), None, proof
             after = store_snapshot(sandbox)
     if after.too_large or after.dropped:  # the arm's own steps (no agent ran): a store memgrid cannot carry is a fault
         raise UnsafeArchive(f"the store {', '.join(name for name, _, _ in steps)} left cannot be carried: "

@@ -273,6 +273,16 @@ REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present
               "memories_planted": PLANT_FAILED, "answer_isolated": ANSWER_NOT_ISOLATED}
 
 
+def answer_isolation(listing: list[str], network: str | None, allowed: set[str]) -> GateProof:
+    """An answer container, from inside it: /sandbox holds only what `allowed` names (the requests, the answerer's
+    own files), nothing of the store, corpus or arm, and the container has no network."""
+    extra = sorted(set(listing) - allowed)
+    passed = not extra and network == "none"
+    return GateProof("answer_isolated", passed,
+                     f"/sandbox holds {', '.join(sorted(listing))}; network {network}" if passed else
+                     f"the answer container also holds {', '.join(extra) or 'nothing else'}; network {network}")
+
+
 def decide(proofs: list[GateProof]) -> GateDecision:
     failed = next((p for p in proofs if not p.passed), None)
     return GateDecision(failed is None, REASON_FOR[failed.name] if failed else None, tuple(proofs))

@@ -13,6 +13,7 @@ A protocol declares
 
 from typing import ClassVar
 
+from runner.arms.kinds import kind_of
 from runner.errors import SpecError
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec
 
@@ -28,6 +29,7 @@ class Protocol:
     # What a cell's checker_passed means in the progress line; None: the protocol scores cells otherwise, so
     # the line shows no such count rather than a 0 that reads as failure.
     passed_label: ClassVar[str | None] = "passed"
+    runs_submissions: ClassVar[bool] = False  # it runs a benchmark submission's own scripts (arms/kinds.py)
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
         """The grid's unit ids, each checked by name (a coding task under tasks/ by default)."""
@@ -52,6 +54,10 @@ class Protocol:
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         """Refuse, by name, an agent that cannot play this protocol."""
         hooked = [a for a in grid.arms if a in arms and arms[a].hooks]
+        for name in grid.arms:
+            if name in arms and kind_of(arms[name]).submission and not self.runs_submissions:
+                raise SpecError(grid_path, "arms", f"names '{name}', a {arms[name].kind} arm, which the {self.name} "
+                                "protocol cannot run", "grid it in the personal protocol (protocol: personal)")
         for name, cls in agent_classes.items():
             if cls.protocols is not None and self.name not in cls.protocols:
                 raise SpecError(grid_path, "agents", f"names '{name}', which plays only the {', '.join(cls.protocols)} "

@@ -15,7 +15,8 @@ PUBLISHED = {"LangMem": (71, 42, 39), "A-Mem": (72, 42, 41), "Mem0": (40, 21, 20
              "frontier model, full context": (25, 20, 23)}
 NOT_COMPARABLE = ("Not directly comparable: the published rows answer Memora's own questions over its own "
                   "conversations with an LLM answerer and LLM judges; memgrid's rows answer its generated "
-                  "persons with the LLM-free reader and deterministic judges, so they rank arms on this corpus only.")
+                  "persons with each row's agent (the LLM-free reader, or a submission's own answerer) and "
+                  "deterministic judges, so they rank arms on this corpus only.")
 HOSTED_NOTE = ("Same data and questions: memgrid's rows answer Memora's own questions over its own conversations "
                "(suite {suites}, imported unchanged). They differ from the published rows in the answerer (each "
                "row's agent), the judges (the panel this run names) and the memory systems (each row's arm).")
@@ -100,7 +101,8 @@ def stores_of(stores: list[dict]) -> dict:
             "stores_cached": sum(s["source"] == "cache" for s in stores),
             "store_seconds": _median([s["seconds"] for s in stores]),
             "store_mib": _median([s["bytes"] / 2**20 for s in stores]),
-            "store_documents": sum(s["documents"] for s in stores)}
+            # a submission's index says nothing of what it holds: None, unobserved
+            "store_documents": None if any(s["documents"] is None for s in stores) else sum(s["documents"] for s in stores)}
 
 
 def _median(values: list[float]) -> float | None:
@@ -110,7 +112,7 @@ def _median(values: list[float]) -> float | None:
 def stores_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
     """Per agent x arm x horizon with a store: how it was built, in how long, how large."""
     lines = [[s["agent"], s["arm"], s["horizon"], str(s["stores_built"]), str(s["stores_cached"]),
-              _f(s["store_seconds"]), _f(s["store_mib"]), str(s["store_documents"])]
+              _f(s["store_seconds"]), _f(s["store_mib"]), "-" if s["store_documents"] is None else str(s["store_documents"])]
              for s in summary if s["stores_built"] or s["stores_cached"]]
     return ["agent", "arm", "horizon", "built", "from cache", "build s (median)", "MiB (median)", "records"], lines
 

@@ -25,28 +25,29 @@ harness looks up for them) pass to the answer.
 import json
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import cache
-from dataclasses import dataclass
 from pathlib import Path
 
-from runner.agents.base import ReferenceChannel
+from runner.agents.base import ReferenceChannel, first_ending
+from runner.agents.submission import SubmissionAgent
 from runner.arms import store_cache
 from runner.arms.ingest import arm_key_inputs, fill, store_receipt
 from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
+from runner.env.images import arm_image_needed
 from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
 from runner.errors import SpecError, UserError
-from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failure, harness_step, new_row, now,
-                               run_phase, session_fields, wait_for_removals, write_json)
+from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failure, harness_step, isolation_proof,
+                               new_row, now, run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
 from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec, project_root, provider
 from runner.protocols.base import Protocol
 from runner.protocols.personal import corpus as gen
-from runner.protocols.personal import metrics, openai_judges
+from runner.protocols.personal import metrics, openai_judges, submission
 from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
 from runner.protocols.two_session.hosted import hosted_suite
@@ -212,20 +213,28 @@ def gateway_address(endpoint: ModelEndpoint) -> str:
     return container.attrs["NetworkSettings"]["Networks"][endpoint.network_name]["IPAddress"]
 
 
-def isolation_proof(sandbox) -> gate.GateProof:
-    """From inside the answer container: /sandbox holds the requests and the agent's files, nothing of the
-    store, corpus or arm, and the container has no network."""
-    listing = sandbox.exec(["ls", "-A", "/sandbox"], timeout=30, workdir="/").stdout.split()
-    network = sandbox.container.attrs.get("HostConfig", {}).get("NetworkMode")
-    extra = sorted(set(listing) - ALLOWED_IN_ANSWER)
-    passed = not extra and network == "none"
-    return gate.GateProof("answer_isolated", passed,
-                          f"/sandbox holds {', '.join(sorted(listing))}; network {network}" if passed else
-                          f"the answer container also holds {', '.join(extra) or 'nothing else'}; network {network}")
+def release_all(unit: gen.Unit, retrieved: dict[str, list[str]], search_phase: dict) -> tuple[dict, dict]:
+    """Per question, the ids released to the answer and the violations; their count goes in the search's phase."""
+    kept, violations = {}, {}
+    for q in unit.questions:
+        kept[q.id], violations[q.id] = released(unit, q, retrieved.get(q.id, []))
+    search_phase["violations"] = sum(map(len, violations.values()))
+    return kept, violations
+
+
+@dataclass
+class Answers:
+    """What a cell's search and answer left: the ledger fields they decide and, when the gate admitted them, each
+    question's answer, released ids and violations (answers None: the cell ends here, discarded)."""
+    row: dict
+    answers: dict[str, str] | None = None
+    kept: dict = field(default_factory=dict)
+    violations: dict = field(default_factory=dict)
 
 
 class PersonalProtocol(Protocol):
     name = "personal"
+    runs_submissions = True
     passed_label = None  # answers are judged per question (summary.json), not passed per cell
     reads = ("arms", "tasks")  # its generated persons are code; a hosted suite's are tasks/<suite>/
     description = ("Personal memory over weeks to quarters (Memora's FAMA): the arm builds a store of a person's "
@@ -309,12 +318,38 @@ class PersonalProtocol(Protocol):
             raise SpecError(grid_path, "judges", f"names model judges, whose cache only this machine keeps, but the "
                             f"cells would run on executor {grid.executor}", "use --executor local, or drop judges "
                             "(the deterministic panel judges on any node)")
+        self.check_submissions(grid, grid_path, arms)
         for name in grid.arms:
             arm, kind = arms[name], kind_of(arms[name])
+            if kind.submission:
+                continue
             if arm.files or arm.memory_file or kind.prefetches or (kind.ingests and arm.ingest is None):
                 raise SpecError(grid_path, "arms", f"names '{name}', which has no way to build and search a person's "
                                 "memory here", "use arms of kind none (bare), corpus (full_context), oracle "
                                 "(oracle_memory) or mcp with an ingest (recall)")
+
+    def check_submissions(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec]) -> None:
+        """A submission answers with its own answer.sh (the `submission` agent), every other arm through an agent
+        that reads the released records: a grid holds one sort or the other, so no cell pairs them wrongly."""
+        subs = [a for a in grid.arms if kind_of(arms[a]).submission]
+        if not subs:
+            if SubmissionAgent.name in grid.agents:
+                raise SpecError(grid_path, "agents", f"names '{SubmissionAgent.name}', which answers only for an arm of "
+                                "kind memora-submission", "use reader or a command agent, or grid a submission arm")
+            return
+        if list(grid.agents) != [SubmissionAgent.name]:
+            raise SpecError(grid_path, "agents", f"names {', '.join(grid.agents)}, but arm '{subs[0]}' is a Memora "
+                            "submission, which answers with its own answer.sh", f"set agents: [{SubmissionAgent.name}]")
+        others = [a for a in grid.arms if a not in subs]
+        if others:
+            raise SpecError(grid_path, "arms", f"names '{others[0]}' beside the submission '{subs[0]}': a submission "
+                            "answers itself, other arms through an agent", "grid the submissions alone, the other arms "
+                            "in a grid of their own")
+        for name in subs:
+            if not arm_image_needed(arms[name].root):
+                raise SpecError(arms[name].root / "Dockerfile", "(file)", "does not exist: a submission's build.sh, "
+                                "search.sh and answer.sh live in its image", f"memgrid arm add --kind memora-submission "
+                                "writes one (ARG BASE / FROM ${BASE}, the scripts copied to /app)")
 
     def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> PersonalSetup:
         folder = self.hosted(grid, grid_path)
@@ -379,7 +414,11 @@ class PersonalProtocol(Protocol):
         period) and kept in the store cache (arms/store_cache.py), keyed by what it is a function of: the arm's
         folder, image, ingest command and embedder, and the records its ingest is given; every other cell of the
         person and period (another agent, seed, run or a reproduction) takes it from there, its digest checked."""
-        docs = tuple(Entry(f"ingest/corpus/docs/{r.id}.jsonl", record_file(r)) for r in unit.records)
+        contract = kind_of(arm).submission  # a submission's build.sh over the contract's corpus, not an ingest
+        if contract:
+            arm = replace(arm, ingest=submission.BUILD, ingest_seconds=submission.BUILD_SECONDS)
+        docs = (submission.corpus_entries(unit) if contract else
+                tuple(Entry(f"ingest/corpus/docs/{r.id}.jsonl", record_file(r)) for r in unit.records))
         command = fill(arm.ingest, corpus=f"{INGEST_ROOT}/corpus", store=STORE_DIR, namespace=unit.id)
         key = person_store_key(ctx, arm, unit, cell.condition, docs)
         cached = store_cache.read(key, log=lambda m: None)  # one that fails its digest is set aside: built again
@@ -388,7 +427,8 @@ class PersonalProtocol(Protocol):
             report = {**report, "source": "cache", "cache_key": key.key}
             phases["build"] = report
             built = [gate.GateProof("store_cached", True, f"the store cache's {key.key[:12]}: its tar matches its "
-                                    f"digest; built once in {report.get('seconds')} s"), gate.store_proof(report)]
+                                    f"digest; built once in {report.get('seconds')} s")]
+            built += [] if contract else [gate.store_proof(report)]
             proofs.extend({"phase": "build", **vars(p)} for p in built)
             return tuple(safe_entries(raw)), report, gate.decide(built)
         t = time.monotonic()
@@ -397,18 +437,20 @@ class PersonalProtocol(Protocol):
         receipt = store_receipt(list(store))
         code = steps[0].exit_code if steps else None
         log_tail = (steps[0].stderr or steps[0].stdout).strip()[-300:] if steps else ""
-        report = {"namespace": unit.id, "documents": int(receipt.get("documents", 0)), "corpus_documents": len(docs),
+        report = {"namespace": unit.id, "documents": None if contract else int(receipt.get("documents", 0)),
+                  "corpus_documents": len(unit.records) if contract else len(docs),
                   "seconds": round(time.monotonic() - t, 2), "store_digest": digest, "files": len(store),
                   "bytes": sum(len(e.data) for e in store), "exit_code": code, "log_tail": log_tail,
                   "source": "ingested", "cache_key": key.key}
         phases["build"] = report
         built = [proof]
-        if proof.passed:
+        # A submission's build that fails leaves what it leaves: its own doing, recorded (exit_code) and scored.
+        if proof.passed and not contract:
             built.append(gate.store_proof(report) if code == 0 else
                          gate.GateProof("store_populated", False, f"the ingest exited {code}: {log_tail[-200:]}"))
         decision = gate.decide(built)
         proofs.extend({"phase": "build", **vars(p)} for p in built)
-        if decision.admitted:
+        if decision.admitted and code == 0:
             store_cache.write(key, pack(list(store)), report)
         return store, report, decision
 
@@ -440,7 +482,7 @@ class PersonalProtocol(Protocol):
                 (cell_dir / phase).mkdir(parents=True, exist_ok=True)
             # 1. Build: the arm's own write path over the person's records.
             store = ()
-            if kind_of(arm).ingests:
+            if kind_of(arm).ingests or kind_of(arm).submission:
                 t = time.monotonic()
                 store, report, built = self.build(ctx, cell, unit, arm, phases, proofs)
                 step("build", t)
@@ -448,58 +490,96 @@ class PersonalProtocol(Protocol):
                 if not built.admitted:
                     return finish(admitted=False, discard_reason=built.discard_reason)
             ctx.check_cancel()
-            # 2. Search, by the harness's reader over the arm's memory.
-            b_search = self.bundle_search(ctx, cell, unit, store)
-            (cell_dir / "search" / "bundle.manifest").write_text(b_search.manifest)
-            queries = {"k": SEARCH_K, "questions": [{"id": q.id, "text": q.text} for q in unit.questions]}
-            channel = ReferenceChannel("search", (Entry("queries.json", json.dumps(queries).encode()),),
-                                       ("--personal-search",), {"questions": len(unit.questions), "k": SEARCH_K})
-            t = time.monotonic()
-            s = run_phase(ctx, replace(cell, agent=ANSWERER_READER), PhaseSpec(
-                "search", SEARCH_PROMPT, b_search, cell_dir / "search", SEARCH_SECONDS, channel, export=None), attempt)
-            wait_for_removals([s.remover])
-            step("search", t)
-            proofs.extend({"phase": "search", **p} for p in s.decision.as_json())
-            phases["search"] = {"admitted": s.decision.admitted, "discard_reason": s.decision.discard_reason,
-                                "bundle_digest": b_search.digest, "store_in_digest": row["store_digest"]}
-            if not s.decision.admitted:  # the search is the harness's reader, not the cell's agent
-                return finish(**{**session_fields(s), "model": None, "agent_ended": None})
-            retrieved = {e["question"]: [str(i) for i in e.get("ids", [])] for e in s.transcript.events
-                         if e.get("type") == "retrieved"}
-            kept, violations = {}, {}
-            for q in unit.questions:
-                kept[q.id], violations[q.id] = released(unit, q, retrieved.get(q.id, []))
-            phases["search"]["violations"] = sum(map(len, violations.values()))
-            ctx.check_cancel()
-            # 3. Answer, isolated: the requests only.
-            b_answer = bundle or self.bundle_answer(ctx, cell, unit, kept)
-            (cell_dir / "answer" / "bundle.manifest").write_text(b_answer.manifest)
-            row["bundle_digest"] = b_answer.digest
-            options = {q.id: gen.options(q) for q in unit.questions}
-            a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
-                                         ("--personal-answer",), {"questions": len(unit.questions)})
-            t = time.monotonic()
-            a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
-                                               a_channel, export=None, required_paths=(), arm=ISOLATED,
-                                               pre_session=lambda sandbox: [isolation_proof(sandbox)]), attempt)
-            wait_for_removals([a.remover])
-            step("answer", t)
-            proofs.extend({"phase": "answer", **p} for p in a.decision.as_json())
-            phases["answer"] = {"admitted": a.decision.admitted, "discard_reason": a.decision.discard_reason,
-                                "bundle_digest": b_answer.digest, "agent_ended": a.transcript.ended}
-            fields = session_fields(a)
-            if not a.decision.admitted:
-                return finish(**fields)
+            # 2. Search and 3. answer: the harness's reader and the cell's agent, or a submission's own scripts.
+            answered = (self.submission_answers if kind_of(arm).submission else self.reader_answers)(
+                ctx, cell, attempt, unit, store, phases, proofs, step, cell_dir, bundle)
+            row.update(answered.row)
+            if answered.answers is None:
+                return finish()
             # 4. Judges, outside every container.
             t = time.monotonic()
-            result = self.judge(ctx, cell, attempt, unit, answers_of(a.transcript), kept, violations, cell_dir)
+            result = self.judge(ctx, cell, attempt, unit, answered.answers, answered.kept, answered.violations, cell_dir)
             if "build" in phases:  # the store this cell searched: built now, or once before (its build's figures)
                 result["store"] = {k: phases["build"][k] for k in ("source", "seconds", "bytes", "documents")}
             step("judge", t)
-            return finish(**fields, outcome="scored",
-                          checker_detail=f"FAMA {result['fama']:.2f} over {len(unit.questions)} questions")
+            return finish(outcome="scored", checker_detail=f"FAMA {result['fama']:.2f} over {len(unit.questions)} questions")
         except Exception as e:
             return finish(**cell_failure(ctx, e))
+
+    def reader_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit, store: tuple[Entry, ...],
+                       phases: dict, proofs: list[dict], step, cell_dir: Path, bundle: Bundle | None) -> Answers:
+        """The harness's reader searches the arm's memory; the cell's agent answers in one isolated container."""
+        b_search = self.bundle_search(ctx, cell, unit, store)
+        (cell_dir / "search" / "bundle.manifest").write_text(b_search.manifest)
+        queries = {"k": SEARCH_K, "questions": [{"id": q.id, "text": q.text} for q in unit.questions]}
+        channel = ReferenceChannel("search", (Entry("queries.json", json.dumps(queries).encode()),),
+                                   ("--personal-search",), {"questions": len(unit.questions), "k": SEARCH_K})
+        t = time.monotonic()
+        s = run_phase(ctx, replace(cell, agent=ANSWERER_READER), PhaseSpec(
+            "search", SEARCH_PROMPT, b_search, cell_dir / "search", SEARCH_SECONDS, channel, export=None), attempt)
+        wait_for_removals([s.remover])
+        step("search", t)
+        proofs.extend({"phase": "search", **p} for p in s.decision.as_json())
+        phases["search"] = {"admitted": s.decision.admitted, "discard_reason": s.decision.discard_reason,
+                            "bundle_digest": b_search.digest, "store_in_digest": phases.get("build", {}).get("store_digest")}
+        if not s.decision.admitted:  # the search is the harness's reader, not the cell's agent
+            return Answers({**session_fields(s), "model": None, "agent_ended": None})
+        retrieved = {e["question"]: [str(i) for i in e.get("ids", [])] for e in s.transcript.events
+                     if e.get("type") == "retrieved"}
+        kept, violations = release_all(unit, retrieved, phases["search"])
+        ctx.check_cancel()
+        # The answer, isolated: the requests only.
+        b_answer = bundle or self.bundle_answer(ctx, cell, unit, kept)
+        (cell_dir / "answer" / "bundle.manifest").write_text(b_answer.manifest)
+        options = {q.id: gen.options(q) for q in unit.questions}
+        a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
+                                     ("--personal-answer",), {"questions": len(unit.questions)})
+        t = time.monotonic()
+        a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
+                                           a_channel, export=None, required_paths=(), arm=ISOLATED,
+                                           pre_session=lambda sandbox: [isolation_proof(sandbox, ALLOWED_IN_ANSWER)]),
+                      attempt)
+        wait_for_removals([a.remover])
+        step("answer", t)
+        proofs.extend({"phase": "answer", **p} for p in a.decision.as_json())
+        phases["answer"] = {"admitted": a.decision.admitted, "discard_reason": a.decision.discard_reason,
+                            "bundle_digest": b_answer.digest, "agent_ended": a.transcript.ended}
+        fields = {**session_fields(a), "bundle_digest": b_answer.digest}
+        if not a.decision.admitted:
+            return Answers(fields)
+        return Answers(fields, answers_of(a.transcript), kept, violations)
+
+    def submission_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit,
+                           store: tuple[Entry, ...], phases: dict, proofs: list[dict], step, cell_dir: Path,
+                           bundle: Bundle | None) -> Answers:
+        """A submission's search.sh over its index, then its answer.sh per question, each in a fresh container
+        (submission.py)."""
+        arm = ctx.arms[cell.arm]
+        t = time.monotonic()
+        found = submission.search(ctx, cell, unit, arm, store)
+        step("search", t)
+        proofs.append({"phase": "search", **vars(found.proof)})
+        phases["search"] = {"admitted": found.proof.passed, "calls": found.calls, "malformed_lines": len(found.malformed),
+                            "malformed": found.malformed[:20], "store_in_digest": phases["build"]["store_digest"]}
+        if not found.proof.passed:
+            decision = gate.decide([found.proof])
+            return Answers({"admitted": False, "discard_reason": decision.discard_reason})
+        kept, violations = release_all(unit, found.ids, phases["search"])
+        ctx.check_cancel()
+        t = time.monotonic()
+        answered = submission.answer_all(ctx, cell, unit, arm, kept, cell_dir / "answer")
+        step("answer", t)
+        proofs.extend({"phase": "answer", "question": a.question, **vars(p)} for a in answered for p in a.proofs)
+        decision = gate.decide([p for a in answered for p in a.proofs])
+        phases["answer"] = {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
+                            "questions": {a.question: {"ended": a.ended, "problem": a.problem, "seconds": a.seconds,
+                                                       "bundle_digest": a.bundle_digest} for a in answered}}
+        fields = {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
+                  "agent_ended": first_ending(*(a.ended for a in answered if a.ended)),
+                  "bundle_digest": sha256_json({a.question: a.bundle_digest for a in answered})}
+        if not decision.admitted:
+            return Answers(fields)
+        return Answers(fields, {a.question: a.answer for a in answered}, kept, violations)
 
     def judge(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit, answers: dict[str, str],
               kept: dict, violations: dict, cell_dir: Path) -> dict:

@@ -1,0 +1,166 @@
+"""A Memora submission (arm kind memora-submission) runs as its contract says: `memgrid arm add --kind
+memora-submission` writes build.sh, search.sh and answer.sh; the build writes its index over the person's records,
+the search returns ids from it, and each question is answered in a fresh container of the submission's image that
+holds only its request. A hostile submission finds nothing it was not given, and the ids it should not return
+are recorded as violations and dropped."""
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from runner.arms.check import scaffold
+from runner.env.images import ensure_arm_image
+from runner.errors import SpecError
+from runner.exec.trial import TrialContext
+from runner.grading import gate
+from runner.plan.grid import CellSpec
+from runner.plan.spec import load_all_arms, load_all_tasks, load_arm, load_grid
+from runner.protocols.personal import corpus as gen
+from runner.protocols.personal import submission
+from runner.protocols.registry import PROTOCOLS
+
+from conftest import REPO
+
+PROTOCOL = PROTOCOLS["personal"]
+PERSON, PERIOD = "p00", "weekly"
+
+# answer.sh of the hostile submission: looks everywhere it can read for the index (index.json) and for record ids
+# of the person that were not released to it, then answers with what it found.
+SNOOP = r'''
+import json, os, re, sys
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+with open(args["--input"]) as f:
+    request = json.load(f)
+released = {r["record_id"] for r in request["records"]}
+pattern = re.compile(r"\b%s-w\d\d-\d\b" % request["persona_id"])
+found, files = set(), 0
+for root in ("/sandbox", "/tmp", "/home", "/var/tmp", "/opt", "/srv", "/mnt", "/root"):
+    for dirpath, dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            files += 1
+            if name in ("index.json", "records.jsonl"):
+                found.add("file " + path)
+            try:
+                with open(path, errors="replace") as f:
+                    found |= {i for i in pattern.findall(f.read(1 << 20)) if i not in released}
+            except OSError:
+                pass
+with open(args["--output"], "w") as f:
+    json.dump({"query_id": request["query_id"], "answer": "found: " + (" ".join(sorted(found)) or "nothing")
+               + " in %d files" % files}, f)
+'''
+
+# search.py of the hostile submission: every id of its index for every query, plus one of another person.
+GREEDY = r'''
+import json, sys
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+with open(args["--index-dir"] + "/index.json") as f:
+    ids = [e["id"] for e in json.load(f)] + ["p99-w00-0"]
+with open(args["--queries"]) as f, open(args["--output"], "w") as out:
+    for line in f:
+        out.write(json.dumps({"query_id": json.loads(line)["query_id"], "record_ids": ids + ids[:3]}) + "\n")
+'''
+
+
+@pytest.fixture
+def arms_root(tmp_path):
+    root = tmp_path / "project"
+    (root / "arms").mkdir(parents=True)
+    scaffold(root, "stub_sub", "memora-submission")
+    hostile = root / "arms" / "hostile_sub"
+    shutil.copytree(root / "arms" / "stub_sub", hostile)
+    (hostile / "arm.yaml").write_text((hostile / "arm.yaml").read_text().replace("name: stub_sub", "name: hostile_sub"))
+    (hostile / "app" / "answer" / "answer.py").write_text(SNOOP)
+    (hostile / "app" / "submission" / "search.py").write_text(GREEDY)
+    return root
+
+
+@pytest.fixture
+def ctx(engine, images, tmp_path, run_id, arms_root) -> TrialContext:
+    arms = {name: load_arm(arms_root / "arms" / name) for name in ("stub_sub", "hostile_sub")}
+    built = {name: ensure_arm_image(engine, arm.root, images.sandbox, log=lambda m: None) for name, arm in arms.items()}
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(REPO), {**load_all_arms(REPO), **arms},
+                       images_by_arm=built, protocol=PROTOCOL)
+    ctx.run_dir.mkdir(parents=True)
+    return ctx
+
+
+def cell(arm: str) -> CellSpec:
+    return CellSpec(PERSON, arm, 0, PERIOD, "submission", f"submission-{arm}-{PERSON}-{PERIOD}", 0)
+
+
+def test_the_scaffold_runs_the_contract_each_answer_in_its_own_container(ctx, no_leftovers):
+    row = PROTOCOL.run_cell(ctx, cell("stub_sub"), 1)
+    assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+    result = json.loads(row.result)
+    unit = gen.build_unit(PERSON, PERIOD)
+    assert 0 < result["fama"] <= 1 and result["violations"] == 0
+    assert all(q["released"] > 0 for q in result["questions"])
+    phases = json.loads((ctx.run_dir / "cells" / row.cell_id / "phases.json").read_text())
+    assert phases["build"]["exit_code"] == 0 and phases["build"]["files"] == 1 and row.store_digest
+    assert [c["exit_code"] for c in phases["search"]["calls"]] == [0] and phases["search"]["malformed_lines"] == 0
+    answers = phases["answer"]["questions"]
+    assert sorted(answers) == sorted(q.id for q in unit.questions)
+    assert all(a["ended"] == "ok" and a["problem"] is None for a in answers.values())
+    assert len({a["bundle_digest"] for a in answers.values()}) == len(unit.questions)  # one request each
+    isolated = [p for p in json.loads(row.gate_proofs) if p["name"] == "answer_isolated"]
+    assert len(isolated) == len(unit.questions) and all(p["passed"] for p in isolated)
+    assert all(p["detail"] == "/sandbox holds MANIFEST.sha256, request.json; network none" for p in isolated)
+
+
+def test_a_hostile_submission_finds_nothing_and_its_extra_ids_are_dropped(ctx, no_leftovers):
+    row = PROTOCOL.run_cell(ctx, cell("hostile_sub"), 1)
+    assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+    result = json.loads(row.result)
+    unit = gen.build_unit(PERSON, PERIOD)
+    verdict = json.loads((ctx.run_dir / "cells" / row.cell_id / "verdict.json").read_text())
+    for q, detail in zip(unit.questions, verdict["questions"]):
+        allowed = [r.id for r in unit.records if r.session <= q.cutoff_session]
+        assert detail["released"] == allowed  # unique, this person's, up to the cutoff, in the order returned
+        later = [r.id for r in unit.records if r.session > q.cutoff_session]
+        assert sorted(detail["violations"]) == sorted(later + ["p99-w00-0"])
+        assert detail["answer"].startswith("found: nothing in "), detail["answer"]
+    assert result["violations"] > 0
+
+
+def test_the_isolation_proof_fails_on_anything_besides_the_request():
+    assert gate.answer_isolation(["MANIFEST.sha256", "request.json"], "none", submission.ALLOWED_IN_ANSWER).passed
+    assert not gate.answer_isolation(["request.json", "store"], "none", submission.ALLOWED_IN_ANSWER).passed
+    assert not gate.answer_isolation(["request.json"], "bridge", submission.ALLOWED_IN_ANSWER).passed
+
+
+def personal_grid(path, arms, agents, protocol="personal"):
+    spec = {"name": "t", "tasks": "all", "arms": list(arms), "agents": list(agents), "seeds": 1, "protocol": protocol}
+    spec.update({"cases": 1, "conditions": ["weekly"]} if protocol == "personal" else {"conditions": ["present"]})
+    path.write_text(yaml.safe_dump(spec))
+    return load_grid(path)
+
+
+def test_a_grid_pairs_submissions_only_with_their_own_answerer(arms_root, tmp_path):
+    arms = {**load_all_arms(REPO), "stub_sub": load_arm(arms_root / "arms" / "stub_sub")}
+    path = tmp_path / "grid.yaml"
+    refused = {(("stub_sub",), ("reader",)): "answers with its own answer.sh",
+               (("stub_sub", "full_context"), ("submission",)): "beside the submission",
+               (("full_context",), ("submission",)): "answers only for an arm of kind memora-submission"}
+    for (grid_arms, agents), message in refused.items():
+        with pytest.raises(SpecError, match=message):
+            PROTOCOL.check(personal_grid(path, grid_arms, agents), path, arms, {})
+    PROTOCOL.check(personal_grid(path, ("stub_sub",), ("submission",)), path, arms, {})
+    with pytest.raises(SpecError, match="which the coding protocol cannot run"):
+        PROTOCOLS["coding"].check(personal_grid(path, ("stub_sub",), ("floor",), "coding"), path, arms, {})
+
+
+def test_arm_check_runs_the_contract_and_names_a_broken_script(engine, images, arms_root, run_id, no_leftovers):
+    from runner.arms.check import check_arm
+
+    lines = []
+    report = check_arm(arms_root, "stub_sub", run_id=run_id, client=engine, emit=lines.append)
+    assert report.ok, lines
+    assert any(line.startswith("ok   contract") and "FAMA" in line for line in lines), lines
+    lines = []
+    report = check_arm(arms_root, "hostile_sub", run_id=run_id, client=engine, emit=lines.append)
+    assert [p.where for p in report.problems] == ["arms/hostile_sub/app/search.sh"], lines
+    assert "ids that are not the person's records up to the cutoff" in report.problems[0].what
