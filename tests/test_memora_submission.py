@@ -48,9 +48,20 @@ for root in ("/sandbox", "/tmp", "/home", "/var/tmp", "/opt", "/srv", "/mnt", "/
                     found |= {i for i in pattern.findall(f.read(1 << 20)) if i not in released}
             except OSError:
                 pass
+snooped = "found: " + (" ".join(sorted(found)) or "nothing") + " in %d files" % files
+# One way per question of writing an answer that does not count: empty, not JSON, another question's, none.
+last = request["query_id"][-1]
+if last == "4":
+    sys.exit(3)
 with open(args["--output"], "w") as f:
-    json.dump({"query_id": request["query_id"], "answer": "found: " + (" ".join(sorted(found)) or "nothing")
-               + " in %d files" % files}, f)
+    if last == "1":
+        json.dump({"query_id": request["query_id"], "answer": "  "}, f)
+    elif last == "2":
+        f.write("{not json " + snooped)
+    elif last == "3":
+        json.dump({"query_id": "someone-else", "answer": snooped}, f)
+    else:
+        json.dump({"query_id": request["query_id"], "answer": snooped}, f)
 '''
 
 # search.py of the hostile submission: every id of its index for every query, plus one of another person.
@@ -65,6 +76,12 @@ with open(args["--queries"]) as f, open(args["--output"], "w") as out:
 '''
 
 
+# The slow submission: its build leaves a link and runs past its time, its search runs past its time, every answer
+# sleeps past its own.
+SLOW_BUILD = "#!/bin/sh\nmkdir -p \"$4\" && ln -s /etc/passwd \"$4/link\" && exec sleep 60\n"
+SLOW = "#!/bin/sh\nexec sleep 60\n"
+
+
 @pytest.fixture
 def arms_root(tmp_path):
     root = tmp_path / "project"
@@ -75,12 +92,17 @@ def arms_root(tmp_path):
     (hostile / "arm.yaml").write_text((hostile / "arm.yaml").read_text().replace("name: stub_sub", "name: hostile_sub"))
     (hostile / "app" / "answer" / "answer.py").write_text(SNOOP)
     (hostile / "app" / "submission" / "search.py").write_text(GREEDY)
+    slow = root / "arms" / "slow_sub"
+    shutil.copytree(root / "arms" / "stub_sub", slow)
+    (slow / "arm.yaml").write_text((slow / "arm.yaml").read_text().replace("name: stub_sub", "name: slow_sub"))
+    for script, text in (("build.sh", SLOW_BUILD), ("search.sh", SLOW), ("answer.sh", SLOW)):
+        (slow / "app" / script).write_text(text)
     return root
 
 
 @pytest.fixture
 def ctx(engine, images, tmp_path, run_id, arms_root) -> TrialContext:
-    arms = {name: load_arm(arms_root / "arms" / name) for name in ("stub_sub", "hostile_sub")}
+    arms = {name: load_arm(arms_root / "arms" / name) for name in ("stub_sub", "hostile_sub", "slow_sub")}
     built = {name: ensure_arm_image(engine, arm.root, images.sandbox, log=lambda m: None) for name, arm in arms.items()}
     ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(REPO), {**load_all_arms(REPO), **arms},
                        images_by_arm=built, protocol=PROTOCOL)
@@ -111,7 +133,7 @@ def test_the_scaffold_runs_the_contract_each_answer_in_its_own_container(ctx, no
     assert all(p["detail"] == "/sandbox holds MANIFEST.sha256, request.json; network none" for p in isolated)
 
 
-def test_a_hostile_submission_finds_nothing_and_its_extra_ids_are_dropped(ctx, no_leftovers):
+def test_a_hostile_submission_finds_nothing_and_each_breach_is_recorded_by_kind(ctx, no_leftovers):
     row = PROTOCOL.run_cell(ctx, cell("hostile_sub"), 1)
     assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
     result = json.loads(row.result)
@@ -121,9 +143,32 @@ def test_a_hostile_submission_finds_nothing_and_its_extra_ids_are_dropped(ctx, n
         allowed = [r.id for r in unit.records if r.session <= q.cutoff_session]
         assert detail["released"] == allowed  # unique, this person's, up to the cutoff, in the order returned
         later = [r.id for r in unit.records if r.session > q.cutoff_session]
-        assert sorted(detail["violations"]) == sorted(later + ["p99-w00-0"])
-        assert detail["answer"].startswith("found: nothing in "), detail["answer"]
-    assert result["violations"] > 0
+        assert detail["dropped"] == {"not_this_person": ["p99-w00-0"], "duplicate": [r.id for r in unit.records[:3]],
+                                     **({"past_cutoff": later} if later else {})}
+        assert sorted(detail["violations"]) == sorted(later + ["p99-w00-0"] + [r.id for r in unit.records[:3]])
+    assert verdict["questions"][0]["answer"].startswith("found: nothing in "), verdict["questions"][0]["answer"]
+    assert [q.get("answer_problem", "").split(":")[0] for q in result["questions"]] == \
+        ["", "empty", "not_json", "wrong_query_id", "exit_nonzero"]
+    assert all(q["fama"] == 0 or q["nf"] == 0 for q in result["questions"][1:])  # scored as no answer
+    contract = result["contract"]
+    assert contract["violations"] == {"not_this_person": 5, "duplicate": 15}  # a generated person's cutoff is its end
+    assert contract["answers"] == {"counted": 1, "not_counted": {"empty": 1, "not_json": 1, "wrong_query_id": 1,
+                                                                  "exit_nonzero": 1}}
+    assert result["violations"] == sum(contract["violations"].values())
+
+
+def test_a_submission_past_its_times_is_stopped_recorded_and_scored(ctx, no_leftovers, monkeypatch):
+    for name, seconds in (("BUILD_SECONDS", 2), ("SEARCH_SECONDS", 2), ("ANSWER_SECONDS", 2),
+                          ("ANSWER_PHASE_SECONDS", 4), ("ANSWERS_AT_ONCE", 1)):
+        monkeypatch.setattr(submission, name, seconds)
+    row = PROTOCOL.run_cell(ctx, cell("slow_sub"), 1)
+    assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+    contract = json.loads(row.result)["contract"]
+    assert contract["build"]["timed_out"] and "link (symlink)" in contract["build"]["refused"], contract
+    assert contract["search"] == {"calls": 1, "failed": 1, "timed_out": 1, "malformed_lines": 0}
+    kinds = [q.get("answer_problem", "").split(":")[0] for q in json.loads(row.result)["questions"]]
+    assert kinds[0] == "timeout" and kinds[-1] == "phase_time_out" and set(kinds) <= {"timeout", "phase_time_out"}
+    assert json.loads(row.result)["fama"] == 0
 
 
 def test_the_isolation_proof_fails_on_anything_besides_the_request():
@@ -162,5 +207,28 @@ def test_arm_check_runs_the_contract_and_names_a_broken_script(engine, images, a
     assert any(line.startswith("ok   contract") and "FAMA" in line for line in lines), lines
     lines = []
     report = check_arm(arms_root, "hostile_sub", run_id=run_id, client=engine, emit=lines.append)
-    assert [p.where for p in report.problems] == ["arms/hostile_sub/app/search.sh"], lines
-    assert "ids that are not the person's records up to the cutoff" in report.problems[0].what
+    assert [p.where for p in report.problems] == ["arms/hostile_sub/app/search.sh", "arms/hostile_sub/app/answer.sh"]
+    assert report.problems[0].what.startswith("returned 20 ids it may not")  # 5 questions: 1 foreign, 3 repeated
+    assert report.problems[1].what.startswith("4 of 5 answers do not count (empty, exit_nonzero, not_json, "
+                                              "wrong_query_id;"), report.problems[1].what
+
+
+def test_the_report_sums_each_breach_by_kind_over_a_rows_cells():
+    from runner.protocols.personal.analysis import contract_of, contract_table
+
+    one = {"build": {"exit_code": 0, "timed_out": False}, "search": {"calls": 1, "failed": 0, "timed_out": 0,
+                                                                    "malformed_lines": 2},
+           "violations": {"duplicate": 3}, "answers": {"counted": 4, "not_counted": {"empty": 1}}}
+    two = {"build": {"exit_code": 124, "timed_out": True, "refused": "link"},
+           "search": {"calls": 2, "failed": 2, "timed_out": 1, "malformed_lines": 0},
+           "violations": {"duplicate": 1, "past_cutoff": 2}, "answers": {"counted": 0, "not_counted": {"empty": 2,
+                                                                                                       "timeout": 3}}}
+    assert contract_of([]) is None
+    summed = contract_of([one, two])
+    assert summed == {"cells": 2, "build_failed": 1, "build_timed_out": 1, "index_refused": 1, "search_failed": 2,
+                      "search_timed_out": 1, "malformed_lines": 2, "answers_counted": 4,
+                      "violations": {"duplicate": 4, "past_cutoff": 2}, "not_counted": {"empty": 3, "timeout": 3}}
+    _, lines = contract_table([{"agent": "submission", "arm": "a", "horizon": "weekly", "contract": summed},
+                               {"agent": "reader", "arm": "bare", "horizon": "weekly", "contract": None}])
+    assert lines == [["submission", "a", "weekly", "2", "1 / 1 / 1", "2 / 1 / 2", "duplicate 4, past_cutoff 2", "4",
+                      "empty 3, timeout 3"]]

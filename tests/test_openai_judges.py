@@ -17,7 +17,7 @@ from runner.protocols.personal import openai_judges
 from runner.protocols.personal.corpus import SubQuestion
 from runner.protocols.personal.judges import judge_criterion
 from runner.protocols.personal.panel import JudgeCache
-from runner.protocols.personal.protocol import PanelSetup, PersonalSetup
+from runner.protocols.personal.protocol import PanelSetup, PersonalSetup, Released
 from runner.protocols.registry import PROTOCOLS
 
 from conftest import REPO
@@ -233,8 +233,7 @@ def test_a_memora_cell_judged_by_the_named_panel_scores_fama_from_the_valid_verd
     answers = {q.id: "Spelt now; rye still on Sundays; about forty loaves." for q in unit.questions}
     cell_dir = ctx.run_dir / "cells" / cell.cell_id
     cell_dir.mkdir(parents=True)
-    result = PROTOCOL.judge(ctx, cell, 1, unit, answers, {q.id: [] for q in unit.questions},
-                            {q.id: [] for q in unit.questions}, cell_dir)
+    result = PROTOCOL.judge(ctx, cell, 1, unit, answers, {q.id: Released((), {}) for q in unit.questions}, cell_dir)
     # every sub-question answered yes by the two valid judges: presence met, forgetting (rye) failed
     assert {q["id"]: (q["cp"], q["cf"], q["fama"], q["invalid_judgements"]) for q in result["questions"]} == {
         "bake_kind_4": (1, 0, 0.5, 2), "bake_load_2": (1, 0, 1.0, 1)}

@@ -63,10 +63,23 @@ def test_release_keeps_the_persons_records_up_to_the_cutoff_and_counts_the_rest(
     q = u.questions[0]
     other = gen.build_unit("p02", "monthly").records[0].id
     mine = [r.id for r in u.records]
-    kept, violations = released(u, q, [mine[3], mine[3], other, "made-up", mine[0]])
-    assert kept == [mine[3], mine[0]]  # unique, in the search's order
-    assert violations == [other, "made-up"]
+    r = released(u, q, [mine[3], mine[3], other, "made-up", mine[0]])
+    assert r.kept == (mine[3], mine[0])  # unique, in the search's order
+    assert r.dropped == {"not_this_person": (other, "made-up"), "duplicate": (mine[3],)}
+    assert r.violations == [other, "made-up"]  # the harness's reader repeats a record a product stored in parts
+    assert released(u, q, [mine[3], mine[3], other], contract=True).violations == [other, mine[3]]
     early = gen.Question(q.id, q.kind, q.text, q.attributes, 0, q.presence, q.forgetting, q.evidence)
-    kept, violations = released(u, early, mine)
-    assert all(i.split("-")[1].endswith("00") for i in kept) and len(violations) == len(mine) - len(kept)
-    assert len(released(u, q, mine * 2)[0]) == len(mine)
+    r = released(u, early, mine)
+    assert all(i.split("-")[1].endswith("00") for i in r.kept) and len(r.violations) == len(mine) - len(r.kept)
+    assert r.dropped["past_cutoff"] == tuple(r.violations)
+    assert released(u, q, mine * 2).kept == tuple(mine)
+
+
+def test_release_keeps_at_most_350_and_a_submission_is_charged_for_the_rest():
+    records = [gen.Record(f"p09-q{i:03d}-0", "p09", i, "2026-01-01", "user: hi", "hi", "") for i in range(400)]
+    u = gen.Unit("p09", "Sam", "quarterly", records)
+    q = gen.Question("q", "remembering", "?", (), 399, (), (), ())
+    ids = [r.id for r in records]
+    r = released(u, q, ids)
+    assert r.kept == tuple(ids[:350]) and r.dropped == {"over_limit": tuple(ids[350:])} and r.violations == []
+    assert released(u, q, ids, contract=True).violations == ids[350:]

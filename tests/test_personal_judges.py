@@ -154,16 +154,16 @@ def test_an_answer_is_judged_on_its_first_million_characters_and_the_cut_is_flag
     from runner.exec.trial import TrialContext
     from runner.plan.grid import CellSpec
     from runner.protocols.personal.corpus import build_unit
-    from runner.protocols.personal.protocol import JUDGED_CHARS, PersonalProtocol
+    from runner.protocols.personal.protocol import JUDGED_CHARS, PersonalProtocol, Released
 
     unit = build_unit("p00", "weekly")
     first, second = unit.questions[:2]
     value = first.presence[0].value
     answers = {first.id: value + " " + "filler " * (JUDGED_CHARS // 7), second.id: "filler " * (JUDGED_CHARS // 7) + value}
-    kept = {q.id: [] for q in unit.questions}
+    nothing = {q.id: Released((), {}) for q in unit.questions}
     ctx = TrialContext(None, "unit", tmp_path, None, {}, {}, protocol=PersonalProtocol())
     result = PersonalProtocol().judge(ctx, CellSpec("p00", "bare", 0, "weekly", "command", "c", 0), 1, unit, answers,
-                                      kept, kept, tmp_path)
+                                      nothing, tmp_path)
     by_id = {q["id"]: q for q in result["questions"]}
     assert by_id[first.id]["answer_cut_at"] == JUDGED_CHARS and by_id[first.id]["cp"] >= 1  # seen before the cut
     assert by_id[second.id]["answer_cut_at"] == JUDGED_CHARS and by_id[second.id]["cp"] == 0  # past it: not seen

@@ -548,6 +548,8 @@ class ArmCheck:
         self.step("contract", t0, ok, f"person {person}, {period}: " + (f"FAMA {fama:.2f}" if ok else
                                                                          row.discard_reason or row.error_detail or ""))
         build = phases.get("build", {})
+        if build.get("refused"):
+            self.problem(f"{app}/build.sh", build["refused"], "write regular files only into --index-dir, under 1 GiB")
         if build.get("exit_code") not in (0, None):
             self.problem(f"{app}/build.sh", f"exited {build['exit_code']}: {_tail(build.get('log_tail', ''))}",
                          "exit 0 after writing the index into --index-dir")
@@ -560,13 +562,16 @@ class ArmCheck:
             self.problem(f"{app}/search.sh", f"wrote {search['malformed_lines']} lines that are not a query's result "
                          f"(first: {search['malformed'][0][:80]!r})", 'write {"query_id": ..., "record_ids": [...]} per query')
         if search.get("violations"):
-            self.problem(f"{app}/search.sh", f"returned {search['violations']} ids that are not the person's records up "
-                         "to the cutoff", "return only ids of records of persona_id whose session <= cutoff_session")
+            self.problem(f"{app}/search.sh", f"returned {search['violations']} ids it may not (another person's, past "
+                         "the cutoff, repeated or past the 350th)", "return at most 350 unique ids of records of "
+                         "persona_id whose session <= cutoff_session")
         answered = phases.get("answer", {}).get("questions", {})
-        problems = {q: a["problem"] for q, a in answered.items() if a["problem"]}
+        problems = {q: a for q, a in answered.items() if a["problem_kind"]}
         if problems:
-            q, why = next(iter(problems.items()))
-            self.problem(f"{app}/answer.sh", f"{len(problems)} of {len(answered)} answers do not count ({q}: {why})",
+            q, first = next(iter(problems.items()))
+            kinds = sorted({a["problem_kind"] for a in problems.values()})
+            self.problem(f"{app}/answer.sh", f"{len(problems)} of {len(answered)} answers do not count "
+                         f"({', '.join(kinds)}; {q}: {first['problem']})",
                          'write {"query_id": <the request\'s>, "answer": "<non-empty>"} to --output and exit 0')
         if not ok and not self.report.problems:
             self.problem(f"arms/{arm.name}/Dockerfile", f"the contract did not run: {row.discard_reason or row.error_detail}",

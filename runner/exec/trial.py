@@ -303,6 +303,7 @@ class StepResult:
     exit_code: int
     stdout: str
     stderr: str
+    timed_out: bool = False  # stopped at the step's time limit
 
 
 STEP_SECONDS = 120
@@ -310,13 +311,15 @@ STEP_SECONDS = 120
 
 def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[Entry, ...],
                  steps: list[tuple[str, list[str], bytes]], extra: tuple[Entry, ...] = (),
-                 seconds: int = STEP_SECONDS, keep_store: bool = True
+                 seconds: int = STEP_SECONDS, keep_store: bool = True, refused: Callable[[str], None] | None = None
                  ) -> tuple[list[StepResult], tuple[Entry, ...], str | None, gate.GateProof]:
     """Commands of the arm's own write path (its ingest, its write API) in a fresh container of its image,
     each with its input on stdin, over the store given and `extra` files (paths relative to /sandbox); the
     results, the store as they left it with its digest, and the bundle's proof. No agent runs here and the
     container has no network. `keep_store` False: the steps only read the store (a submission's search),
-    so what they leave of it is neither read nor carried (no entries, digest None)."""
+    so what they leave of it is neither read nor carried (no entries, digest None). A store that cannot be carried
+    (past the cap, links or special files) is memgrid's fault unless `refused` takes why (a submission's index: its
+    own doing), and the store is then empty."""
     image = ctx.images_by_arm.get(provider(arm, ctx.arms).name, ctx.images.sandbox)
     entries = [Entry(f"harness/{name}.json", data) for name, _, data in steps]
     entries += [Entry(f"store/{e.path}", e.data) for e in store] + list(extra)
@@ -334,14 +337,18 @@ def harness_step(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, store: tuple[E
                 for name, command, _ in steps:
                     r = sandbox.exec(["sh", "-c", f'exec "$@" < /sandbox/harness/{name}.json', "sh", *command],
                                      timeout=seconds, workdir="/sandbox")
-                    results.append(StepResult(name, r.exit_code, r.stdout, r.stderr))
+                    results.append(StepResult(name, r.exit_code, r.stdout, r.stderr, r.timed_out and r.seconds >= seconds))
             if not keep_store:
                 return results, (), None, proof
             after = store_snapshot(sandbox)
     if after.too_large or after.dropped:  # the arm's own steps (no agent ran): a store memgrid cannot carry is a fault
-        raise UnsafeArchive(f"the store {', '.join(name for name, _, _ in steps)} left cannot be carried: "
-                            + (f"over the cap of {after.cap_bytes // MIB} MiB at {after.over_cap_path}" if after.too_large
-                               else ", ".join(f"{d.path} ({d.kind})" for d in after.dropped[:5])))
+        why = (f"the store {', '.join(name for name, _, _ in steps)} left cannot be carried: "
+               + (f"over the cap of {after.cap_bytes // MIB} MiB at {after.over_cap_path}" if after.too_large
+                  else ", ".join(f"{d.path} ({d.kind})" for d in after.dropped[:5])))
+        if refused is None:
+            raise UnsafeArchive(why)
+        refused(why)
+        return results, (), store_digest(()), proof
     return results, after.entries, store_digest(after.entries), proof
 
 

@@ -71,6 +71,7 @@ def summarise(rows: list[dict]) -> list[dict]:
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             **evidence_split([q for _, q in questions]),
             **stores_of([res["store"] for res in results if res.get("store")]),
+            "contract": contract_of([res["contract"] for res in results if res.get("contract")]),
             "invalid_judgements": sum(q.get("invalid_judgements", 0) for _, q in questions),
             "panel": "model" if modelled else "deterministic",
             "judges": sorted({", ".join(res.get("judges", ())) for res in results}),
@@ -103,6 +104,47 @@ def stores_of(stores: list[dict]) -> dict:
             "store_mib": _median([s["bytes"] / 2**20 for s in stores]),
             # a submission's index says nothing of what it holds: None, unobserved
             "store_documents": None if any(s["documents"] is None for s in stores) else sum(s["documents"] for s in stores)}
+
+
+def contract_of(records: list[dict]) -> dict | None:
+    """A submission's breaches of its contract over a row's cells (submission.contract_record): builds and search
+    calls that failed or ran past their time, ids dropped by kind, answers that did not count by kind; None for an
+    arm that is not a submission."""
+    if not records:
+        return None
+    out = {"cells": len(records), "build_failed": sum(r["build"]["exit_code"] not in (0, None) for r in records),
+           "build_timed_out": sum(bool(r["build"]["timed_out"]) for r in records),
+           "index_refused": sum(bool(r["build"].get("refused")) for r in records),
+           "search_failed": sum(r["search"]["failed"] for r in records),
+           "search_timed_out": sum(r["search"]["timed_out"] for r in records),
+           "malformed_lines": sum(r["search"]["malformed_lines"] for r in records),
+           "answers_counted": sum(r["answers"]["counted"] for r in records), "violations": {}, "not_counted": {}}
+    for r in records:
+        for kind, n in r["violations"].items():
+            out["violations"][kind] = out["violations"].get(kind, 0) + n
+        for kind, n in r["answers"]["not_counted"].items():
+            out["not_counted"][kind] = out["not_counted"].get(kind, 0) + n
+    return out
+
+
+def contract_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per agent x arm x horizon of a submission: what its own scripts did against the contract."""
+    def kinds(counts: dict) -> str:
+        return ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "none"
+
+    lines = [[s["agent"], s["arm"], s["horizon"], str(c["cells"]),
+              f"{c['build_failed']} / {c['build_timed_out']} / {c['index_refused']}",
+              f"{c['search_failed']} / {c['search_timed_out']} / {c['malformed_lines']}", kinds(c["violations"]),
+              str(c["answers_counted"]), kinds(c["not_counted"])]
+             for s in summary if (c := s.get("contract"))]
+    return ["agent", "arm", "horizon", "cells", "builds failed / past time / index refused",
+            "search calls failed / past time / malformed lines", "ids dropped (violations)", "answers counted",
+            "answers not counted"], lines
+
+
+CONTRACT_NOTE = ("A submission's own scripts against Memora's contract: none of these is a discard. A dropped id "
+                 "(another person's, past the cutoff, repeated or past the 350th) never reaches the answer; an answer "
+                 "that does not count is judged as empty; a stage past its time is stopped and scored as it left things.")
 
 
 def _median(values: list[float]) -> float | None:

@@ -154,14 +154,35 @@ def record_file(record: gen.Record) -> bytes:
                    for role, text in record.turns()).encode()
 
 
-def released(unit: gen.Unit, question: gen.Question, ids: list[str]) -> tuple[list[str], list[str]]:
-    """The ids the answer may see (this person's records up to the cutoff, unique, at most MAX_IDS) and the
-    violations (any other id)."""
-    allowed = {r.id for r in unit.records if r.session <= question.cutoff_session}
-    kept, violations = [], []
-    for i in dict.fromkeys(ids):
-        (kept if i in allowed else violations).append(i)
-    return kept[:MAX_IDS], violations
+@dataclass(frozen=True)
+class Released:
+    """What the harness did with the ids a search returned for one question: the ids the answer may see (this
+    person's records up to the cutoff, unique, at most MAX_IDS, in the search's order) and every other id by why it
+    was dropped. Another person's (or no record's) id and one past the cutoff are violations of any search;
+    a repeat and one past the first MAX_IDS are violations of a submission's (the contract's words), while the
+    harness's own reader repeats a record that a product stored in parts and hands a full context whole."""
+    kept: tuple[str, ...]
+    dropped: dict[str, tuple[str, ...]]  # DROP_KINDS -> ids
+    contract: bool = False  # the search was a submission's: every drop is a violation
+
+    @property
+    def violations(self) -> list[str]:
+        kinds = DROP_KINDS if self.contract else ("not_this_person", "past_cutoff")
+        return [i for k in kinds for i in self.dropped.get(k, ())]
+
+
+DROP_KINDS = ("not_this_person", "past_cutoff", "duplicate", "over_limit")
+
+
+def released(unit: gen.Unit, question: gen.Question, ids: list[str], contract: bool = False) -> Released:
+    sessions = {r.id: r.session for r in unit.records}
+    kept, seen, dropped = [], set(), {k: [] for k in DROP_KINDS}
+    for i in ids:
+        kind = ("duplicate" if i in seen else "not_this_person" if i not in sessions else
+                "past_cutoff" if sessions[i] > question.cutoff_session else "over_limit" if len(kept) >= MAX_IDS else None)
+        seen.add(i)
+        (dropped[kind] if kind else kept).append(i)
+    return Released(tuple(kept), {k: tuple(v) for k, v in dropped.items() if v}, contract)
 
 
 def answers_of(transcript) -> dict[str, str]:
@@ -213,23 +234,23 @@ def gateway_address(endpoint: ModelEndpoint) -> str:
     return container.attrs["NetworkSettings"]["Networks"][endpoint.network_name]["IPAddress"]
 
 
-def release_all(unit: gen.Unit, retrieved: dict[str, list[str]], search_phase: dict) -> tuple[dict, dict]:
-    """Per question, the ids released to the answer and the violations; their count goes in the search's phase."""
-    kept, violations = {}, {}
-    for q in unit.questions:
-        kept[q.id], violations[q.id] = released(unit, q, retrieved.get(q.id, []))
-    search_phase["violations"] = sum(map(len, violations.values()))
-    return kept, violations
+def release_all(unit: gen.Unit, retrieved: dict[str, list[str]], search_phase: dict,
+                contract: bool = False) -> dict[str, Released]:
+    """Per question, what is released to the answer; the violations' count goes in the search's phase."""
+    out = {q.id: released(unit, q, retrieved.get(q.id, []), contract) for q in unit.questions}
+    search_phase["violations"] = sum(len(r.violations) for r in out.values())
+    return out
 
 
 @dataclass
 class Answers:
     """What a cell's search and answer left: the ledger fields they decide and, when the gate admitted them, each
-    question's answer, released ids and violations (answers None: the cell ends here, discarded)."""
+    question's answer and what was released to it (answers None: the cell ends here, discarded)."""
     row: dict
     answers: dict[str, str] | None = None
-    kept: dict = field(default_factory=dict)
-    violations: dict = field(default_factory=dict)
+    released: dict[str, Released] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)  # a submission's: why an answer does not count
+    contract: dict | None = None  # a submission's: how each of its stages ended (the ledger's result keeps it)
 
 
 class PersonalProtocol(Protocol):
@@ -432,8 +453,10 @@ class PersonalProtocol(Protocol):
             proofs.extend({"phase": "build", **vars(p)} for p in built)
             return tuple(safe_entries(raw)), report, gate.decide(built)
         t = time.monotonic()
+        refusals: list[str] = []  # a submission's index that cannot be carried: its own doing, recorded
         steps, store, digest, proof = harness_step(ctx, cell, arm, (), [("build", command, b"{}")], extra=docs,
-                                                   seconds=arm.ingest_seconds)
+                                                   seconds=arm.ingest_seconds,
+                                                   refused=refusals.append if contract else None)
         receipt = store_receipt(list(store))
         code = steps[0].exit_code if steps else None
         log_tail = (steps[0].stderr or steps[0].stdout).strip()[-300:] if steps else ""
@@ -441,7 +464,8 @@ class PersonalProtocol(Protocol):
                   "corpus_documents": len(unit.records) if contract else len(docs),
                   "seconds": round(time.monotonic() - t, 2), "store_digest": digest, "files": len(store),
                   "bytes": sum(len(e.data) for e in store), "exit_code": code, "log_tail": log_tail,
-                  "source": "ingested", "cache_key": key.key}
+                  "timed_out": steps[0].timed_out if steps else None, "source": "ingested", "cache_key": key.key,
+                  **({"refused": refusals[0]} if refusals else {})}
         phases["build"] = report
         built = [proof]
         # A submission's build that fails leaves what it leaves: its own doing, recorded (exit_code) and scored.
@@ -450,7 +474,7 @@ class PersonalProtocol(Protocol):
                          gate.GateProof("store_populated", False, f"the ingest exited {code}: {log_tail[-200:]}"))
         decision = gate.decide(built)
         proofs.extend({"phase": "build", **vars(p)} for p in built)
-        if decision.admitted and code == 0:
+        if decision.admitted and code == 0 and not refusals:
             store_cache.write(key, pack(list(store)), report)
         return store, report, decision
 
@@ -498,7 +522,9 @@ class PersonalProtocol(Protocol):
                 return finish()
             # 4. Judges, outside every container.
             t = time.monotonic()
-            result = self.judge(ctx, cell, attempt, unit, answered.answers, answered.kept, answered.violations, cell_dir)
+            result = self.judge(ctx, cell, attempt, unit, answered.answers, answered.released, cell_dir, answered.problems)
+            if answered.contract is not None:
+                result["contract"] = answered.contract
             if "build" in phases:  # the store this cell searched: built now, or once before (its build's figures)
                 result["store"] = {k: phases["build"][k] for k in ("source", "seconds", "bytes", "documents")}
             step("judge", t)
@@ -526,10 +552,10 @@ class PersonalProtocol(Protocol):
             return Answers({**session_fields(s), "model": None, "agent_ended": None})
         retrieved = {e["question"]: [str(i) for i in e.get("ids", [])] for e in s.transcript.events
                      if e.get("type") == "retrieved"}
-        kept, violations = release_all(unit, retrieved, phases["search"])
+        release = release_all(unit, retrieved, phases["search"])
         ctx.check_cancel()
         # The answer, isolated: the requests only.
-        b_answer = bundle or self.bundle_answer(ctx, cell, unit, kept)
+        b_answer = bundle or self.bundle_answer(ctx, cell, unit, {q: r.kept for q, r in release.items()})
         (cell_dir / "answer" / "bundle.manifest").write_text(b_answer.manifest)
         options = {q.id: gen.options(q) for q in unit.questions}
         a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
@@ -547,13 +573,13 @@ class PersonalProtocol(Protocol):
         fields = {**session_fields(a), "bundle_digest": b_answer.digest}
         if not a.decision.admitted:
             return Answers(fields)
-        return Answers(fields, answers_of(a.transcript), kept, violations)
+        return Answers(fields, answers_of(a.transcript), release)
 
     def submission_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit,
                            store: tuple[Entry, ...], phases: dict, proofs: list[dict], step, cell_dir: Path,
                            bundle: Bundle | None) -> Answers:
         """A submission's search.sh over its index, then its answer.sh per question, each in a fresh container
-        (submission.py)."""
+        (submission.py). What its scripts did wrong is recorded (`contract`) and scored, never discarded."""
         arm = ctx.arms[cell.arm]
         t = time.monotonic()
         found = submission.search(ctx, cell, unit, arm, store)
@@ -564,27 +590,34 @@ class PersonalProtocol(Protocol):
         if not found.proof.passed:
             decision = gate.decide([found.proof])
             return Answers({"admitted": False, "discard_reason": decision.discard_reason})
-        kept, violations = release_all(unit, found.ids, phases["search"])
+        release = release_all(unit, found.ids, phases["search"], contract=True)
         ctx.check_cancel()
         t = time.monotonic()
-        answered = submission.answer_all(ctx, cell, unit, arm, kept, cell_dir / "answer")
+        answered = submission.answer_all(ctx, cell, unit, arm, {q: r.kept for q, r in release.items()},
+                                         cell_dir / "answer")
         step("answer", t)
         proofs.extend({"phase": "answer", "question": a.question, **vars(p)} for a in answered for p in a.proofs)
         decision = gate.decide([p for a in answered for p in a.proofs])
         phases["answer"] = {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
-                            "questions": {a.question: {"ended": a.ended, "problem": a.problem, "seconds": a.seconds,
+                            "questions": {a.question: {"ended": a.ended, "problem": a.problem,
+                                                       "problem_kind": a.problem_kind, "seconds": a.seconds,
                                                        "bundle_digest": a.bundle_digest} for a in answered}}
         fields = {"admitted": decision.admitted, "discard_reason": decision.discard_reason,
                   "agent_ended": first_ending(*(a.ended for a in answered if a.ended)),
                   "bundle_digest": sha256_json({a.question: a.bundle_digest for a in answered})}
         if not decision.admitted:
             return Answers(fields)
-        return Answers(fields, {a.question: a.answer for a in answered}, kept, violations)
+        problems = {a.question: f"{a.problem_kind}: {a.problem}" for a in answered if a.problem_kind}
+        return Answers(fields, {a.question: a.answer for a in answered}, release, problems,
+                       submission.contract_record(phases["build"], found, release, answered))
 
     def judge(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit, answers: dict[str, str],
-              kept: dict, violations: dict, cell_dir: Path) -> dict:
+              release: dict[str, Released], cell_dir: Path, problems: dict[str, str] | None = None) -> dict:
         """Every criterion through the deterministic panel and, with model judges, through theirs (which then
-        decides; the two panels' agreement is kept)."""
+        decides; the two panels' agreement is kept). `problems`: why a submission's answer does not count (it is
+        judged as the empty answer it then is)."""
+        problems = problems or {}
+        kept = {q: r.kept for q, r in release.items()}
         setup: PanelSetup | None = ctx.protocol_setup.panel if ctx.protocol_setup is not None else None
         endpoint, gateway, cache = None, None, None
         if setup is not None:
@@ -614,7 +647,10 @@ class PersonalProtocol(Protocol):
                 s = metrics.score(len(q.presence), cp, len(q.forgetting), cf)
                 questions.append({"id": q.id, "kind": q.kind, "np": len(q.presence), "nf": len(q.forgetting), "cp": cp,
                                   "cf": cf, "fama": s.fama, "mpa": s.mpa, "faa": s.faa, "lam": s.lam,
-                                  "released": len(kept[q.id]), "violations": len(violations[q.id]),
+                                  "released": len(kept[q.id]), "violations": len(release[q.id].violations),
+                                  **({"dropped": {k: len(v) for k, v in release[q.id].dropped.items()}}
+                                     if release[q.id].dropped else {}),
+                                  **({"answer_problem": problems[q.id]} if q.id in problems else {}),
                                   "evidence_released": sum(e in kept[q.id] for e in q.evidence),
                                   "evidence": len(q.evidence),
                                   "forgotten_released": sum(e in kept[q.id] for e in q.forgotten),
@@ -623,8 +659,9 @@ class PersonalProtocol(Protocol):
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
                                   "panels_compared": len(compared),
                                   **({"answer_cut_at": JUDGED_CHARS} if cut else {})})
-                detail.append({"question": q.id, "text": q.text, "answer": answer, "released": kept[q.id],
-                               "violations": violations[q.id],
+                detail.append({"question": q.id, "text": q.text, "answer": answer, "released": list(kept[q.id]),
+                               "violations": release[q.id].violations,
+                               "dropped": {k: list(v) for k, v in release[q.id].dropped.items()},
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
                                              **({"id": c.id, "evaluation_type": c.evaluation_type, "named": c.named}
                                                 if isinstance(c, gen.SubQuestion) else {}),
@@ -657,9 +694,9 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import (EVIDENCE_NOTE, STORES_NOTE, TABLE3_NOTE, comparability,
-                                                        evidence_table, judged_by, panel_table, published_table,
-                                                        stores_table, table3)
+        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE, TABLE3_NOTE,
+                                                        comparability, contract_table, evidence_table, judged_by,
+                                                        panel_table, published_table, stores_table, table3)
 
         tables = [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary),
                    f"{TABLE3_NOTE} {judged_by(summary)}".strip()),
@@ -670,6 +707,9 @@ class PersonalProtocol(Protocol):
         if lines:
             tables.append(("stores: built by the arm's own ingest, once per person and period", columns, lines,
                            STORES_NOTE))
+        columns, lines = contract_table(summary)
+        if lines:
+            tables.append(("submissions: their scripts against the contract", columns, lines, CONTRACT_NOTE))
         columns, lines = panel_table(summary)
         if lines:
             tables.append(("the model judge panel", columns, lines, "Agreement: the share of criteria the deterministic "

@@ -9,9 +9,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.personal.analysis import (EVIDENCE_NOTE, STORES_NOTE, TABLE3_NOTE,  # noqa: E402
-                                                comparability, evidence_table, panel_table, published_table,
-                                                stores_table, table, table3)
+from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,  # noqa: E402
+                                                TABLE3_NOTE, comparability, contract_table, evidence_table,
+                                                panel_table, published_table, stores_table, table, table3)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -66,6 +66,8 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         "<h2>Evidence: what the search returned, and FAMA split by it</h2>",
         html_table(*evidence_table(summary), table_id="evidence"), f"<p>{escape(EVIDENCE_NOTE)}</p>",
         "<h2>Stores</h2>", html_table(*stores_table(summary), table_id="stores"), f"<p>{escape(STORES_NOTE)}</p>",
+        *(["<h2>Submissions against the contract</h2>", html_table(*contract_table(summary), table_id="contract"),
+           f"<p>{escape(CONTRACT_NOTE)}</p>"] if contract_table(summary)[1] else []),
         "<h2>Judges</h2>" + _panel(summary, lock) + f"<pre>{escape(JUDGES_DOC)}</pre>",
         "<h2>Digests</h2>" + digests_table(lock), "</body></html>"])
 

@@ -24,6 +24,7 @@ verify, an answer container holding more than its request) discard the cell.
 """
 
 import json
+import math
 import re
 import threading
 import time
@@ -43,7 +44,7 @@ from runner.plan.spec import ArmSpec
 from runner.protocols.personal import corpus as gen
 
 # The contract's commands and limits (issue 54): build and each search call 1,800 s, at most 300 questions a
-# search call, each answer 600 s, at most eight answers at once.
+# search call, each answer 600 s, at most eight answers at once, 7,200 s for all of a cell's answers.
 CORPUS_DIR = "/sandbox/ingest/corpus"
 BUILD = ("/app/build.sh", "--corpus", "{corpus}", "--index-dir", "{store}")
 BUILD_SECONDS = 1800
@@ -51,6 +52,7 @@ SEARCH_SECONDS = 1800
 SEARCH_BATCH = 300
 ANSWER_SECONDS = 600
 ANSWERS_AT_ONCE = 8
+ANSWER_PHASE_SECONDS = 7200  # shared by every answer of a cell
 # The search's output is printed back through the step's bounded capture: the script's own printing goes to stderr.
 SEARCH = '/app/search.sh --index-dir "$1" --queries "$2" --output "$3" >&2 && cat "$3"'
 ALLOWED_IN_ANSWER = {"request.json", "MANIFEST.sha256"}
@@ -73,7 +75,7 @@ def queries_file(unit: gen.Unit, questions: list[gen.Question]) -> bytes:
 class Searched:
     """What the search calls returned: ids per question as the submission listed them, and what went wrong."""
     ids: dict[str, list[str]]
-    calls: list[dict]  # per call: questions, exit code, stderr tail
+    calls: list[dict]  # per call: questions, exit code, whether it ran past its time, stderr tail
     malformed: list[str]  # result lines that are not {"query_id": a question's id, "record_ids": [...]}
     proof: gate.GateProof
 
@@ -96,8 +98,8 @@ def search(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, stor
                 malformed.append(line[:200])
                 continue
             ids.setdefault(obj["query_id"], []).extend(str(i) for i in obj["record_ids"])
-    calls = [{"questions": len(b), "exit_code": r.exit_code, "stderr_tail": r.stderr.strip()[-300:]}
-             for b, r in zip(batches, results)]
+    calls = [{"questions": len(b), "exit_code": r.exit_code, "timed_out": r.timed_out,
+              "stderr_tail": r.stderr.strip()[-300:]} for b, r in zip(batches, results)]
     return Searched(ids, calls, malformed, proof)
 
 
@@ -108,17 +110,22 @@ def request(unit: gen.Unit, question: gen.Question, released: list[str]) -> dict
                         for i in released]}
 
 
-def read_answer(text: str, query_id: str) -> tuple[str, str | None]:
-    """The answer answer.sh wrote, or "" with why it does not count."""
+# Why an answer does not count (each is scored as the empty answer it then is, and counted by kind).
+ANSWER_PROBLEMS = ("exit_nonzero", "timeout", "phase_time_out", "missing", "not_json", "wrong_query_id", "empty")
+
+
+def read_answer(text: str, query_id: str) -> tuple[str, str | None, str | None]:
+    """The answer answer.sh wrote, or "" with the kind of problem and why it does not count."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError:
-        return "", "answer.json is not JSON" if text.strip() else "answer.json is missing or empty"
+        return ("", "not_json", "answer.json is not JSON") if text.strip() else \
+            ("", "missing", "answer.json is missing or empty")
     if not isinstance(obj, dict) or obj.get("query_id") != query_id:
-        return "", f"answer.json does not name query_id {query_id}"
+        return "", "wrong_query_id", f"answer.json does not name query_id {query_id}"
     if not isinstance(obj.get("answer"), str) or not obj["answer"].strip():
-        return "", "answer.json has no non-empty answer"
-    return obj["answer"], None
+        return "", "empty", "answer.json has no non-empty answer"
+    return obj["answer"], None, None
 
 
 @dataclass
@@ -126,19 +133,21 @@ class Answered:
     """One question's answer container: its proofs, the answer and why it does not count, if it does not."""
     question: str
     proofs: list[gate.GateProof]
-    bundle_digest: str
+    bundle_digest: str | None
     answer: str = ""
+    problem_kind: str | None = None  # ANSWER_PROBLEMS
     problem: str | None = None
     ended: str | None = None
     seconds: float = 0.0
 
 
-def answer_one(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, req: dict, record_dir) -> Answered:
+def answer_one(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, req: dict, seconds: int, record_dir) -> Answered:
+    """One question in a fresh container of the submission's image: proofs first, then answer.sh for `seconds`."""
     t = time.monotonic()
     bundle = bundle_of([Entry("request.json", json.dumps(req, indent=1).encode())])
     image = ctx.images_by_arm[arm.name].tag
-    setup = SessionSetup(cell, None, arm, "answer", ANSWER_SECONDS, record_dir)
-    with Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar, lifetime=ANSWER_SECONDS + 120,
+    setup = SessionSetup(cell, None, arm, "answer", seconds, record_dir)
+    with Sandbox(ctx.client, image, ctx.run_id, cell.cell_id, bundle_tar=bundle.tar, lifetime=seconds + 120,
                  limits=ctx.limits) as sandbox:
         with expiry_checked(sandbox.expired):
             proofs = [bundle_verification(sandbox, bundle)]
@@ -148,22 +157,32 @@ def answer_one(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, req: dict, recor
                 return Answered(req["query_id"], proofs, bundle.digest, seconds=round(time.monotonic() - t, 2))
             transcript = SubmissionAgent(setup).run(sandbox, "")
     transcript.save(record_dir / f"{re.sub(r'[^A-Za-z0-9._-]', '_', req['query_id'])}.jsonl")
-    answer, problem = ("", transcript.error) if transcript.is_error else read_answer(transcript.output, req["query_id"])
-    return Answered(req["query_id"], proofs, bundle.digest, answer, problem, transcript.ended,
+    if transcript.is_error:
+        answer, kind, problem = "", ("timeout" if transcript.ended == "timeout" else "exit_nonzero"), transcript.error
+    else:
+        answer, kind, problem = read_answer(transcript.output, req["query_id"])
+    return Answered(req["query_id"], proofs, bundle.digest, answer, kind, problem, transcript.ended,
                     round(time.monotonic() - t, 2))
 
 
-def answer_all(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, kept: dict[str, list[str]],
+def answer_all(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, kept: dict[str, tuple[str, ...]],
                record_dir) -> list[Answered]:
-    """Every question's answer, each in its own container, ANSWERS_AT_ONCE at a time; in question order."""
+    """Every question's answer, each in its own container, ANSWERS_AT_ONCE at a time, within the phase's shared
+    ANSWER_PHASE_SECONDS (an answer gets what is left of it, at most ANSWER_SECONDS; one that would start after it
+    ran out does not start); in question order."""
     record_dir.mkdir(parents=True, exist_ok=True)
     cancelled = threading.Event()
+    deadline = time.monotonic() + ANSWER_PHASE_SECONDS
 
     def one(q: gen.Question) -> Answered | None:
         if cancelled.is_set():
             return None
         ctx.check_cancel()
-        return answer_one(ctx, cell, arm, request(unit, q, kept[q.id]), record_dir)
+        left = math.floor(deadline - time.monotonic())
+        if left < 1:
+            return Answered(q.id, [], None, problem_kind="phase_time_out",
+                            problem=f"the answer phase's {ANSWER_PHASE_SECONDS} s ran out before it started")
+        return answer_one(ctx, cell, arm, request(unit, q, kept[q.id]), min(ANSWER_SECONDS, left), record_dir)
 
     with ThreadPoolExecutor(max(1, min(ANSWERS_AT_ONCE, len(unit.questions)))) as pool:
         futures = [pool.submit(one, q) for q in unit.questions]
@@ -171,3 +190,21 @@ def answer_all(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, 
             return [f.result() for f in futures]
         finally:  # a failure (memgrid's: an engine error, an expired sandbox) starts no more containers
             cancelled.set()
+
+
+def contract_record(build: dict, found: Searched, release: dict, answered: list[Answered]) -> dict:
+    """How each stage of the submission ended, for the ledger's result: the build, the search calls, the ids
+    dropped by kind (each a violation) and the answers that do not count by kind. None of it is a discard."""
+    violations: dict[str, int] = {}
+    for r in release.values():
+        for kind, ids in r.dropped.items():
+            violations[kind] = violations.get(kind, 0) + len(ids)
+    problems: dict[str, int] = {}
+    for a in answered:
+        if a.problem_kind:
+            problems[a.problem_kind] = problems.get(a.problem_kind, 0) + 1
+    return {"build": {k: build.get(k) for k in ("exit_code", "timed_out", "seconds", "source", "refused")},
+            "search": {"calls": len(found.calls), "failed": sum(c["exit_code"] != 0 for c in found.calls),
+                       "timed_out": sum(c["timed_out"] for c in found.calls), "malformed_lines": len(found.malformed)},
+            "violations": violations, "answers": {"counted": sum(a.problem_kind is None for a in answered),
+                                                  "not_counted": problems}}
