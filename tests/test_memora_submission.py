@@ -48,6 +48,13 @@ for root in ("/sandbox", "/tmp", "/home", "/var/tmp", "/opt", "/srv", "/mnt", "/
                     found |= {i for i in pattern.findall(f.read(1 << 20)) if i not in released}
             except OSError:
                 pass
+for path in ("/app/answer/answer.py", "/app/build.sh"):  # its code is read-only
+    try:
+        with open(path, "a") as f:
+            f.write("# changed")
+        found.add("wrote " + path)
+    except OSError:
+        pass
 snooped = "found: " + (" ".join(sorted(found)) or "nothing") + " in %d files" % files
 # One way per question of writing an answer that does not count: empty, not JSON, another question's, none.
 last = request["query_id"][-1]

@@ -198,8 +198,8 @@ def flags_of(questions: list[dict]) -> list[str]:
     """What a reader of a row must know of how its questions were scored."""
     flags = []
     if violations := sum(q["violations"] for q in questions):
-        flags.append(f"{violations} record ids outside the person's records up to the cutoff were returned by the "
-                     "search (dropped before the answer)")
+        flags.append(f"{violations} record ids the search may not return (another person's or past the cutoff; a "
+                     "submission's also repeated or past the 350th) were dropped before the answer")
     if cut := [q for q in questions if q.get("answer_cut_at")]:
         flags.append(f"{len(cut)} answers were longer than {cut[0]['answer_cut_at']:,} characters and judged on that "
                      "much")
