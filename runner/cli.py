@@ -807,12 +807,14 @@ def task_check(
 def task_import(
     path: Path = typer.Argument(..., help="The source: for amb, an agent-memory-bench task folder (tasks/<id>/) or its "
                                           "tasks/ folder; for traptask, a trapstreet task folder (with traptask.yaml); "
-                                          "for memora, a Memora checkout or its data/ folder."),
+                                          "for memora, a Memora checkout or its data/ folder; for smriti, "
+                                          "benchmarks/smriti/ of a chitta checkout."),
     fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench), traptask "
-                                                    "(a trapstreet task, hosted in the two-session protocol) or memora "
-                                                    "(Memora's personas, hosted in the personal protocol)."),
+                                                    "(a trapstreet task, hosted in the two-session protocol), memora "
+                                                    "(Memora's personas, hosted in the personal protocol) or smriti "
+                                                    "(SMRITI-Bench's tasks, hosted in the planted protocol)."),
     suite: Optional[str] = typer.Option(None, help="The suite the source is written into, tasks/<suite>/, created if "
-                                                   "new (default: amb; a trap task's folder name; memora). Never memgrid's own: an "
+                                                   "new (default: amb; a trap task's folder name; memora; smriti). Never memgrid's own: an "
                                                    "import changes no other suite's benchmark."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported or refused; write nothing."),
     render_unrecorded: bool = typer.Option(False, "--render-unrecorded",

@@ -239,3 +239,12 @@ def test_the_report_sums_each_breach_by_kind_over_a_rows_cells():
                                {"agent": "reader", "arm": "bare", "horizon": "weekly", "contract": None}])
     assert lines == [["submission", "a", "weekly", "2", "1 / 1 / 1", "2 / 1 / 2", "duplicate 4, past_cutoff 2", "4",
                       "empty 3, timeout 3"]]
+
+
+def test_a_submission_arm_yaml_with_another_kinds_field_is_refused_in_one_line(arms_root):
+    arm = arms_root / "arms" / "stub_sub"
+    (arm / "arm.yaml").write_text((arm / "arm.yaml").read_text() + "ingest:\n  command: [x]\n")
+    with pytest.raises(SpecError) as refused:
+        load_arm(arm)
+    assert refused.value.field == "ingest" and "is not used by an arm of kind memora-submission" in str(refused.value)
+    assert "keep name, kind, description" in refused.value.fix

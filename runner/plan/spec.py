@@ -468,10 +468,13 @@ def validate(data: dict, schema_name: str, path: Path) -> None:
         problem = "is not a known field"
     elif error.validator == "required":
         problem = "is missing a required field"
-    elif error.validator == "not" and isinstance(error.instance, dict):  # a field another protocol's grids use
+    elif error.validator == "not" and isinstance(error.instance, dict):  # a field another protocol or kind uses
         forbidden = error.schema["not"].get("anyOf", [error.schema["not"]])
         used = [f for branch in forbidden for f in branch.get("required", []) if f in error.instance]
         field = used[0] if used else "?"
+        if "kind" in error.instance:  # an arm: the rule says what its kind takes
+            raise SpecError(path, field, f"is not used by an arm of kind {error.instance['kind']}",
+                            error.schema.get("x-fix", "remove it"))
         protocol = error.instance.get("protocol", "coding")
         fix = schema.get("properties", {}).get(field, {}).get("x-fix", "remove it")
         raise SpecError(path, field, f"is not used by the {protocol} protocol", f"remove it; {fix}")

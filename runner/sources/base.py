@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+import yaml
+
 from runner.errors import UserError
 from runner.plan.spec import DEFAULT_SUITE
 
@@ -105,6 +107,13 @@ def last_json(output: str) -> dict | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def write_hosted_suite(staging: Path, header: str, doc: dict, provenance: dict, indent: int = 1) -> None:
+    """A hosted suite's suite.yaml (`header`, comment lines, then `doc`) and provenance.json, into `staging`."""
+    staging.mkdir(parents=True, exist_ok=True)
+    (staging / "suite.yaml").write_text(header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
+    (staging / "provenance.json").write_text(json.dumps(provenance, indent=indent) + "\n")
 
 
 def suite_folder(project: Path, suite: str) -> Path:

@@ -4,9 +4,10 @@ from runner.errors import UserError
 from runner.sources.amb import AmbFormat
 from runner.sources.base import SourceFormat
 from runner.sources.memora import MemoraFormat
+from runner.sources.smriti import SmritiFormat
 from runner.sources.traptask import TrapTaskFormat
 
-FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat)}
+FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat, SmritiFormat)}
 
 
 def source_format(name: str) -> SourceFormat:

@@ -31,7 +31,7 @@ from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.env.archive import Entry
 from runner.sources.base import (HostedCase, ImportResult, JudgeRequest, Refusal, Refused, Source, SourceFormat,
-                                 SUITE_NAME, last_json, suite_folder)
+                                 SUITE_NAME, last_json, suite_folder, write_hosted_suite)
 
 SPEC = "traptask.yaml"
 REPOSITORY = "AntiNoise-ai/trapstreet-tasks"
@@ -286,11 +286,9 @@ def write_suite(plan: SuitePlan, project: Path) -> list[str]:
                                             f"published by memgrid task import --format traptask",
                "protocol": PROTOCOL,
                "source": {"format": "traptask", "repository": origin["repository"], "commit": origin["commit"]}}
-        (staging / "suite.yaml").write_text(
-            "# A hosted trap task: source/ is the task folder as published (and as its build wrote it), unchanged;\n"
-            "# provenance.json records every file's sha256 and the cases hosted (tasks/README.md, Suites).\n"
-            + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100))
-        (staging / "provenance.json").write_text(json.dumps(plan.provenance, indent=2) + "\n")
+        write_hosted_suite(staging, "# A hosted trap task: source/ is the task folder as published (and as its build "
+                           "wrote it), unchanged;\n# provenance.json records every file's sha256 and the cases hosted "
+                           "(tasks/README.md, Suites).\n", doc, plan.provenance, indent=2)
         staging.rename(folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

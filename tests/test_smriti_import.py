@@ -1,0 +1,79 @@
+"""SMRITI-Bench's tasks imported unchanged into a planted suite (runner/sources/smriti.py): every file kept byte for
+byte and digested, a git fixture cloned at its pinned commit, the split and its hash as SMRITI computes them, the
+corpus test's leak terms read without running it, and each malformed task refused in one line."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from runner.errors import UserError
+from runner.sources.registry import source_format
+
+from conftest import REPO
+from smriti_fixture import write_smriti
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    (root / "tasks").mkdir(parents=True)
+    return root
+
+
+def test_import_keeps_the_tasks_as_published_and_refuses_the_malformed_by_line(tmp_path, project):
+    canary = tmp_path / "RAN"
+    smriti = write_smriti(tmp_path / "chitta", canary)
+    result = source_format("smriti").import_source(tmp_path / "chitta", project, "smriti", log=lambda m: None)
+    assert [p.id for p in result.plans] == ["sm-folder", "sm-git"]
+    refused = {r.source.name: r.reason for r in result.refusals}
+    assert set(refused) == {"sm-nocheck", "sm-unpinned"}
+    assert refused["sm-nocheck"].startswith("tasks/sm-nocheck/task.json: check_cmd: is missing or empty — fix: ")
+    assert refused["sm-unpinned"].startswith("tasks/sm-unpinned/task.json: repo_fixture: ") and "40-hex sha" in refused["sm-unpinned"]
+    assert not canary.exists()  # the corpus test was read, never run
+
+    suite = project / "tasks" / "smriti"
+    assert yaml.safe_load((suite / "suite.yaml").read_text())["protocol"] == "planted"
+    provenance = json.loads((suite / "provenance.json").read_text())
+    for rel, digest in provenance["files"].items():
+        assert hashlib.sha256((suite / rel).read_bytes()).hexdigest() == digest, rel
+    assert (suite / "source/tasks/sm-folder/task.json").read_bytes() == (smriti / "tasks/sm-folder/task.json").read_bytes()
+    assert (suite / "source/split.json").read_bytes() == (smriti / "split.json").read_bytes()
+    split = json.loads((smriti / "split.json").read_text())
+    assert provenance["split"] == {"assignments": split,
+                                   "split_hash": hashlib.sha256(json.dumps(split, sort_keys=True).encode()).hexdigest()}
+    tasks = {t["id"]: t for t in provenance["tasks"]}
+    assert tasks["sm-folder"]["fixture"] == {"folder": "repo_fixture"} and tasks["sm-folder"]["leak_terms"] == ["ahoy"]
+    assert tasks["sm-git"]["split"] == "holdout" and tasks["sm-git"]["leak_terms"] == ["ahoy", "'!'"]
+    pinned = json.loads((smriti / "tasks/sm-git/task.json").read_text())["repo_fixture"].rsplit("#", 1)[1]
+    assert tasks["sm-git"]["fixture"]["commit"] == pinned
+    assert sorted(p.name for p in (suite / "fixtures/sm-git").iterdir()) == ["app.py", "test_app.py"]  # no .git
+
+
+def test_a_dry_run_writes_nothing_and_a_link_out_of_the_checkout_is_refused(tmp_path, project):
+    smriti = write_smriti(tmp_path / "chitta")
+    (smriti / "tasks/sm-folder/repo_fixture/secret").symlink_to("/etc/hostname")
+    result = source_format("smriti").import_source(smriti, project, "smriti", dry_run=True, log=lambda m: None)
+    assert [p.id for p in result.plans] == ["sm-git"]
+    assert "sm-folder" in {r.source.name for r in result.refusals}
+    assert "outside the SMRITI checkout" in next(r.reason for r in result.refusals if r.source.name == "sm-folder")
+    assert not (project / "tasks" / "smriti").exists()
+    with pytest.raises(UserError, match="holds no SMRITI tasks/ folder"):
+        source_format("smriti").import_source(tmp_path, project, "smriti", log=lambda m: None)
+
+
+def test_the_cli_prints_a_line_per_task_and_exits_1_on_a_refusal(tmp_path, project):
+    write_smriti(tmp_path / "chitta")
+    done = subprocess.run([sys.executable, "-c", "from runner.cli import main; main()", "task", "import", "--format",
+                           "smriti", str(tmp_path / "chitta")], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "MEMGRID_ROOT": str(project)}, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "import sm-folder -> tasks/smriti/: visible, 1 planted memory, fixture repo_fixture/, 1 leak terms" in done.stdout
+    assert "refuse sm-nocheck: tasks/sm-nocheck/task.json: check_cmd:" in done.stderr
+    assert "imported 2 into suite smriti, refused 2" in done.stdout
+    assert "Traceback" not in done.stderr
+
