@@ -767,7 +767,8 @@ def task_check(
         raise UserError(f"task '{task_id}' is not a task of suite '{chosen_suite.name}': fix: use one of {', '.join(sorted(tasks))}")
     chosen = [tasks[task_id]] if task_id else list(tasks.values())
     accepted = _csv(unisolated_checkers) or ()
-    check_unisolated_names(accepted, tasks, Path("(command line)"), "--unisolated-checkers")
+    check_unisolated_names(accepted, {t: s.checker.unisolated for t, s in tasks.items() if s.checker.unisolated},
+                           set(tasks), Path("(command line)"), "--unisolated-checkers")
     if not static_only:  # the hack canaries and references are graded by the task's checker
         refuse_unisolated(chosen, accepted, "task check",
                           lambda t: f"check it with --static, or accept its checker by naming it: --unisolated-checkers {t}")

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-APP = "def greeting(name):\n    raise NotImplementedError\n"
+APP = "def greeting(name):\n    return f'Hello, {name}.'\n"  # plausible: passes the visible test, not hidden/'s
 VISIBLE_TEST = ("import unittest\nfrom app import greeting\n\n\nclass T(unittest.TestCase):\n"
                 "    def test_returns_text(self):\n        self.assertIsInstance(greeting('ada'), str)\n")
 HIDDEN_TEST = ("import unittest\nfrom app import greeting\n\n\nclass Hidden(unittest.TestCase):\n"

@@ -77,3 +77,53 @@ def test_the_cli_prints_a_line_per_task_and_exits_1_on_a_refusal(tmp_path, proje
     assert "imported 2 into suite smriti, refused 2" in done.stdout
     assert "Traceback" not in done.stderr
 
+
+
+def imported(tmp_path, project):
+    write_smriti(tmp_path / "chitta")
+    source_format("smriti").import_source(tmp_path / "chitta", project, "smriti", log=lambda m: None)
+    return project / "tasks" / "smriti"
+
+
+def test_the_planted_protocol_reads_a_hosted_task_as_published_and_refuses_a_changed_file(tmp_path, project):
+    from runner.errors import SpecError
+    from runner.sources.smriti import hosted_split, hosted_tasks
+
+    suite = imported(tmp_path, project)
+    tasks = hosted_tasks(suite)
+    task = tasks["sm-folder"]
+    published = json.loads((tmp_path / "chitta/benchmarks/smriti/tasks/sm-folder/task.json").read_text())
+    assert task.prompt == published["prompt"] and task.check_shell == published["check_cmd"]
+    assert [(m.type, m.content) for m in task.memories] == [(m["type"], m["content"]) for m in published["planted_memories"]]
+    assert task.fixture.name == "repo_fixture" and tasks["sm-git"].fixture == suite / "fixtures/sm-git"
+    assert task.terms == ("ahoy",) and task.unisolated
+    assert hosted_split(suite)[0] == {"sm-folder": "visible", "sm-git": "holdout"}
+    (suite / "source/tasks/sm-folder/hidden/test_hidden.py").write_text("pass\n")
+    with pytest.raises(SpecError, match="differs from SMRITI as imported"):
+        hosted_tasks(suite)
+
+
+def planted_grid(path, **extra):
+    spec = {"name": "t", "protocol": "planted", "suite": "smriti", "tasks": ["sm-folder"], "arms": ["recall"],
+            "agents": ["reader"], "seeds": 1, "conditions": ["off", "on"], **extra}
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_a_grid_grades_a_hosted_task_only_once_its_check_is_accepted_by_name(tmp_path, project, monkeypatch):
+    from runner.errors import SpecError
+    from runner.plan.spec import load_all_arms, load_grid
+    from runner.protocols.planted.protocol import PlantedProtocol
+
+    imported(tmp_path, project)
+    monkeypatch.setenv("MEMGRID_ROOT", str(project))
+    arms, protocol = load_all_arms(REPO), PlantedProtocol()
+    path = planted_grid(tmp_path / "grid.yaml")
+    with pytest.raises(SpecError, match="does not name 'sm-folder', whose check is not isolated"):
+        protocol.check(load_grid(path), path, arms, {})
+    path = planted_grid(tmp_path / "grid.yaml", unisolated_checkers=["sm-folder"])
+    protocol.check(load_grid(path), path, arms, {})
+    assert set(protocol.units(load_grid(path), {}, path)) == {"sm-folder"}
+    path = planted_grid(tmp_path / "grid.yaml", suite="nosuch", unisolated_checkers=["sm-folder"])
+    with pytest.raises(SpecError, match="unknown suite 'nosuch'"):
+        protocol.check(load_grid(path), path, arms, {})

@@ -101,8 +101,9 @@ def test_a_grid_that_names_the_task_is_planned_and_its_lock_records_why(unisolat
 
 
 @pytest.mark.parametrize("suite, named, problem", [
-    ("amb", "amb_nope", "unisolated_checkers: names unknown task 'amb_nope' — fix: name only tasks whose task.yaml has "
-                        f"checker.unisolated: {IMPORTED}"),
+    ("amb", "amb_nope", "unisolated_checkers: names unknown task 'amb_nope' — fix: name only tasks whose checker is "
+                        "not isolated (a task.yaml's checker.unisolated, or a hosted benchmark's own check): "
+                        f"{IMPORTED}"),
     ("amb", "slug_ids", "unisolated_checkers: names unknown task 'slug_ids' — fix: name only tasks"),  # another suite's
     ("memgrid", "slug_ids", "unisolated_checkers: names 'slug_ids', whose checker is isolated — fix: name only tasks"),
 ])

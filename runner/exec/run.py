@@ -30,7 +30,6 @@ from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import DiskFull, UserError
 from runner.grading.gate import HARNESS_ERROR, MAX_ATTEMPTS, RETRIED
 from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
-from runner.plan.preflight import unisolated_graded
 from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm, other_suites_tasks
@@ -142,7 +141,8 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
     corpus_arms = frozenset(a for a in arm_names if kind_of(arms[a]).reads_corpus and protocol.reads_corpus())
     model_agents = frozenset(a for a in grid.agents if agent_class(a, command_agents).needs_model)
     cells = expand(grid, task_ids, tasks, inputs, corpus_arms, model_agents, protocol.pairs(grid, task_ids, tasks))
-    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells, unisolated_graded(grid, tasks, task_ids))
+    return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells,
+                   protocol.graded_unisolated(grid, tasks, task_ids, grid_path))
 
 
 def arm_digest(arm: ArmSpec, arms: dict[str, ArmSpec], foreign_tasks: frozenset[str] = frozenset()) -> str:

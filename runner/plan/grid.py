@@ -75,19 +75,21 @@ def select(grid: GridSpec, protocol, tasks: dict[str, TaskSpec], arms: dict[str,
             raise SpecError(grid_path, "arms", f"names unknown arm '{a}'", f"use one of: {', '.join(sorted(arms))}")
     if not task_ids:
         raise SpecError(grid_path, "tasks", "selects no task", "add a task under tasks/ or list existing ones")
-    check_unisolated_names(grid.unisolated_checkers, tasks, grid_path, "unisolated_checkers")
+    check_unisolated_names(grid.unisolated_checkers, protocol.unisolated(grid, tasks, grid_path), {*tasks, *task_ids},
+                           grid_path, "unisolated_checkers")
     return task_ids, list(grid.arms)
 
 
-def check_unisolated_names(names, tasks: dict[str, TaskSpec], where, field: str) -> None:
-    """An opt-in to unisolated checkers names only tasks that have one: a misspelt id would leave the task it
-    meant refused, and an isolated task named would have the report say its checker is not isolated."""
-    unisolated = sorted(t for t, spec in tasks.items() if spec.checker.unisolated)
+def check_unisolated_names(names, unisolated: dict[str, str], known: set[str], where, field: str) -> None:
+    """An opt-in to unisolated checkers names only units that have one (`unisolated`; `known`: every unit): a
+    misspelt id would leave the task it meant refused, and an isolated task named would have the report say its
+    checker is not isolated."""
     for name in names:
         if name not in unisolated:
-            problem = f"names unknown task '{name}'" if name not in tasks else f"names '{name}', whose checker is isolated"
-            raise SpecError(where, field, problem, "name only tasks whose task.yaml has checker.unisolated"
-                            + (f": {', '.join(unisolated)}" if unisolated else " (this project has none): remove it"))
+            problem = f"names unknown task '{name}'" if name not in known else f"names '{name}', whose checker is isolated"
+            raise SpecError(where, field, problem, "name only tasks whose checker is not isolated (a task.yaml's "
+                            "checker.unisolated, or a hosted benchmark's own check)"
+                            + (f": {', '.join(sorted(unisolated))}" if unisolated else " (this project has none): remove it"))
 
 
 def check_agent_names(grid: GridSpec, grid_path) -> None:

@@ -67,6 +67,17 @@ class Protocol:
                                 "each of its cells would be discarded hook_not_fired",
                                 f"grid '{hooked[0]}' with an agent that runs hooks (reader), or remove that arm")
 
+    def unisolated(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        """The units whose checkers are not isolated, each with why: a grid grades one only when it names it under
+        unisolated_checkers (coding: a task.yaml's checker.unisolated)."""
+        return {t: spec.checker.unisolated for t, spec in tasks.items() if spec.checker.unisolated}
+
+    def graded_unisolated(self, grid: GridSpec, tasks: dict[str, TaskSpec], task_ids: list[str], grid_path) -> dict[str, str]:
+        """Those the grid's cells grade (what run.json records)."""
+        from runner.plan.preflight import unisolated_graded
+
+        return unisolated_graded(grid, tasks, task_ids)
+
     def prepare(self, client, grid: GridSpec, grid_path, images, log=print):
         """What the protocol needs for the whole run before any cell (images, checked keys); kept in the
         TrialContext. None: nothing."""

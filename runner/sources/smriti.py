@@ -24,10 +24,12 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
-from runner.digest import sha256_bytes, sha256_json
-from runner.errors import UserError
+from runner.digest import sha256_bytes, sha256_json, tree_digest
+from runner.errors import SpecError, UserError
+from runner.protocols.planted.tasks import Memory, PlantedTask
 from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder, write_hosted_suite
 
 PROTOCOL = "planted"
@@ -42,6 +44,11 @@ TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 GIT_FIXTURE = re.compile(r"^git:(?P<url>[^#]+)#(?P<sha>[0-9a-f]{40})$")
 SKIP = frozenset({".git", "__pycache__", ".pytest_cache"})
 GIT_SECONDS = 300
+# Its runner gives the agent 600 s (ClaudeCodeAdapter) and runs check_cmd without a limit; memgrid bounds the check.
+AGENT_SECONDS = 600
+CHECK_SECONDS = 300
+UNISOLATED = ("check_cmd runs in the workspace the agent left with hidden/ laid over it, as SMRITI's runner runs it: "
+              "the agent's code runs in the same process tree as the hidden tests and could steer their verdict")
 
 
 @dataclass
@@ -264,10 +271,68 @@ def write_suite(project: Path, into: Path, suite: str, src: Source, split: dict[
 
 def provenance_of(folder: Path) -> dict:
     try:
-        return json.loads((folder / "provenance.json").read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"{folder / 'provenance.json'}: cannot be read ({e}) — fix: import SMRITI again "
-                        "(memgrid task import --format smriti)") from None
+        provenance = json.loads((folder / "provenance.json").read_text())
+        dict(provenance["files"]), list(provenance["tasks"]), dict(provenance["split"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SpecError(folder / "provenance.json", "files", f"cannot be read ({e})",
+                        "import SMRITI again (memgrid task import --format smriti)") from None
+    return provenance
+
+
+def verified(folder: Path) -> dict:
+    """The suite's provenance, once every file under source/ and fixtures/ is the one imported: none changed,
+    added or missing (each refused by name)."""
+    provenance = provenance_of(folder)
+    recorded = provenance["files"]
+    present = {p.relative_to(folder).as_posix() for sub in ("source", "fixtures") for p in (folder / sub).rglob("*")
+               if p.is_file() or p.is_symlink()}
+    for rel in sorted(present | set(recorded)):
+        p = folder / rel
+        if rel not in recorded or rel not in present or p.is_symlink() or sha256_bytes(p.read_bytes()) != recorded[rel]:
+            problem = ("is not a file of SMRITI as imported" if rel not in recorded else "is missing" if rel not in present
+                       else "differs from SMRITI as imported (its sha256 is in provenance.json)")
+            raise SpecError(p, "(file)", problem, "restore the suite as imported: import SMRITI again into a new suite")
+    return provenance
+
+
+def title_of(prompt: str) -> str:
+    first = re.split(r"(?<=[.:!?])\s", prompt.strip(), maxsplit=1)[0]
+    return first if len(first) <= 100 else first[:97] + "..."
+
+
+@cache
+def reader_digest() -> str:
+    """This module's code: how it reads a task decides the hosted task."""
+    return sha256_bytes(Path(__file__).read_bytes())
+
+
+def hosted_tasks(folder: Path) -> dict[str, PlantedTask]:
+    """The suite's tasks as the planted protocol runs them: the prompt and memories as published, the fixture
+    folder (or the git fixture's tree), hidden/ laid over the workspace after the session and check_cmd run there
+    (not isolated: a grid accepts each by name), and the leak terms as the reader's terms (what a memory naming
+    the convention says). A hosted task has no naive/: the naive option leaves the fixture as it is."""
+    provenance = verified(folder)
+    tasks = {}
+    for t in provenance["tasks"]:
+        root = folder / "source" / "tasks" / t["id"]
+        task = json.loads((root / "task.json").read_bytes())
+        fixture = folder / "fixtures" / t["id"] if "git" in t["fixture"] else root / t["fixture"]["folder"]
+        tasks[t["id"]] = PlantedTask(
+            t["id"], title_of(task["prompt"]), task["prompt"],
+            tuple(Memory(m["type"], m["content"]) for m in task["planted_memories"]), tuple(t["leak_terms"]),
+            tuple(t["leak_terms"]), (), CHECK_SECONDS, AGENT_SECONDS, root, fixture_dir=fixture,
+            check_shell=task["check_cmd"], unisolated=UNISOLATED,
+            hosted_digest=sha256_json({"fixture": tree_digest(fixture), "format": reader_digest()}))
+    return tasks
+
+
+def hosted_split(folder: Path) -> tuple[dict[str, str], str]:
+    """Each hosted task's split (visible, holdout, or unknown when split.json does not place it, as SMRITI's runner
+    labels it) and SMRITI's split_hash (or, with no split.json, the digest of the empty assignment)."""
+    provenance = provenance_of(folder)
+    assignments = provenance["split"]["assignments"]
+    return ({t["id"]: assignments.get(t["id"], "unknown") for t in provenance["tasks"]},
+            provenance["split"]["split_hash"] or sha256_bytes(json.dumps({}, sort_keys=True).encode()))
 
 
 class SmritiFormat(SourceFormat):

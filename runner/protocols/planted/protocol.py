@@ -36,10 +36,11 @@ from runner.exec.trial import (PhaseSpec, StepResult, TrialContext, agent_config
 from runner.grading import gate
 from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
 from runner.plan.grid import CellSpec
-from runner.plan.spec import ArmSpec, GridSpec, PlantApi, TaskSpec, project_root
+from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, PlantApi, TaskSpec, project_root, suite_named
+from runner.sources import smriti
 from runner.protocols.base import Protocol
 from runner.protocols.planted import analysis
-from runner.protocols.planted.tasks import PlantedTask, load_planted_tasks, load_split, task_digest
+from runner.protocols.planted.tasks import OVERLAY_JUDGE, PlantedTask, load_planted_tasks, load_split, task_digest
 from runner.results.ledger import LedgerRow
 
 ARM_LOG = "/sandbox/.arm-log/served.jsonl"  # where the arm's server logs what it served ({log})
@@ -199,61 +200,104 @@ def check_inputs(task: PlantedTask, artifact: list[Entry]) -> bytes:
     """The workspace exactly as the agent left it at /artifact (read-only; the artifact user runs it) and
     hidden/ at /oracle, readable by the judge alone. hidden/ is never laid over the workspace: no file the
     agent leaves can shadow or steer the judge, and the artifact code check.py runs (only through
-    memgrid_check, as another user) cannot read the expected values."""
-    return grading_inputs(artifact, tree_entries(task.hidden, "oracle"))
+    memgrid_check, as another user) cannot read the expected values. A hosted task's own check (check_shell)
+    gets hidden/ at /oracle/hidden, its command and the judge that lays hidden/ over the workspace
+    (stubs/overlay_check.py): not isolated, as its benchmark runs it."""
+    if task.check_shell is None:
+        return grading_inputs(artifact, tree_entries(task.hidden, "oracle"))
+    return grading_inputs(artifact, [*tree_entries(task.hidden, "oracle/hidden"),
+                                     Entry("oracle/check_cmd.txt", task.check_shell.encode()),
+                                     Entry("oracle/overlay_check.py", OVERLAY_JUDGE.read_bytes())])
 
 
 def check_command(task: PlantedTask) -> list[str]:
+    if task.check_shell is not None:
+        return ["python3", "/oracle/overlay_check.py", str(task.check_seconds)]
     return [p.replace("{artifact}", "/artifact").replace("{oracle}", "/oracle") for p in task.check]
 
 
 class PlantedProtocol(Protocol):
     name = "planted"
-    reads = ("tasks/planted", "arms")
+    reads = ("tasks", "arms")  # tasks/planted/, or a hosted suite's tasks/<suite>/
     description = ("Memories planted through the arm's own write API into a namespace per cell; the agent codes "
                    "with memory off, on, or one lane ablated; the task's hidden judge grades; Memory Utility Index.")
 
     def __init__(self):
-        self._tasks: dict = {}  # checkout root -> its planted tasks, read once
-        self._splits: dict = {}  # checkout root -> (task -> visible | holdout, split.yaml's sha256)
+        self._tasks: dict = {}  # (checkout root, suite) -> its planted tasks, read once
+        self._splits: dict = {}  # (checkout root, suite) -> (task -> visible | holdout, the split's digest)
 
-    def tasks(self, root=None) -> dict[str, PlantedTask]:
+    def tasks(self, root=None, suite: str = DEFAULT_SUITE) -> dict[str, PlantedTask]:
+        """tasks/planted/'s tasks, or those of a hosted SMRITI suite (tasks/<suite>/, as imported)."""
         root = root or project_root()
-        if root not in self._tasks:
-            self._tasks[root] = load_planted_tasks(root)
-        return self._tasks[root]
+        if (root, suite) not in self._tasks:
+            self._tasks[root, suite] = (load_planted_tasks(root) if suite == DEFAULT_SUITE else
+                                        smriti.hosted_tasks(root / "tasks" / suite))
+        return self._tasks[root, suite]
 
     def fixture(self, root, unit: str):
         task = self.tasks(root).get(unit)
         return task.fixture if task is not None else None
 
-    def split(self, root=None) -> tuple[dict[str, str], str]:
+    def split(self, root=None, suite: str = DEFAULT_SUITE) -> tuple[dict[str, str], str]:
         root = root or project_root()
-        if root not in self._splits:
-            self._splits[root] = load_split(root, self.tasks(root))
-        return self._splits[root]
+        if (root, suite) not in self._splits:
+            self._splits[root, suite] = (load_split(root, self.tasks(root)) if suite == DEFAULT_SUITE else
+                                         smriti.hosted_split(root / "tasks" / suite))
+        return self._splits[root, suite]
+
+    def hosted(self, grid: GridSpec, grid_path) -> str:
+        """The grid's suite: memgrid's planted tasks, or a suite memgrid task import --format smriti wrote."""
+        if grid.suite != DEFAULT_SUITE:
+            suite = suite_named(project_root(), grid.suite, grid_path, "suite")
+            if suite.protocol != self.name or suite.source.get("format") != "smriti":
+                raise SpecError(grid_path, "suite", f"names '{suite.name}', which is not a suite of SMRITI's tasks",
+                                "name a suite that memgrid task import --format smriti wrote, or drop suite for "
+                                "tasks/planted/")
+        return grid.suite
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
-        found = self.tasks()
+        suite = self.hosted(grid, grid_path)
+        found = self.tasks(suite=suite)
+        where = "tasks/planted/" if suite == DEFAULT_SUITE else f"suite {suite}"
         ids = sorted(found) if grid.tasks == "all" else list(grid.tasks)
         for i in ids:
             if i not in found:
-                raise SpecError(grid_path, "tasks", f"names '{i}', which is not a planted task",
-                                f"use ids from tasks/planted/ ({', '.join(sorted(found)[:3])}, ...) or all")
+                raise SpecError(grid_path, "tasks", f"names '{i}', which is not a planted task of {where}",
+                                f"use ids from {where} ({', '.join(sorted(found)[:3])}, ...) or all")
         if not ids:
-            raise SpecError(grid_path, "tasks", "selects no planted task", "add a task under tasks/planted/ or use all")
+            raise SpecError(grid_path, "tasks", f"selects no planted task of {where}", "add a task or use all")
         return ids
 
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
-        found = self.tasks()
-        _, split_sha = self.split()
+        suite = self.hosted(grid, grid_path)
+        found = self.tasks(suite=suite)
+        _, split_sha = self.split(suite=suite)
         return {i: task_digest(found[i], split_sha) for i in self.unit_ids(grid, tasks, grid_path)}
+
+    def unisolated(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
+        found = self.tasks(suite=self.hosted(grid, grid_path))
+        return {i: t.unisolated for i, t in found.items() if t.unisolated}
+
+    def graded_unisolated(self, grid: GridSpec, tasks: dict[str, TaskSpec], task_ids: list[str], grid_path) -> dict[str, str]:
+        return {t: why for t, why in self.unisolated(grid, tasks, grid_path).items() if t in task_ids}
+
+    def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> str:
+        return self.hosted(grid, grid_path)  # the suite the cells' tasks come from
+
+    def lock_entries(self, setup) -> dict:
+        return {} if setup in (None, DEFAULT_SUITE) else {"hosted_suite": {"suite": setup, "format": "smriti"}}
 
     def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
         return [(u, c) for u in units for c in grid.conditions]
 
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         super().check(grid, grid_path, arms, agent_classes)
+        unisolated = self.unisolated(grid, {}, grid_path)
+        for task_id in self.unit_ids(grid, {}, grid_path):
+            if task_id in unisolated and task_id not in grid.unisolated_checkers:
+                raise SpecError(grid_path, "unisolated_checkers", f"does not name '{task_id}', whose check is not "
+                                f"isolated ({unisolated[task_id]})", f"accept it by name: unisolated_checkers: "
+                                f"[{task_id}], or drop it from the grid's tasks")
         for name in grid.arms:
             arm = arms[name]
             api = arm.planted
@@ -281,14 +325,15 @@ class PlantedProtocol(Protocol):
         return bundle_of(entries)
 
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
-        task, arm = self.tasks(ctx.root)[cell.task], ctx.arms[cell.arm]
+        suite = ctx.protocol_setup or DEFAULT_SUITE
+        task, arm = self.tasks(ctx.root, suite)[cell.task], ctx.arms[cell.arm]
         api, namespace = arm.planted, namespace_of(cell)
         cell_dir = ctx.run_dir / "cells" / cell.cell_id
         cell_dir.mkdir(parents=True, exist_ok=True)
         started_at, t0 = now(), time.monotonic()
         row = new_row(ctx, cell, attempt)
         proofs: list[dict] = []
-        split, split_sha = self.split(ctx.root)
+        split, split_sha = self.split(ctx.root, suite)
         result: dict = {"namespace": namespace, "condition": cell.condition, "split": split[cell.task],
                         "split_sha256": split_sha, "step_seconds": {}}
         steps_t = result["step_seconds"]

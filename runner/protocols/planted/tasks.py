@@ -16,6 +16,7 @@ from runner.errors import SpecError
 from runner.plan.spec import FOLDER_FIX, inside_project, read_yaml, validate
 
 FOLDER = Path("tasks") / "planted"
+OVERLAY_JUDGE = Path(__file__).resolve().parent / "stubs" / "overlay_check.py"  # a hosted task's check (check_shell)
 SPLIT = "split.yaml"
 
 
@@ -40,17 +41,26 @@ class PlantedTask:
     check_seconds: int
     agent_seconds: int
     root: Path
+    # A task hosted from another benchmark's layout (sources/smriti.py): its fixture folder when it is not
+    # root/fixture, and its own check as a shell command run over the workspace with hidden/ laid over it (its
+    # runner's way: the artifact's code and hidden/'s tests in one process tree, so the check is not isolated and
+    # `unisolated` says why); None: memgrid's own planted task.
+    fixture_dir: Path | None = None
+    check_shell: str | None = None
+    unisolated: str | None = None
+    hosted_digest: str | None = None  # what else defines a hosted task (its fixture, the reader of its format)
 
     @property
     def fixture(self) -> Path:
-        return self.root / "fixture"
+        return self.fixture_dir or self.root / "fixture"
 
     @property
     def hidden(self) -> Path:
         return self.root / "hidden"
 
     def reference(self, option: str) -> Path:
-        """The files an option writes over the fixture: the solution (informed) or the naive implementation."""
+        """The files an option writes over the fixture: the solution (informed) or the naive implementation (a
+        hosted task without naive/ has none: the naive option leaves the fixture as it is)."""
         return self.root / ("solution" if option == "informed" else "naive")
 
 
@@ -108,4 +118,7 @@ def load_split(root: Path, tasks: dict[str, PlantedTask]) -> tuple[dict[str, str
 
 
 def task_digest(task: PlantedTask, split_sha256: str) -> str:
-    return sha256_json({"task": tree_digest(task.root), "split": split_sha256})
+    parts = {"task": tree_digest(task.root), "split": split_sha256}
+    if task.hosted_digest is None:
+        return sha256_json(parts)
+    return sha256_json({**parts, "hosted": task.hosted_digest, "judge": sha256_bytes(OVERLAY_JUDGE.read_bytes())})
