@@ -31,6 +31,9 @@ def write(path: Path, text: str) -> Path:
     (GOOD_GRID + "cases: 3\n", "cases", "remove it"),
     ("name: p\nprotocol: personal\ncases: 2\narms: [bare]\nagents: [reader]\nseeds: 1\nconditions: [daily]\n",
      "conditions[0]", "weekly, monthly, quarterly"),
+    # YAML 1.1 reads unquoted on/off as booleans: the fix says to quote them
+    ("name: p\nprotocol: planted\ntasks: all\narms: [recall]\nagents: [reader]\nseeds: 1\nconditions: [off, on]\n",
+     "is read as", 'quote it, e.g. conditions: ["off", "on"]'),
 ])
 def test_bad_grid_names_file_field_and_fix(tmp_path, text, field, fix):
     path = write(tmp_path / "grid.yaml", text)

@@ -468,6 +468,10 @@ def validate(data: dict, schema_name: str, path: Path) -> None:
         problem = "is not a known field"
     elif error.validator == "required":
         problem = "is missing a required field"
+    elif error.validator == "type" and isinstance(error.instance, bool) and error.validator_value == "string":
+        # YAML 1.1 reads on, off, yes and no unquoted as booleans: [off, on] is [false, true]
+        raise SpecError(path, field_path, f"is read as {str(error.instance).lower()}, not text: YAML takes on, off, yes "
+                        "and no unquoted as booleans", "quote it, e.g. conditions: [\"off\", \"on\"]")
     elif error.validator == "not" and isinstance(error.instance, dict):  # a field another protocol or kind uses
         forbidden = error.schema["not"].get("anyOf", [error.schema["not"]])
         used = [f for branch in forbidden for f in branch.get("required", []) if f in error.instance]
