@@ -762,6 +762,8 @@ def task_check(
     root = project_root()
     home = suite_of_task(root, task_id) if task_id is not None and suite is None else None
     chosen_suite = suite_named(root, suite or (home.name if home else DEFAULT_SUITE))
+    if chosen_suite.protocol == "planted":
+        return planted_task_check(chosen_suite, task_id, static_only)
     tasks = load_suite_tasks(root, chosen_suite)
     if task_id is not None and task_id not in tasks:
         raise UserError(f"task '{task_id}' is not a task of suite '{chosen_suite.name}': fix: use one of {', '.join(sorted(tasks))}")
@@ -798,6 +800,40 @@ def task_check(
     for t in chosen:  # what an imported task brings from its source is reported, not hidden and not "fixed"
         for note in source_notes(t):
             err.print(f"NOTE {t.id}: {note}", markup=False, highlight=False, soft_wrap=True)
+    for f in failed:
+        err.print(f"FAIL {f.task}: {f.rule}: {f.file}: {f.detail}", markup=False, highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(1)
+
+
+def planted_task_check(suite, task_id: str | None, static_only: bool) -> None:
+    """SMRITI's corpus tests and memgrid's rules over a hosted planted suite (protocols/planted/check.py)."""
+    from runner.protocols.planted import check as planted_check
+    from runner.protocols.registry import PROTOCOLS
+
+    tasks = PROTOCOLS["planted"].tasks(project_root(), suite.name)
+    if task_id is not None and task_id not in tasks:
+        raise UserError(f"task '{task_id}' is not a task of suite '{suite.name}': fix: use one of {', '.join(sorted(tasks))}")
+    chosen = [tasks[task_id]] if task_id else list(tasks.values())
+    findings = [f for t in chosen for f in planted_check.static_findings(t)]
+    notes: list[str] = []
+    if not static_only:
+        from runner.env.engine import connect
+        from runner.env.images import ensure_images
+
+        client = connect()
+        err.print(f"running {len(chosen)} tasks' checks in checker containers…")
+        graded, notes = planted_check.behaviour(client, ensure_images(client, log=progress_log), chosen)
+        findings += graded
+    failed = [f for f in findings if not f.passed]
+    table = Table("task", "rules", "failed", title=f"task check: {len(chosen)} tasks of suite {suite.name}")
+    for t in chosen:
+        mine = [f for f in findings if f.task == t.id]
+        bad = [f for f in mine if not f.passed]
+        table.add_row(t.id, str(len(mine)), "[green]0" if not bad else f"[red]{len(bad)}")
+    console.print(table)
+    for note in notes:
+        err.print(f"NOTE {note}", markup=False, highlight=False, soft_wrap=True)
     for f in failed:
         err.print(f"FAIL {f.task}: {f.rule}: {f.file}: {f.detail}", markup=False, highlight=False, soft_wrap=True)
     if failed:

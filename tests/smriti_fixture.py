@@ -64,3 +64,21 @@ def write_smriti(root: Path, canary: Path | None = None) -> Path:
         f"open({str(canary or root / 'RAN')!r}, 'w').close()\n\n"
         "LEAK_CHECK_TERMS = {\n    \"sm-folder\": [\"ahoy\"],\n    \"sm-git\": [\"ahoy\", \"'!'\"],\n}\n")
     return smriti
+
+
+def write_corpus(root: Path) -> Path:
+    """write_smriti's tasks and four more, for SMRITI's corpus tests: two sound ones, one whose prompt leaks its
+    convention, one whose solution does not follow it (task check must flag exactly those two)."""
+    smriti = write_smriti(root)
+    tasks = smriti / "tasks"
+    fixture = {"app.py": APP, "test_app.py": VISIBLE_TEST}
+    for task_id in ("sm-second", "sm-third"):
+        write_task(tasks, task_id, task_json(task_id, "repo_fixture"), fixture)
+    write_task(tasks, "sm-leaky", task_json("sm-leaky", "repo_fixture",
+                                            prompt="Implement greeting(name) in app.py; house style starts with Ahoy."),
+               fixture)
+    (write_task(tasks, "sm-badsolution", task_json("sm-badsolution", "repo_fixture"), fixture)
+     / "solution" / "app.py").write_text("def greeting(name):\n    return f'Hi, {name}!'\n")
+    terms = {t: ["ahoy"] for t in ("sm-folder", "sm-git", "sm-second", "sm-third", "sm-leaky", "sm-badsolution")}
+    (smriti / "tests" / "test_scaffold.py").write_text(f"LEAK_CHECK_TERMS = {terms!r}\n")
+    return smriti

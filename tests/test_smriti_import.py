@@ -3,6 +3,7 @@ byte and digested, a git fixture cloned at its pinned commit, the split and its 
 corpus test's leak terms read without running it, and each malformed task refused in one line."""
 
 import hashlib
+import shutil
 import json
 import os
 import subprocess
@@ -127,3 +128,21 @@ def test_a_grid_grades_a_hosted_task_only_once_its_check_is_accepted_by_name(tmp
     path = planted_grid(tmp_path / "grid.yaml", suite="nosuch", unisolated_checkers=["sm-folder"])
     with pytest.raises(SpecError, match="unknown suite 'nosuch'"):
         protocol.check(load_grid(path), path, arms, {})
+
+
+def test_the_static_corpus_rules_name_a_hidden_test_in_the_fixture_a_quoted_memory_and_missing_terms(tmp_path, project):
+    from dataclasses import replace
+
+    from runner.protocols.planted.check import static_findings
+    from runner.sources.smriti import hosted_tasks
+
+    task = hosted_tasks(imported(tmp_path, project))["sm-folder"]
+    assert all(f.passed for f in static_findings(task)), static_findings(task)
+    shown = tmp_path / "shown"
+    shutil.copytree(task.fixture, shown)
+    (shown / "test_hidden.py").write_text("# a copy of hidden/'s test\n")
+    broken = replace(task, fixture_dir=shown, prompt=task.prompt + " " + task.memories[0].content[:30], leak_terms=())
+    failed = {f.rule: f.detail for f in static_findings(broken) if not f.passed}
+    assert set(failed) == {"no_leak", "prompt_quotes_no_memory", "hidden_stays_hidden"}
+    assert "fix: add the task's entry to LEAK_CHECK_TERMS" in failed["no_leak"]
+    assert failed["hidden_stays_hidden"].startswith("hidden/test_hidden.py is also in the fixture")
