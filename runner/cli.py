@@ -475,7 +475,9 @@ def compare(
 def export_run(
     run: str = typer.Argument(..., help="Run id (a folder under --runs-dir) or a run folder path."),
     fmt: str = typer.Option(..., "--format", help="Whose records: memora (a personal run as the eval_report_*.json "
-                                                  "tree Memora's evals/model_eval/aggregate_results.py reads)."),
+                                                  "tree Memora's evals/model_eval/aggregate_results.py reads) or smriti "
+                                                  "(a planted run as the results JSONL SMRITI's scorer.py reads, a file "
+                                                  "per agent x arm)."),
     output: Path = typer.Option(..., "--output", help="The folder the records are written under (created if missing; "
                                                       "a file another run or tool wrote there is never replaced)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),

@@ -29,8 +29,10 @@ from pathlib import Path
 
 from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import SpecError, UserError
-from runner.protocols.planted.tasks import Memory, PlantedTask
-from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder, write_hosted_suite
+from runner.plan.spec import DEFAULT_SUITE, project_root
+from runner.protocols.planted.tasks import Memory, PlantedTask, load_planted_tasks
+from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder,
+                                 write_hosted_suite)
 
 PROTOCOL = "planted"
 REPOSITORY = "https://github.com/genomewalker/chitta"
@@ -326,6 +328,13 @@ def hosted_tasks(folder: Path) -> dict[str, PlantedTask]:
     return tasks
 
 
+def planted_memories(suite: str) -> dict[str, list[str]]:
+    """Each planted task's memory contents in this checkout: tasks/planted/'s, or a hosted suite's as imported."""
+    root = project_root()
+    tasks = load_planted_tasks(root) if suite == DEFAULT_SUITE else hosted_tasks(root / "tasks" / suite)
+    return {t.id: [m.content for m in t.memories] for t in tasks.values()}
+
+
 def hosted_split(folder: Path) -> tuple[dict[str, str], str]:
     """Each hosted task's split (visible, holdout, or unknown when split.json does not place it, as SMRITI's runner
     labels it) and SMRITI's split_hash (or, with no split.json, the digest of the empty assignment)."""
@@ -344,6 +353,11 @@ class SmritiFormat(SourceFormat):
 
     def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
         return [(t["id"], f"SMRITI task ({t['split']})") for t in provenance_of(folder)["tasks"]]
+
+    def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
+        from runner.sources.smriti_export import export_run  # apart: this module's digest is the hosted tasks'
+
+        return export_run(run_dir, output, planted_memories, log)
 
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         if not result.plans or dry_run:
