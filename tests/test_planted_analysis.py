@@ -14,11 +14,12 @@ API = PlantApi(("p",), ("f",), ("c",), {"NS": "{namespace}", "LOG": "{log}"}, {"
 
 
 def row(task, condition, passed, *, seed=0, confirmed=True, tokens=None, arm="recall", agent="reader", admitted=True,
-        forgotten=True, around=None):
+        forgotten=True, around=None, split="visible", cache_read=None):
     injection = {"confirmed": confirmed, "read_around_the_arm": around}
     return {"task": task, "seed": seed, "condition": condition, "checker_passed": passed, "admitted": admitted,
-            "arm": arm, "agent": agent, "result": json.dumps({"injection": injection, "tokens_total": tokens,
-                                                               "forgotten": {"ok": forgotten}, "echo": False})}
+            "arm": arm, "agent": agent, "tokens_fresh_input": tokens, "tokens_output": None,
+            "tokens_cache_read": cache_read,
+            "result": json.dumps({"injection": injection, "forgotten": {"ok": forgotten}, "echo": False, "split": split})}
 
 
 def test_lift_when_a_paired_off_run_failed():
@@ -29,6 +30,10 @@ def test_cost_saving_only_when_every_paired_off_run_passed_and_one_used_1_5x():
     on = [row("a", "on", True, tokens=1000)]
     assert mui(on, [row("a", "off", True, tokens=1500)])["cost_credits"] == 1
     assert mui(on, [row("a", "off", True, tokens=1499)])["cost_credits"] == 0
+    # SMRITI's count: fresh input + output; cache reads are not tokens it weighs
+    assert mui(on, [row("a", "off", True, tokens=1000, cache_read=90_000)])["cost_credits"] == 0
+    # unobserved is not zero: no cost credit from tokens nobody counted (SMRITI's scorer would read 0 >= 0)
+    assert mui([row("a", "on", True)], [row("a", "off", True)])["cost_credits"] == 0
 
 
 def test_lift_and_cost_are_exclusive():
@@ -61,8 +66,8 @@ def test_summary_deltas_gap_and_confirmation():
             row("a", "ablate:all", False), row("b", "ablate:all", False),
             row("c", "on", True, admitted=False)]  # a discarded cell is never scored
     [s] = summarise(rows)
-    assert s["lane_deltas"] == {"lexical": 0.5}
-    assert s["ablate_all_minus_off"] == 0
+    assert s["lane_deltas"] == {"lexical": 0.5, "all": 1.0}  # SMRITI's: on minus each ablated condition, all too
+    assert s["ablate_all_minus_off"] == 0 and s["delta_sr"] == 1.0 and s["delta_tokens"] is None
     assert (s["injection_confirmed"], s["on_runs"], s["confirmation_rate"]) == (2, 2, 1.0)
     assert s["mui"]["mui"] == 1.0 and s["flags"] == []
 
@@ -123,3 +128,19 @@ def test_injection_needs_a_planted_id_inside_the_window():
 ])
 def test_each_condition_sets_the_arms_own_switches(condition, expected):
     assert server_env(API, condition, "memgrid-x") == expected
+
+
+def test_every_figure_is_also_given_per_split_as_smritis_scorer_does():
+    rows = [row("a", "on", True, tokens=100), row("a", "off", False, tokens=300),
+            row("h", "on", False, tokens=50, split="holdout"), row("h", "off", False, tokens=70, split="holdout")]
+    [s] = summarise(rows)
+    visible, holdout = s["splits"]["visible"], s["splits"]["holdout"]
+    assert (visible["mui"]["mui"], visible["delta_sr"], visible["delta_tokens"]) == (1.0, 1.0, -200)
+    assert (holdout["mui"]["mui"], holdout["delta_sr"], holdout["delta_tokens"]) == (0.0, 0.0, -20)
+    assert s["mui"]["mui"] == 0.5 and s["delta_tokens"] == -110
+    from runner.protocols.planted.analysis import split_table
+
+    _, lines = split_table([s])
+    assert [l[2:5] for l in lines] == [["holdout", "off", "0/1"], ["holdout", "on", "0/1"],
+                                       ["visible", "off", "0/1"], ["visible", "on", "1/1"]]
+    assert lines[3][6:9] == ["1.00 (1 + 0)", "+1.00", "-200"]

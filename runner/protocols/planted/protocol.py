@@ -445,6 +445,9 @@ class PlantedProtocol(Protocol):
     def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:
         return analysis.table(summary)
 
+    def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
+        return [("per split, as SMRITI's scorer", *analysis.split_table(summary), analysis.SPLIT_NOTE)]
+
     def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
         from runner.protocols.planted.report import render  # matplotlib: only when a page is asked for
 

@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.planted.analysis import table  # noqa: E402
+from runner.protocols.planted.analysis import SPLIT_NOTE, split_table, table  # noqa: E402
 from runner.results.plots import png  # noqa: E402
 from runner.results.page import digests_table, escape, html_table, protocol_page_head  # noqa: E402
 
@@ -42,10 +42,12 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         "<h2>Pass rate, Memory Utility Index, injection</h2>"
         "<p>MUI v2: an on run earns a credit only when injection was confirmed (the arm's own log named a planted id "
         "inside the session), it passed and off runs of the same task and trial exist: a success lift when a paired off "
-        "run failed, else a cost saving when one used at least 1.5x its tokens. Lane delta: SR(on) - SR(ablate:lane); "
-        "ablate:all - off is a harness check, expected near 0. Echo (the artifact repeats 8 words of a memory) is a "
+        "run failed, else a cost saving when one used at least 1.5x its tokens (fresh input + output, as SMRITI counts "
+        "them). Lane delta: SR(on) - SR(ablate:lane), all included; ablate:all - off is a harness check, expected near 0. Echo (the artifact repeats 8 words of a memory) is a "
         "reference number only.</p>",
         html_table(columns, lines, table_id="planted"),
         f"<figure><img alt=\"pass rate by condition per agent x arm, Wilson 95 % intervals\" "
         f"src=\"data:image/png;base64,{png}\"></figure>",
+        "<h2>Per split, as SMRITI's scorer</h2>", html_table(*split_table(summary), table_id="splits"),
+        f"<p>{escape(SPLIT_NOTE)}</p>",
         "<h2>Digests</h2>" + digests_table(lock), "</body></html>"])
