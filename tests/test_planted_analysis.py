@@ -144,3 +144,11 @@ def test_every_figure_is_also_given_per_split_as_smritis_scorer_does():
     assert [l[2:5] for l in lines] == [["holdout", "off", "0/1"], ["holdout", "on", "0/1"],
                                        ["visible", "off", "0/1"], ["visible", "on", "1/1"]]
     assert lines[3][6:9] == ["1.00 (1 + 0)", "+1.00", "-200"]
+
+
+def test_the_pass_rate_plot_draws_a_rate_whose_wilson_bound_is_a_rounding_error_past_it():
+    """0 of 18 has a Wilson low of 1.4e-17 (statsmodels): the plot's error bar must not go negative (it raised)."""
+    from runner.protocols.planted.report import pass_rate_plot
+
+    rows = [row(f"t{i}", "off", False, seed=i) for i in range(18)] + [row(f"t{i}", "on", True, seed=i) for i in range(18)]
+    assert pass_rate_plot(summarise(rows)).startswith(b"\x89PNG")

@@ -20,8 +20,9 @@ def pass_rate_plot(summary: list[dict]) -> bytes:
     for ax, s in zip(axes[0], summary):
         conditions = list(s["conditions"])
         rates = [s["conditions"][c]["rate"] or 0 for c in conditions]
-        low = [r - (s["conditions"][c]["wilson_low"] or 0) for r, c in zip(rates, conditions)]
-        high = [(s["conditions"][c]["wilson_high"] or 0) - r for r, c in zip(rates, conditions)]
+        # clamped: a bound can sit a rounding error past its rate (statsmodels gives 0/18 a low of 1.4e-17)
+        low = [max(0.0, r - (s["conditions"][c]["wilson_low"] or 0)) for r, c in zip(rates, conditions)]
+        high = [max(0.0, (s["conditions"][c]["wilson_high"] or 0) - r) for r, c in zip(rates, conditions)]
         colours = ["#2b7bba" if c == "on" else "#999999" if c == "off" else "#e08a2c" for c in conditions]
         ax.bar(range(len(conditions)), rates, yerr=[low, high], color=colours, capsize=4)
         ax.set_xticks(range(len(conditions)), conditions, rotation=30, ha="right")
