@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from runner.agents.base import SessionSetup
-from runner.agents.submission import OUTPUT, REQUEST, SubmissionAgent
+from runner.agents.submission import SubmissionAgent
 from runner.arms.kinds import STORE_DIR
 from runner.env.archive import Entry
 from runner.env.bundle import bundle_of
