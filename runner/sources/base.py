@@ -15,7 +15,8 @@ from typing import ClassVar
 
 import yaml
 
-from runner.errors import UserError
+from runner.digest import sha256_bytes
+from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE
 
 SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
@@ -107,6 +108,26 @@ def last_json(output: str) -> dict | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def hosted_files(root: Path, recorded: dict[str, str], present: set[str], what: str, fix: str) -> dict[str, bytes]:
+    """Every file of a hosted suite (paths under `root`) as imported: each `recorded` sha256 matched by a regular file
+    `present`, nothing missing or added, each refused by name (`what`: how the source is named in the message)."""
+    files = {}
+    for rel in sorted(present | set(recorded)):
+        p = root / rel
+        data = p.read_bytes() if rel in recorded and rel in present and not p.is_symlink() else None
+        if rel not in recorded:
+            problem = f"is not a file of {what} as imported"
+        elif rel not in present:
+            problem = "is missing"
+        elif data is None or sha256_bytes(data) != recorded[rel]:
+            problem = f"differs from {what} as imported (its sha256 is in provenance.json)"
+        else:
+            files[rel] = data
+            continue
+        raise SpecError(p, "(file)", problem, fix)
+    return files
 
 
 def write_hosted_suite(staging: Path, header: str, doc: dict, provenance: dict, indent: int = 1) -> None:

@@ -31,8 +31,8 @@ from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE, project_root
 from runner.protocols.planted.tasks import Memory, PlantedTask, load_planted_tasks
-from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder,
-                                 write_hosted_suite)
+from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
+                                 suite_folder, write_hosted_suite)
 
 PROTOCOL = "planted"
 REPOSITORY = "https://github.com/genomewalker/chitta"
@@ -285,15 +285,10 @@ def verified(folder: Path) -> dict:
     """The suite's provenance, once every file under source/ and fixtures/ is the one imported: none changed,
     added or missing (each refused by name)."""
     provenance = provenance_of(folder)
-    recorded = provenance["files"]
     present = {p.relative_to(folder).as_posix() for sub in ("source", "fixtures") for p in (folder / sub).rglob("*")
                if p.is_file() or p.is_symlink()}
-    for rel in sorted(present | set(recorded)):
-        p = folder / rel
-        if rel not in recorded or rel not in present or p.is_symlink() or sha256_bytes(p.read_bytes()) != recorded[rel]:
-            problem = ("is not a file of SMRITI as imported" if rel not in recorded else "is missing" if rel not in present
-                       else "differs from SMRITI as imported (its sha256 is in provenance.json)")
-            raise SpecError(p, "(file)", problem, "restore the suite as imported: import SMRITI again into a new suite")
+    hosted_files(folder, provenance["files"], present, "SMRITI",
+                 "restore the suite as imported: import SMRITI again into a new suite")
     return provenance
 
 

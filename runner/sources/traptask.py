@@ -31,7 +31,7 @@ from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.env.archive import Entry
 from runner.sources.base import (HostedCase, ImportResult, JudgeRequest, Refusal, Refused, Source, SourceFormat,
-                                 SUITE_NAME, last_json, suite_folder, write_hosted_suite)
+                                 SUITE_NAME, hosted_files, last_json, suite_folder, write_hosted_suite)
 
 SPEC = "traptask.yaml"
 REPOSITORY = "AntiNoise-ai/trapstreet-tasks"
@@ -335,21 +335,8 @@ def verified(folder: Path) -> tuple[dict, dict[str, bytes]]:
     source = folder / "source"
     present = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file() or p.is_symlink()} \
         if source.is_dir() else set()
-    files = {}
-    for rel in sorted(present | set(recorded)):
-        p = source / rel
-        data = p.read_bytes() if rel in recorded and rel in present and not p.is_symlink() else None
-        if rel not in recorded:
-            problem = "is not a file of the task as imported"
-        elif rel not in present:
-            problem = "is missing"
-        elif data is None or sha256_bytes(data) != recorded[rel]:
-            problem = "differs from the task as imported (its sha256 is in provenance.json)"
-        else:
-            files[rel] = data
-            continue
-        raise SpecError(p, "(file)", problem, "restore the task as published: import it again into a new suite")
-    return provenance, files
+    return provenance, hosted_files(source, recorded, present, "the task",
+                                    "restore the task as published: import it again into a new suite")
 
 
 # ---------------------------------------------------------------- a hosted task's cases and judge
