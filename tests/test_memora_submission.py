@@ -15,13 +15,14 @@ from runner.env.images import ensure_arm_image
 from runner.errors import SpecError
 from runner.exec.trial import TrialContext
 from runner.grading import gate
-from runner.plan.grid import CellSpec
+from runner.plan.grid import CellSpec, GridInputs, expand
 from runner.plan.spec import load_all_arms, load_all_tasks, load_arm, load_grid
 from runner.protocols.personal import corpus as gen
 from runner.protocols.personal import submission
 from runner.protocols.registry import PROTOCOLS
 
 from conftest import REPO
+from test_memora_export import aggregated
 
 PROTOCOL = PROTOCOLS["personal"]
 PERSON, PERIOD = "p00", "weekly"
@@ -195,12 +196,22 @@ def test_a_grid_pairs_submissions_only_with_their_own_answerer(arms_root, tmp_pa
     arms = {**load_all_arms(REPO), "stub_sub": load_arm(arms_root / "arms" / "stub_sub")}
     path = tmp_path / "grid.yaml"
     refused = {(("stub_sub",), ("reader",)): "answers with its own answer.sh",
-               (("stub_sub", "full_context"), ("submission",)): "beside the submission",
+               (("stub_sub", "full_context"), ("submission",)): "arm 'full_context' would have no cells",
+               (("stub_sub",), ("submission", "reader")): "every arm is a submission.*'reader' would have no cells",
                (("full_context",), ("submission",)): "answers only for an arm of kind memora-submission"}
     for (grid_arms, agents), message in refused.items():
         with pytest.raises(SpecError, match=message):
             PROTOCOL.check(personal_grid(path, grid_arms, agents), path, arms, {})
     PROTOCOL.check(personal_grid(path, ("stub_sub",), ("submission",)), path, arms, {})
+    # beside a baseline: each arm with its own answerer, never a submission read by the reader or the reverse
+    mixed = personal_grid(path, ("full_context", "stub_sub", "bare"), ("reader", "submission"))
+    PROTOCOL.check(mixed, path, arms, {})
+    inputs = GridInputs({PERSON: ""}, {a: "" for a in mixed.arms}, {}, {})
+    cells = expand(mixed, [PERSON], {}, inputs, pairs=PROTOCOL.pairs(mixed, [PERSON], {}),
+                   plays=lambda arm, agent: PROTOCOL.plays(arms[arm], agent))
+    assert sorted((c.arm, c.agent) for c in cells) == [("bare", "reader"), ("full_context", "reader"),
+                                                        ("stub_sub", "submission")]
+    assert len({c.cell_id for c in cells}) == 3 and [c.order_index for c in cells] == [0, 1, 2]
     with pytest.raises(SpecError, match="which the coding protocol cannot run"):
         PROTOCOLS["coding"].check(personal_grid(path, ("stub_sub",), ("floor",), "coding"), path, arms, {})
 
@@ -218,6 +229,43 @@ def test_arm_check_runs_the_contract_and_names_a_broken_script(engine, images, a
     assert report.problems[0].what.startswith("returned 20 ids it may not")  # 5 questions: 1 foreign, 3 repeated
     assert report.problems[1].what.startswith("4 of 5 answers do not count (empty, exit_nonzero, not_json, "
                                               "wrong_query_id;"), report.problems[1].what
+
+
+def test_a_submission_beside_a_baseline_runs_in_one_grid_one_report_and_one_export(engine, images, memora_project,
+                                                                                   run_id, no_leftovers):
+    """As a researcher compares a submission with memgrid's baselines on Memora: one `memgrid grid`, each arm
+    answered by its own answerer (the submission's answer.sh, the baseline's reader), one report with both rows,
+    and Memora's aggregator reading both subjects from one export."""
+    import os
+    import subprocess
+
+    from runner.results.ledger import Ledger, latest_attempts
+
+    shutil.copytree(REPO / "arms" / "full_context", memora_project / "arms" / "full_context")
+    scaffold(memora_project, "stub_sub", "memora-submission")
+    spec = {"name": "mixed", "protocol": "personal", "suite": "memora", "tasks": ["test_baker"], "seeds": 1,
+            "arms": ["stub_sub", "full_context"], "agents": ["reader", "submission"], "conditions": ["weekly"]}
+    (memora_project / "grid.yaml").write_text(yaml.safe_dump(spec))
+    env = {**os.environ, "MEMGRID_ROOT": str(memora_project)}
+    done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "grid", "--spec", "grid.yaml", "--runs-dir", "runs",
+                           "--run-id", run_id, "--no-progress"], cwd=memora_project, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [r for r in latest_attempts(Ledger(memora_project / "runs" / run_id).rows()).values() if r["final"]]
+    assert sorted((r["arm"], r["agent"]) for r in rows) == [("full_context", "reader"), ("stub_sub", "submission")]
+    assert all(r["admitted"] and r["outcome"] == "scored" for r in rows), [(r["arm"], r["discard_reason"]) for r in rows]
+    contract = {r["arm"]: json.loads(r["result"]).get("contract") for r in rows}
+    assert contract["stub_sub"]["build"]["exit_code"] == 0 and contract["full_context"] is None
+    assert "submissions: their scripts against the contract" in done.stdout
+    summary = json.loads((memora_project / "runs" / run_id / "summary.json").read_text())
+    assert sorted((s["agent"], s["arm"], s["contract"] is not None) for s in summary) == [
+        ("reader", "full_context", False), ("submission", "stub_sub", True)]
+    done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "export", run_id, "--format", "memora", "--output", "out",
+                           "--runs-dir", "runs"], cwd=memora_project, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "wrote 2 records" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert {subject for subject, _, _ in aggregated(memora_project / "out")} == {"stub_sub (submission)",
+                                                                                  "full_context (reader)"}
 
 
 def test_the_report_sums_each_breach_by_kind_over_a_rows_cells():

@@ -140,7 +140,8 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
                         agent=dict(agent_inputs or {}))
     corpus_arms = frozenset(a for a in arm_names if kind_of(arms[a]).reads_corpus and protocol.reads_corpus())
     model_agents = frozenset(a for a in grid.agents if agent_class(a, command_agents).needs_model)
-    cells = expand(grid, task_ids, tasks, inputs, corpus_arms, model_agents, protocol.pairs(grid, task_ids, tasks))
+    cells = expand(grid, task_ids, tasks, inputs, corpus_arms, model_agents, protocol.pairs(grid, task_ids, tasks),
+                   lambda arm, agent: protocol.plays(arms[arm], agent))
     return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells,
                    protocol.graded_unisolated(grid, tasks, task_ids, grid_path))
 

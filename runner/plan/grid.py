@@ -8,6 +8,7 @@ import random
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from runner.digest import sha256_json
 from runner.errors import SpecError
@@ -118,10 +119,12 @@ def check_names(grid: GridSpec, protocol, grid_path, tasks: dict[str, TaskSpec],
 
 def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs,
            corpus_arms: frozenset[str] = frozenset(), model_agents: frozenset[str] = frozenset(),
-           pairs: list[tuple[str, str]] | None = None) -> list[CellSpec]:
+           pairs: list[tuple[str, str]] | None = None,
+           plays: Callable[[str, str], bool] | None = None) -> list[CellSpec]:
     """`corpus_arms`: the arms whose cells read the condition's corpus (their ids include its digest);
     `model_agents`: the agents whose ids include the model's inputs; `pairs`: the (unit, condition) pairs
-    the grid's protocol runs per seed (default: each task under each of its conditions the grid names)."""
+    the grid's protocol runs per seed (default: each task under each of its conditions the grid names);
+    `plays(arm, agent)`: whether a cell pairs them (default: every agent plays every arm)."""
     if pairs is None:
         pairs = [(t, c) for t in task_ids for c in grid.conditions if c in tasks[t].conditions]
     cells = []
@@ -130,6 +133,8 @@ def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inpu
         for task, condition in pairs:
             for agent in grid.agents:
                 for arm in order:
+                    if plays is not None and not plays(arm, agent):
+                        continue
                     cid = cell_id(task, arm, seed, condition, agent, inputs, arm in corpus_arms, agent in model_agents)
                     cells.append(CellSpec(task, arm, seed, condition, agent, cid, len(cells)))
     return cells

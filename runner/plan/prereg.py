@@ -138,7 +138,8 @@ def count_cells(grid: GridSpec, root: Path, where: Path) -> int:
     tasks, arms, protocol = grid_tasks(root, grid, where), load_all_arms(root), protocol_named(grid.protocol, where)
     task_ids, arm_names = select(grid, protocol, tasks, arms, where)
     inputs = GridInputs({t: "" for t in task_ids}, {a: "" for a in arm_names}, {}, {})
-    return len(expand(grid, task_ids, tasks, inputs, pairs=protocol.pairs(grid, task_ids, tasks)))
+    return len(expand(grid, task_ids, tasks, inputs, pairs=protocol.pairs(grid, task_ids, tasks),
+                      plays=lambda arm, agent: protocol.plays(arms[arm], agent)))
 
 
 def check_sizing(prereg: Prereg, root: Path) -> None:

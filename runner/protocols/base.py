@@ -51,9 +51,13 @@ class Protocol:
         """Whether its cells may read the coding corpora (arms of a corpus kind)."""
         return False
 
+    def plays(self, arm: ArmSpec, agent: str) -> bool:
+        """Whether the grid's cells pair this arm with this agent: every pair, unless the protocol's arm answers for
+        itself (personal: a submission answers with its own script, every other arm through the grid's agents)."""
+        return True
+
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         """Refuse, by name, an agent that cannot play this protocol."""
-        hooked = [a for a in grid.arms if a in arms and arms[a].hooks]
         for name in grid.arms:
             if name in arms and kind_of(arms[name]).submission and not self.runs_submissions:
                 raise SpecError(grid_path, "arms", f"names '{name}', a {arms[name].kind} arm, which the {self.name} "
@@ -62,6 +66,7 @@ class Protocol:
             if cls.protocols is not None and self.name not in cls.protocols:
                 raise SpecError(grid_path, "agents", f"names '{name}', which plays only the {', '.join(cls.protocols)} "
                                 f"protocol, not {self.name}", "remove it, or use reader or a command agent")
+            hooked = [a for a in grid.arms if a in arms and arms[a].hooks and self.plays(arms[a], name)]
             if hooked and not cls.runs_hooks:
                 raise SpecError(grid_path, "agents", f"names '{name}', which does not run arm '{hooked[0]}''s hooks: "
                                 "each of its cells would be discarded hook_not_fired",

@@ -349,23 +349,29 @@ class PersonalProtocol(Protocol):
                                 "memory here", "use arms of kind none (bare), corpus (full_context), oracle "
                                 "(oracle_memory) or mcp with an ingest (recall)")
 
+    def plays(self, arm: ArmSpec, agent: str) -> bool:
+        return kind_of(arm).submission == (agent == SubmissionAgent.name)
+
     def check_submissions(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec]) -> None:
-        """A submission answers with its own answer.sh (the `submission` agent), every other arm through an agent
-        that reads the released records: a grid holds one sort or the other, so no cell pairs them wrongly."""
+        """A submission answers with its own answer.sh (the `submission` agent), every other arm through the grid's
+        other agents (`plays`): a grid of both names both sorts of agent, so each arm has cells and each cell one
+        answerer, and one report holds the submissions beside the baselines."""
         subs = [a for a in grid.arms if kind_of(arms[a]).submission]
-        if not subs:
-            if SubmissionAgent.name in grid.agents:
-                raise SpecError(grid_path, "agents", f"names '{SubmissionAgent.name}', which answers only for an arm of "
-                                "kind memora-submission", "use reader or a command agent, or grid a submission arm")
-            return
-        if list(grid.agents) != [SubmissionAgent.name]:
-            raise SpecError(grid_path, "agents", f"names {', '.join(grid.agents)}, but arm '{subs[0]}' is a Memora "
-                            "submission, which answers with its own answer.sh", f"set agents: [{SubmissionAgent.name}]")
         others = [a for a in grid.arms if a not in subs]
-        if others:
-            raise SpecError(grid_path, "arms", f"names '{others[0]}' beside the submission '{subs[0]}': a submission "
-                            "answers itself, other arms through an agent", "grid the submissions alone, the other arms "
-                            "in a grid of their own")
+        answerers = [a for a in grid.agents if a != SubmissionAgent.name]
+        if SubmissionAgent.name in grid.agents and not subs:
+            raise SpecError(grid_path, "agents", f"names '{SubmissionAgent.name}', which answers only for an arm of "
+                            "kind memora-submission", "use reader or a command agent, or grid a submission arm")
+        if subs and SubmissionAgent.name not in grid.agents:
+            raise SpecError(grid_path, "agents", f"names {', '.join(grid.agents)}, but arm '{subs[0]}' is a Memora "
+                            "submission, which answers with its own answer.sh", f"add {SubmissionAgent.name} to agents")
+        if subs and others and not answerers:
+            raise SpecError(grid_path, "agents", f"names only {SubmissionAgent.name}, which answers for the submissions "
+                            f"alone: arm '{others[0]}' would have no cells", "add reader (or a command agent) to agents")
+        if subs and answerers and not others:
+            raise SpecError(grid_path, "agents", f"names '{answerers[0]}', but every arm is a submission, which answers "
+                            f"itself: '{answerers[0]}' would have no cells", f"set agents: [{SubmissionAgent.name}], or "
+                            "add a baseline arm")
         for name in subs:
             if not arm_image_needed(arms[name].root):
                 raise SpecError(arms[name].root / "Dockerfile", "(file)", "does not exist: a submission's build.sh, "
