@@ -491,7 +491,8 @@ def export_run(
     result = source.export(resolve_run_dir(run, runs_dir), output, log=progress_log)
     for cell, why in result.skipped.items():
         err.print(f"left out {cell}: {why}", markup=False, highlight=False)
-    console.print(f"wrote {len(result.written)} records under {output}, left out {len(result.skipped)} cells",
+    files = "" if len(result.written) == result.records else f" in {len(result.written)} files"
+    console.print(f"wrote {result.records} records{files} under {output}, left out {len(result.skipped)} cells",
                   markup=False, highlight=False, soft_wrap=True)
     if result.next:
         console.print(f"next: {result.next}", markup=False, highlight=False, soft_wrap=True)

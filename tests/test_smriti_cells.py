@@ -7,6 +7,7 @@ visible test and fails hidden/'s."""
 import io
 import json
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +57,32 @@ def test_smriti_tasks_pass_their_own_check_with_memory_on_and_fail_it_off(ctx, n
         result = json.loads(row.result)
         assert result["split"] == {"sm-folder": "visible", "sm-git": "holdout"}[task]
         assert result["injection"]["confirmed"] == (condition == "on")
+
+
+def test_claude_code_on_the_scripted_model_plays_a_smriti_task_and_smritis_records_carry_its_tokens(
+        engine, images, project, run_id, tmp_path, monkeypatch, no_leftovers):
+    """The real CLI on a hosted SMRITI task (the scripted model searches recall and writes the option a memory
+    names): on passes SMRITI's own check, off fails it, and the export gives SMRITI's scorer the tokens the
+    gateway observed, counted as SMRITI counts them (fresh input + output), where the reader's are 0."""
+    from runner.exec.job import run_grid
+    from runner.plan.spec import grid_from_dict
+    from runner.results.ledger import Ledger, latest_attempts
+
+    write_smriti(tmp_path / "chitta")
+    source_format("smriti").import_source(tmp_path / "chitta", project, "smriti", log=lambda m: None)
+    monkeypatch.setenv("MEMGRID_ROOT", str(project))
+    grid = grid_from_dict({"name": "cc-smriti", "protocol": "planted", "suite": "smriti", "tasks": ["sm-folder"],
+                           "arms": ["recall"], "agents": ["claude-code"], "model": "scripted", "seeds": 1,
+                           "conditions": ["off", "on"], "unisolated_checkers": ["sm-folder"]}, Path("(test grid)"))
+    outcome = run_grid(grid, Path("(test grid)"), root=project, run_id=run_id, runs_dir=tmp_path / "runs",
+                       concurrency=2, progress=False, log=lambda m: None)
+    rows = {r["condition"]: r for r in latest_attempts(Ledger(outcome.run_dir).rows()).values() if r["final"]}
+    assert all(r["admitted"] for r in rows.values()), {c: (r["discard_reason"], r["error_detail"]) for c, r in rows.items()}
+    assert rows["on"]["checker_passed"] and not rows["off"]["checker_passed"]
+    source_format("smriti").export(outcome.run_dir, tmp_path / "out")
+    records = {r["condition"]: r for r in map(json.loads, (tmp_path / "out/claude-code__recall.jsonl").open())}
+    assert records["on"]["injected_confirmed"] is True and records["off"]["injected_confirmed"] is None
+    for condition, record in records.items():
+        fresh, output = rows[condition]["tokens_fresh_input"], rows[condition]["tokens_output"]
+        assert fresh > 0 and output > 0 and record["memgrid"]["tokens_observed"]
+        assert (record["input_tokens"], record["output_tokens"], record["tokens_used"]) == (fresh, output, fresh + output)

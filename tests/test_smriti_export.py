@@ -10,6 +10,7 @@ from runner.errors import UserError
 from runner.sources.registry import export_format
 
 from conftest import REPO
+from test_memora_export import export
 from synthetic_ledger import cell, write_run
 
 TASK = "pl_cart_prices"  # a planted task of this checkout: its memories are the records' planted_memory_contents
@@ -31,6 +32,8 @@ def test_export_writes_smritis_records_per_agent_and_arm(tmp_path, monkeypatch):
             planted("on", None, seed=1, admitted=False)]
     run = write_run(tmp_path / "run1", rows, {"name": "p", "protocol": "planted", "tasks": [TASK], "arms": ["recall"],
                                              "agents": ["claude-code", "reader"], "seeds": 2, "conditions": ["off", "on"]})
+    printed = export(run, tmp_path / "out", "smriti").output  # a record per cell, not per file
+    assert f"wrote 3 records in 2 files under {tmp_path / 'out'}, left out 1 cells" in " ".join(printed.split()), printed
     result = export_format("smriti").export(run, tmp_path / "out")
     assert sorted(p.name for p in result.written) == ["claude-code__recall.jsonl", "reader__recall.jsonl"]
     assert list(result.skipped.values()) == ["mcp_not_connected"]

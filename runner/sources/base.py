@@ -51,6 +51,7 @@ class ImportResult:
 class ExportResult:
     """What `memgrid export` wrote: its files, the cells left out and why, and what to run next."""
     written: list[Path] = field(default_factory=list)
+    records: int = 0  # the cells written: a file each (Memora's reports), or lines of a file per agent x arm (SMRITI)
     skipped: dict[str, str] = field(default_factory=dict)  # cell id -> why it is not in the benchmark's records
     next: str = ""
 

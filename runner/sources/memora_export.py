@@ -55,6 +55,7 @@ def export_run(run_dir: Path, output: Path, log=print) -> ExportResult:
         tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(target)
         result.written.append(target)
+        result.records += 1
         if i % 50 == 0:
             log(f"{i}/{len(targets)} reports written")
     return result

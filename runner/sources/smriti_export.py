@@ -77,6 +77,7 @@ def export_run(run_dir: Path, output: Path, memories_of: Callable[[str], dict[st
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
         tmp.replace(target)
         result.written.append(target)
+        result.records += len(records)
     if files:
         result.next = f"in SMRITI's folder (benchmarks/smriti/): python scorer.py {next(iter(files))}"
     return result
