@@ -86,3 +86,8 @@ def test_claude_code_on_the_scripted_model_plays_a_smriti_task_and_smritis_recor
         fresh, output = rows[condition]["tokens_fresh_input"], rows[condition]["tokens_output"]
         assert fresh > 0 and output > 0 and record["memgrid"]["tokens_observed"]
         assert (record["input_tokens"], record["output_tokens"], record["tokens_used"]) == (fresh, output, fresh + output)
+        # the transcript SMRITI's echo_rate reads: the CLI's answer, as the cell's transcript.jsonl excerpts it
+        events = map(json.loads, (outcome.run_dir / "cells" / rows[condition]["cell_id"] / "transcript.jsonl").open())
+        excerpt = next(e["result_excerpt"] for e in events if e["type"] == "result")
+        assert record["memgrid"]["reply_kept"] and record["transcript"] and record["transcript"][:300] == excerpt
+    assert records["on"]["transcript"] != records["off"]["transcript"]

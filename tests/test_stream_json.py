@@ -281,3 +281,27 @@ def test_a_context_past_the_models_window_is_the_sessions_own_ending():
     # An overflow the CLI recovered from (it compacted and went on) is not the ending.
     assert gate.model_reached_proof([anthropic, model_record([])]).detail == "2 model requests, 1 failed, the last answered"
 
+
+
+def test_a_cli_agents_last_answer_is_read_back_from_its_raw_stream(tmp_path):
+    """What SMRITI's export gives its scorer as the transcript: `claude -p`'s result, codex's last message, read
+    from the raw stream kept in the cell's folder; "" for a session killed before its result, None with no stream
+    and for an agent that keeps none."""
+    import gzip
+
+    from runner.agents.claude_code import ClaudeCodeAgent
+    from runner.agents.codex import CodexAgent
+    from runner.agents.registry import AGENTS
+
+    def kept(cls, recorded: Path) -> Path:
+        folder = tmp_path / f"{cls.raw_name}-{recorded.parent.name}-{recorded.stem}"
+        folder.mkdir()
+        with gzip.open(folder / cls.raw_name, "wt", encoding="utf-8") as f:
+            f.write(recorded.read_text())
+        return folder
+
+    assert ClaudeCodeAgent.reply(kept(ClaudeCodeAgent, DATA / "recall_connected.jsonl")) == "Applied the naive solution."
+    assert ClaudeCodeAgent.reply(kept(ClaudeCodeAgent, DATA / "killed_before_result.jsonl")) == ""
+    codex = DATA.parent / "codex_events" / "recall_connected.jsonl"
+    assert CodexAgent.reply(kept(CodexAgent, codex)) == "Finished."
+    assert ClaudeCodeAgent.reply(tmp_path) is None and AGENTS["reader"].reply(kept(ClaudeCodeAgent, codex)) is None

@@ -156,6 +156,12 @@ class Agent:
     def cost(self, usage: Usage) -> float | None:
         return None
 
+    @classmethod
+    def reply(cls, record_dir: Path) -> str | None:
+        """What a session answered in the end, read back from the records it left in `record_dir`; None: the agent
+        keeps no such record (memgrid's LLM-free agents, a command agent)."""
+        return None
+
     def prepare(self, image: str) -> None:
         """Nothing to install per cell unless an agent says so."""
 

@@ -107,11 +107,15 @@ class ClaudeCodeAgent(ModelCliAgent):
                         "session": None if t_init is None or t_result is None else round(t_result - t_init, 3),
                         "exec": round(result.seconds, 3)}
         transcript.usage = session.usage
-        transcript.output = str((session.result or {}).get("result") or "")
+        transcript.output = result_text(session)
         transcript.cli_cost_usd = session.cli_cost_usd
         self.conclude(transcript, *classify(session, result.timed_out, result.exit_code, result.stderr,
                                             self.setup.agent_seconds), result.exit_code)
         return transcript
+
+    @staticmethod
+    def final_reply(lines) -> str:
+        return result_text(parse_stream(lines))
 
     def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:
         """The calls the CLI denied, as it answered them to the model by the gateway's record, replace those its
@@ -123,6 +127,11 @@ class ClaudeCodeAgent(ModelCliAgent):
         for event in transcript.events:
             if event["type"] == "result":
                 event["permission_denials"] = denied
+
+
+def result_text(session: StreamSession) -> str:
+    """The text of the session's result line (`claude -p`'s answer)."""
+    return str((session.result or {}).get("result") or "")
 
 
 # How the CLI answers the model a call it may not make (tests/data/claude_stream/permission_denied.jsonl).

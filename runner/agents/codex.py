@@ -157,6 +157,11 @@ def parse_events(lines, stderr: str, servers: list[str]) -> dict:
             "turns": turns, "failed": failed, "mcp_servers": status, "noise_lines": noise}
 
 
+def last_message(parsed: dict) -> str:
+    """The session's last agent message (`codex exec`'s answer)."""
+    return (parsed["messages"] or [""])[-1]
+
+
 def add_usage(total: dict | None, usage: dict) -> dict:
     keys = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens", "reasoning_output_tokens")
     return {k: (total or {}).get(k, 0) + int(usage.get(k) or 0) for k in keys}
@@ -226,17 +231,21 @@ class CodexAgent(ModelCliAgent):
         if parsed["turns"] or parsed["failed"] is not None:
             transcript.add("result", is_error=parsed["failed"] is not None, terminal_reason=parsed["failed"] or "completed",
                            permission_denials=[], num_turns=parsed["turns"], usage=parsed["usage"],
-                           warnings=parsed["warnings"], result_excerpt=(parsed["messages"] or [""])[-1][:EXCERPT])
+                           warnings=parsed["warnings"], result_excerpt=last_message(parsed)[:EXCERPT])
         record_truncation(transcript, result)
         t_init = None if parsed["started"] is None else result.lines[parsed["started"]][0]
         self.timings = {"cli_to_init": None if t_init is None else round(t_init - started, 3),
                         "session": None if t_init is None else round(started + result.seconds - t_init, 3),
                         "exec": round(result.seconds, 3)}
         transcript.usage = as_usage(parsed["usage"])
-        transcript.output = (parsed["messages"] or [""])[-1]
+        transcript.output = last_message(parsed)
         self.conclude(transcript, *classify(parsed, result.timed_out, result.exit_code, result.stderr,
                                             self.setup.agent_seconds), result.exit_code)
         return transcript
+
+    @staticmethod
+    def final_reply(lines) -> str:
+        return last_message(parse_events(lines, "", []))
 
     def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:
         """The tools the CLI listed: those its first model request offered the model (it prints no list)."""

@@ -193,6 +193,19 @@ class ModelCliAgent(Agent):
             f.write(result.stdout + ("\n" if result.stdout else ""))
         return result
 
+    @classmethod
+    def reply(cls, record_dir: Path) -> str | None:
+        raw = record_dir / cls.raw_name
+        if not raw.is_file():
+            return None
+        with gzip.open(raw, "rt", encoding="utf-8", errors="replace") as f:
+            return cls.final_reply(line.rstrip("\n") for line in f)
+
+    @staticmethod
+    def final_reply(lines) -> str:
+        """The session's last answer, from the CLI's stdout lines (its raw stream)."""
+        raise NotImplementedError
+
     @staticmethod
     def conclude(transcript: Transcript, error_class: str | None, error: str | None, exit_code: int | None) -> None:
         """The session's error class (the CLI's classify) and how it ended."""

@@ -12,8 +12,10 @@ Where the two differ, said here and in each record's `memgrid` field:
   LLM-free reader, a command agent) writes 0, as SMRITI's adapters do for a run without usage.
 - injected_confirmed is memgrid's confirmation (the arm's own log, and for a model agent the gateway's record);
   None under off, where nothing is planted, as SMRITI's runner writes it.
-- transcript is empty: memgrid keeps the session's record in cells/<cell>/transcript.jsonl, and its echo rate is its
-  own (a run of 8 words of a memory in the artifact), so SMRITI's echo_rate over these records is not memgrid's.
+- transcript is the session's last answer as SMRITI's claude-code adapter records it (`claude -p`'s result; codex's
+  last message), read back from the CLI's raw stream in the cell's folder, so SMRITI's echo_rate is its own rule over
+  memgrid's sessions; empty for an agent that keeps no answer (memgrid's LLM-free reader, a command agent:
+  `memgrid.reply_kept` false). memgrid's own echo is another rule (a run of 8 words of a memory in the artifact).
 - a discarded cell (not admitted) is left out: SMRITI has no discard; memgrid never scores one.
 """
 
@@ -21,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from runner.agents.registry import agent_class
 from runner.errors import UserError
 from runner.plan.spec import DEFAULT_SUITE
 from runner.results.ledger import Ledger, latest_attempts
@@ -31,7 +34,7 @@ def tokens(row: dict, key: str) -> int:
     return int(row.get(key) or 0)
 
 
-def record(run_id: str, row: dict, memories: list[str]) -> dict:
+def record(run_id: str, row: dict, memories: list[str], reply: str | None) -> dict:
     result = json.loads(row["result"])
     confirmed = None if row["condition"] == "off" else bool(result.get("injection", {}).get("confirmed"))
     observed = row.get("tokens_fresh_input") is not None or row.get("tokens_output") is not None
@@ -39,11 +42,11 @@ def record(run_id: str, row: dict, memories: list[str]) -> dict:
             "passed": bool(row["checker_passed"]),
             "tokens_used": tokens(row, "tokens_fresh_input") + tokens(row, "tokens_output"),
             "input_tokens": tokens(row, "tokens_fresh_input"), "output_tokens": tokens(row, "tokens_output"),
-            "cache_read_tokens": tokens(row, "tokens_cache_read"), "transcript": "",
+            "cache_read_tokens": tokens(row, "tokens_cache_read"), "transcript": reply or "",
             "planted_memory_contents": memories, "injected_confirmed": confirmed, "split": result.get("split", "unknown"),
             "split_hash": result.get("split_sha256"),
             "memgrid": {"cell_id": row["cell_id"], "agent": row["agent"], "arm": row["arm"], "tokens_observed": observed,
-                        "echo": result.get("echo")}}
+                        "reply_kept": reply is not None, "echo": result.get("echo")}}
 
 
 def export_run(run_dir: Path, output: Path, memories_of: Callable[[str], dict[str, list[str]]], log=print) -> ExportResult:
@@ -64,8 +67,9 @@ def export_run(run_dir: Path, output: Path, memories_of: Callable[[str], dict[st
         if row["task"] not in tasks:
             raise UserError(f"{run_dir}: task '{row['task']}' is not in this checkout's planted tasks: fix: export from "
                             "the checkout that ran it")
+        reply = agent_class(row["agent"], grid.get("command_agents") or {}).reply(run_dir / "cells" / row["cell_id"])
         files.setdefault(output / f"{row['agent']}__{row['arm']}.jsonl", []).append(
-            record(run_dir.name, row, tasks[row["task"]]))
+            record(run_dir.name, row, tasks[row["task"]], reply))
     for target in files:
         if target.exists() and not all(json.loads(line).get("run_id") == run_dir.name
                                        for line in target.read_text().splitlines() if line.strip()):
