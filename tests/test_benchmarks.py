@@ -92,3 +92,24 @@ def test_dry_benchmark_runs_quick_and_prints_its_figure(script, quick_runs):
 @pytest.mark.parametrize("script", ENGINE, ids=lambda s: s.stem)
 def test_engine_benchmark_runs_quick_and_prints_its_figure(script, engine, images, quick_runs):
     check(script, quick_runs(ENGINE)[script].result())
+
+
+def test_ci_cpu_sums_the_kernels_accounting_records_by_program(monkeypatch):
+    """ci_cpu.py's figures come from acct v3 records: each 64 bytes, CPU ticks as acct's 13-bit-mantissa floats,
+    the program's name at byte 48. Two records of one program and one of another, written as the kernel writes
+    them; a record of another version is refused, not summed as garbage."""
+    import struct
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import ci_cpu
+
+    def record(name: bytes, utime: int, stime: int, version: int = 3) -> bytes:
+        head = struct.pack("<BBHIIIIIIfHH", 0, version, 0, 0, 0, 0, 1, 1, 0, 1.0, utime, stime)
+        return head + bytes(48 - len(head)) + name.ljust(16, b"\0")
+
+    large = (1 << 13) | 25  # exponent 1: 25 x 8 = 200 ticks
+    data = record(b"runc", 30, 20) + record(b"runc", 50, 0) + record(b"exe", large, 0)
+    programs = ci_cpu.read_accounting(data)
+    assert {n: (p.processes, p.cpu_seconds) for n, p in programs.items()} == {"runc": (2, 1.0), "exe": (1, 2.0)}
+    with pytest.raises(ValueError, match="version 2"):
+        ci_cpu.read_accounting(record(b"runc", 1, 1, version=2))
