@@ -30,9 +30,20 @@ os.environ["MEMGRID_CACHE"] = SESSION_STORE_CACHE
 atexit.register(shutil.rmtree, SESSION_STORE_CACHE, True)
 
 
+@pytest.fixture(scope="module")
+def file_store_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("file-store-cache")
+
+
 @pytest.fixture(autouse=True)
-def fresh_store_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("MEMGRID_CACHE", str(tmp_path_factory.mktemp("store-cache")))
+def fresh_store_cache(request, tmp_path_factory, monkeypatch):
+    """An empty store cache a test; one a file for a file marked store_cache_per_file, whose tests run the same
+    arm's store again and again and none of them asserts how its store was made but the first it runs (a file runs
+    whole, in order, on one worker): each store is ingested once in the file instead of once a test."""
+    if request.node.get_closest_marker("store_cache_per_file"):
+        monkeypatch.setenv("MEMGRID_CACHE", str(request.getfixturevalue("file_store_cache")))
+    else:
+        monkeypatch.setenv("MEMGRID_CACHE", str(tmp_path_factory.mktemp("store-cache")))
 
 
 def pytest_terminal_summary(terminalreporter, config):

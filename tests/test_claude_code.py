@@ -18,6 +18,10 @@ from runner.plan.spec import grid_from_dict
 from conftest import files_holding, model_upstream, received_requests, scripted_model_plays
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Every recall cell of the file takes the store the first one ingested (conftest.fresh_store_cache): the store is
+# not what these tests are about, and only the first test asserts what its ingest recorded.
+pytestmark = pytest.mark.store_cache_per_file
 ALL_ARMS = ["bare", "placebo", "claude_md", "fs_grep", "recall", "recall_prefetch", "oracle_memory"]
 
 

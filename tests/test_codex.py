@@ -30,6 +30,11 @@ DATA = REPO / "tests" / "data" / "codex_events"
 ALL_ARMS = ["bare", "placebo", "claude_md", "fs_grep", "recall", "recall_prefetch", "oracle_memory"]
 
 
+# Every recall cell of the file takes the store the first one ingested (conftest.fresh_store_cache): the store is
+# not what these tests are about, and none asserts how it was made.
+pytestmark = pytest.mark.store_cache_per_file
+
+
 def load(name: str, path: str, env: dict | None = None):
     os.environ.update(env or {})
     try:
