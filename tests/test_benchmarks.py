@@ -5,6 +5,7 @@ imports benchmarks/_engine.py needs the Docker engine: it gets the engine fixtur
 engine, failed under CI). Figures' values are not judged here: a benchmark is a script, never a timed test,
 so two run at a time (most of a quick run is waiting on containers and interpreter start)."""
 
+import os
 import re
 import subprocess
 import sys
@@ -113,3 +114,15 @@ def test_ci_cpu_sums_the_kernels_accounting_records_by_program(monkeypatch):
     assert {n: (p.processes, p.cpu_seconds) for n, p in programs.items()} == {"runc": (2, 1.0), "exe": (1, 2.0)}
     with pytest.raises(ValueError, match="version 2"):
         ci_cpu.read_accounting(record(b"runc", 1, 1, version=2))
+
+
+def test_ci_cpu_inside_the_suite_it_measures_leaves_the_outer_runs_accounting_on(tmp_path):
+    """The kernel keeps one accounting file: the suite's own quick run of ci_cpu.py, under a ci_cpu.py run of the
+    whole suite, would switch the outer run's accounting to its own file and then off, and the outer table would
+    lose every process after it. Told by the outer run's variable, it measures the busy share alone."""
+    outer = tmp_path / "pacct"
+    out = subprocess.run([sys.executable, str(BENCHMARKS / "ci_cpu.py"), "--quick"], cwd=REPO, capture_output=True,
+                         text=True, timeout=TIMEOUT_SECONDS, env={**os.environ, "MEMGRID_CPU_ACCOUNTING": str(outer)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "process accounting left on for the outer run" in out.stdout, out.stdout
+    assert "figure:" in out.stdout and "programs not measured" in out.stdout
