@@ -20,7 +20,6 @@ its file in MEMGRID_CPU_ACCOUNTING, and a run that finds it set measures the bus
     .venv/bin/python benchmarks/ci_cpu.py [--tests tests] [--workers 3] [--top 25] [--not-docker] [--quick]
 """
 
-import argparse
 import ctypes
 import os
 import struct
@@ -29,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_timing import QUICK, run_suite
+from ci_timing import run_suite, suite_arguments
 
 ACCT_V3 = struct.Struct("<BBHIIIIIIfHH")  # struct acct_v3 (linux/acct.h) up to ac_stime; ac_comm at 48
 RECORD = 64
@@ -95,54 +94,44 @@ def set_accounting(path: Path | None) -> str | None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tests", nargs="+", default=["tests"], help="what pytest runs (default: the whole suite)")
-    ap.add_argument("--workers", type=int, default=3, help="pytest-xdist workers (the Makefile's TEST_WORKERS)")
-    ap.add_argument("--not-docker", action="store_true", help="only the tests that need no engine (make test-fast)")
-    ap.add_argument("--top", type=int, default=25, help="programs shown")
-    ap.add_argument("--quick", action="store_true", help="two Docker-free files (the suite checks the script runs)")
-    args = ap.parse_args()
-    if args.quick:
-        args.tests, args.workers = QUICK["tests"], QUICK["workers"]
-
+    args = suite_arguments(__doc__.splitlines()[0], "programs")
     with tempfile.TemporaryDirectory(prefix="memgrid-ci-cpu-") as scratch:
         accounting = Path(scratch) / "pacct"
         accounting.touch()
+        recording = False
         if os.environ.get(ACCOUNTING_ENV):
-            refused = f"an outer run records into {os.environ[ACCOUNTING_ENV]}"
             print(f"process accounting left on for the outer run ({ACCOUNTING_ENV}): only the busy share is measured")
+        elif refused := set_accounting(accounting):
+            print(f"process accounting refused ({refused}; it needs root): only the busy share is measured")
         else:
-            refused = set_accounting(accounting)
-            if refused:
-                print(f"process accounting refused ({refused}; it needs root): only the busy share is measured")
-            else:
-                os.environ[ACCOUNTING_ENV] = str(accounting)  # the suite's own quick run of this script sees it
+            recording = True
+            os.environ[ACCOUNTING_ENV] = str(accounting)  # the suite's own quick run of this script sees it
         daemons_before, (busy_before, all_before) = daemon_seconds(), busy_ticks()
         try:
             code, wall = run_suite(args.tests, args.workers, args.not_docker, Path(scratch) / "junit.xml")
         finally:
-            if not refused:
+            if recording:
                 set_accounting(None)
         busy, total = (now - then for now, then in zip(busy_ticks(), (busy_before, all_before)))
-        programs = {} if refused else read_accounting(accounting.read_bytes())
+        programs = read_accounting(accounting.read_bytes()) if recording else {}
     if code not in (0, 1):
         print(f"pytest could not run the suite (exit {code}); see its output with: pytest {' '.join(args.tests)}")
         return 1
-    for name, seconds in (daemon_seconds().items() if programs else ()):  # beside the records, never alone
+    for name, seconds in (daemon_seconds().items() if recording else ()):  # beside the records, never alone
         programs.setdefault(name, Program()).cpu_seconds += seconds - daemons_before.get(name, 0.0)
     cores = os.cpu_count() or 1
     busy_seconds = busy / os.sysconf("SC_CLK_TCK")
     share = busy / total if total else 0.0
     counted = sum(p.cpu_seconds for p in programs.values())
-    for name, program in sorted(programs.items(), key=lambda kv: -kv[1].cpu_seconds)[:args.top]:
+    ranked = sorted(programs.items(), key=lambda kv: -kv[1].cpu_seconds)
+    for name, program in ranked[:args.top]:
         runs = "running" if name in LIVE else f"{program.processes:6d} ran"
         print(f"{program.cpu_seconds:9.1f} s  {100 * program.cpu_seconds / counted if counted else 0:5.1f} %  "
               f"{runs:>10}  {name}")
     if programs:
         print(f"{counted:9.1f} s  100.0 %  all {len(programs)} programs "
               f"({sum(p.processes for p in programs.values())} processes)")
-        top = ", ".join(f"{n} {100 * p.cpu_seconds / counted:.0f} %" for n, p in
-                        sorted(programs.items(), key=lambda kv: -kv[1].cpu_seconds)[:3])
+        top = ", ".join(f"{n} {100 * p.cpu_seconds / counted:.0f} %" for n, p in ranked[:3])
     else:
         top = "programs not measured"
     print(f"figure: {wall:.0f} s wall, {busy_seconds:.0f} CPU seconds of {cores} cores ({100 * share:.0f} % busy); "

@@ -54,17 +54,26 @@ def seconds_by_file(report: Path) -> tuple[dict[str, float], int]:
     return by_file, cases
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def suite_arguments(description: str, shown: str, **more: dict) -> argparse.Namespace:
+    """The options of a script that runs the suite as `make test` does (this one, ci_cpu.py), `more` besides;
+    --quick sets the two Docker-free files."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--tests", nargs="+", default=["tests"], help="what pytest runs (default: the whole suite)")
     ap.add_argument("--workers", type=int, default=3, help="pytest-xdist workers (the Makefile's TEST_WORKERS)")
     ap.add_argument("--not-docker", action="store_true", help="only the tests that need no engine (make test-fast)")
-    ap.add_argument("--top", type=int, default=25, help="files shown")
-    ap.add_argument("--report", type=Path, help="read this JUnit XML instead of running the suite")
+    ap.add_argument("--top", type=int, default=25, help=f"{shown} shown")
+    for flag, options in more.items():
+        ap.add_argument(flag, **options)
     ap.add_argument("--quick", action="store_true", help="two Docker-free files (the suite checks the script runs)")
     args = ap.parse_args()
     if args.quick:
         args.tests, args.workers = QUICK["tests"], QUICK["workers"]
+    return args
+
+
+def main() -> int:
+    args = suite_arguments(__doc__.splitlines()[0], "files", **{
+        "--report": dict(type=Path, help="read this JUnit XML instead of running the suite")})
 
     wall = None
     if args.report:
