@@ -538,7 +538,8 @@ def _print_protocol_summary(run_dir: Path, name: str) -> list[dict]:
     from runner.results.ledger import Ledger, latest_attempts
 
     protocol = protocol_named(name)
-    rows = protocol.summary([r for r in latest_attempts(Ledger(run_dir).rows()).values() if r["final"]])
+    lock = json.loads((run_dir / "run.json").read_text())
+    rows = protocol.summary([r for r in latest_attempts(Ledger(run_dir).rows()).values() if r["final"]], lock.get("cells"))
     (run_dir / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
     columns, lines = protocol.summary_table(rows)
     table = Table(*columns, title=f"run {run_dir.name} ({name})")

@@ -164,6 +164,14 @@ def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(en
     assert f"report:     {page}" in done.stdout
     html = page.read_text()
     assert 'id="table3"' in html and "persons of suite memora" in html
+    # the card's reward beside raw quality, the run whole and every sub-question decided by the scripted panel
+    [row] = json.loads((memora_project / "runs" / run_id / "summary.json").read_text())
+    b = 0.3712215103709065
+    q = row["fama"]
+    expected = 0.2 * q / b if q <= b else 0.2 + 0.8 * (q - b) / (1 - b)
+    assert row["reward"]["quality"] == q and row["reward"]["invalid"] is None
+    assert row["reward"]["reward"] == pytest.approx(expected) and row["reward"]["score"] == round(100 * expected, 1)
+    assert "reward as the hosted benchmark's card defines it" in done.stdout and 'id="reward"' in html
     # Memora's own tools read the run (issue 54, step 3): its aggregator's Table 3 over the exported tree is memgrid's
     done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "export", run_id, "--format", "memora", "--output", "out",
                            "--runs-dir", "runs"], cwd=memora_project, env={**os.environ, "MEMGRID_ROOT": str(memora_project)},

@@ -122,9 +122,10 @@ class Protocol:
         a note under it)."""
         return []
 
-    def summary(self, rows: list[dict]) -> list[dict]:
+    def summary(self, rows: list[dict], planned: int | None = None) -> list[dict]:
         """One line per group for the end of a run: what the protocol measures, by arm and agent; a line's
-        `flags` name what a reader must not miss (a canary caught)."""
+        `flags` name what a reader must not miss (a canary caught). `rows`: the run's final rows; `planned`: the
+        cells its lock plans (None: not known), for a figure defined on a whole run alone (a benchmark's reward)."""
         raise NotImplementedError
 
     def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:

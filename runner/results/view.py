@@ -325,7 +325,7 @@ def _plots_and_report(run_dir: Path, out: Path, lock: dict, rows: list[dict]) ->
     protocol = lock.get("grid", {}).get("protocol", "coding")
     if protocol != "coding":
         proto = protocol_named(protocol)
-        page = proto.report_html(run_dir.name, lock, proto.summary([r for r in rows if r["final"]]))
+        page = proto.report_html(run_dir.name, lock, proto.summary([r for r in rows if r["final"]], lock.get("cells")))
         if page is None:
             return f"<p class=\"note\">the {_e(protocol)} protocol has no plots; its summary is the table above</p>"
         (out / "report.html").write_text(page, encoding="utf-8")

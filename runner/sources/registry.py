@@ -1,6 +1,7 @@
 """The source formats memgrid imports, by name (memgrid task import --format)."""
 
 from runner.errors import UserError
+from runner.results.reward import RewardMapping
 from runner.sources.amb import AmbFormat
 from runner.sources.base import SourceFormat
 from runner.sources.memora import MemoraFormat
@@ -8,6 +9,10 @@ from runner.sources.smriti import SmritiFormat
 from runner.sources.traptask import TrapTaskFormat
 
 FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat, SmritiFormat)}
+# The reward a hosted benchmark's card defines over its raw quality (results/reward.py). Kept here rather than in the
+# format's module: a hosted persona's identity includes memora.py's bytes, so a line added there would refuse the
+# resume of every Memora run.
+REWARDS: dict[str, RewardMapping] = {"memora": RewardMapping(reference=0.3712215103709065, anchor=20)}
 
 
 def source_format(name: str) -> SourceFormat:
@@ -22,3 +27,8 @@ def export_format(name: str) -> SourceFormat:
     if name not in exporting:
         raise UserError(f"--format: '{name}' is not a format memgrid exports — fix: use one of {', '.join(exporting)}")
     return FORMATS[name]()
+
+
+def reward_mapping(name: str | None) -> RewardMapping | None:
+    """The reward mapping of a format's card; None for a format (or memgrid's own units) that defines none."""
+    return REWARDS.get(name)

@@ -5,9 +5,11 @@ questions) are printed beside them, with what is and is not alike (generated per
 
 import json
 import statistics
+from dataclasses import asdict
 
 from runner.protocols.personal.corpus import HORIZONS
 from runner.protocols.personal.metrics import mean_with_interval
+from runner.sources.registry import reward_mapping
 
 KINDS = ("remembering", "reasoning", "recommending")
 # Memora's published FAMA for remembering questions, weekly / monthly / quarterly (percent).
@@ -44,7 +46,9 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarise(rows: list[dict]) -> list[dict]:
+def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
+    """Per agent x arm x horizon, over the run's final rows; `planned`: the cells the run's lock plans (a run that
+    has not finished them all is partial, and no row of it earns a reward)."""
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["agent"], r["arm"], r["condition"]), []).append(r)
@@ -78,8 +82,61 @@ def summarise(rows: list[dict]) -> list[dict]:
             # Where a model panel decided: the share of criteria the deterministic panel judged the same way.
             "agreement": agreement_of(modelled),
             "flags": flags_of([q for _, q in questions]),
+            **reward_of(rs, results, fama, partial_run(len(rows), planned)),
         })
     return out
+
+
+def partial_run(finished: int, planned: int | None) -> str | None:
+    return None if planned is None or finished >= planned else f"partial run: {finished} of {planned} cells finished"
+
+
+def invalid_measurement(cells: list[dict], results: list[dict], partial: str | None) -> str | None:
+    """Why a row's measurement is not valid, the one place that says it (None: valid). A hosted benchmark's card puts
+    correctness and audit first: a run not finished, a cell not scored (discarded, or it failed), a model judge's
+    verdict lost to transport or a malformed reply, or a sub-question no strict majority of valid verdicts decided
+    (the deterministic judges give none for a sub-question that names no value) leaves no valid measurement. A
+    submission's breaches of its contract are none of these: each is scored as the submission left things (an id
+    dropped, an answer judged empty), so it lowers the quality and never voids it."""
+    reasons = [partial] if partial else []
+    unscored = sum(not (r["admitted"] and r.get("result")) for r in cells)
+    if unscored:
+        reasons.append(f"{unscored} of {len(cells)} cells not scored (discarded or failed)")
+    questions = [q for res in results for q in res["questions"]]
+    failed = sum(q.get("invalid_judgements", 0) for res in results if res.get("panel") == "model" for q in res["questions"])
+    if failed:
+        reasons.append(f"{failed} judge verdicts lost (transport failure or malformed reply)")
+    if any("undecided" not in q for q in questions):
+        reasons.append("its cells do not record whether each sub-question had a majority (judged by an older memgrid)")
+    elif undecided := sum(q["undecided"] for q in questions):
+        reasons.append(f"{undecided} sub-questions without a strict majority of valid verdicts")
+    return "; ".join(reasons) or None
+
+
+def reward_of(cells: list[dict], results: list[dict], quality: float | None, partial: str | None) -> dict:
+    """The row's reward as its hosted benchmark's card defines it over raw quality (mean FAMA), when the card defines
+    one; {} for memgrid's own persons."""
+    mapping = reward_mapping(next((res.get("format") for res in results if res.get("format")), None))
+    if mapping is None:
+        return {}
+    return {"reward": {**asdict(mapping.of(quality, invalid_measurement(cells, results, partial))),
+                       "reference": mapping.reference, "anchor": mapping.anchor}}
+
+
+def reward_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per agent x arm x horizon of a hosted suite whose card defines a reward: raw quality, reward, displayed score."""
+    lines = [[s["agent"], s["arm"], s["horizon"], _f(r["quality"], 4), "-" if r["reward"] is None else f"{r['reward']:.6f}",
+              "-" if r["score"] is None else f"{r['score']:.1f}", "-" if r["invalid"] is None else f"invalid: {r['invalid']}"]
+             for s in summary if (r := s.get("reward"))]
+    return ["agent", "arm", "horizon", "raw quality (FAMA)", "reward", "score (0-100)", "validity"], lines
+
+
+def reward_note(summary: list[dict]) -> str:
+    r = next(s["reward"] for s in summary if s.get("reward"))
+    return (f"The hosted benchmark's card maps raw quality q (the row's mean FAMA, 0..1) through reference quality "
+            f"b = {r['reference']} and anchor a = {r['anchor']}: reward = a/100 x q/b up to b, then a/100 + (1 - a/100) "
+            "x (q - b)/(1 - b); the score is 100 x reward to one decimal. A row whose measurement is invalid gets no "
+            "reward, never a low one.")
 
 
 def evidence_split(questions: list[dict]) -> dict:
@@ -206,8 +263,8 @@ def flags_of(questions: list[dict]) -> list[str]:
     return flags
 
 
-def _f(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}"
+def _f(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
 def table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:

@@ -150,6 +150,12 @@ class CriterionResult:
     valid: int  # judges that gave a verdict
     verdicts: tuple[Verdict, ...]
 
+    @property
+    def decided(self) -> bool:
+        """Whether a strict majority of the valid verdicts agrees either way (no verdict, or a tie: undecided)."""
+        said = [v.mentions for v in self.verdicts if v.mentions is not None]
+        return 2 * max(said.count(True), said.count(False)) > len(said) if said else False
+
 
 def judge_criterion(answer: str, criterion: Criterion, expected: bool, panel=OFFLINE_PANEL) -> CriterionResult:
     verdicts = []

@@ -92,6 +92,7 @@ class PersonalSetup:
     its persons come from (None: memgrid's generated persons)."""
     panel: PanelSetup | None
     suite: str | None = None
+    format: str | None = None  # the hosted suite's source format (its card may define a reward)
 
 
 CACHE_FILE = "judge-cache.jsonl"  # in the runs folder: shared by a run, its resume and its reproductions
@@ -380,7 +381,8 @@ class PersonalProtocol(Protocol):
 
     def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> PersonalSetup:
         folder = self.hosted(grid, grid_path)
-        return PersonalSetup(self.panel(client, grid, grid_path, images, log), None if folder is None else folder.name)
+        return PersonalSetup(self.panel(client, grid, grid_path, images, log), None if folder is None else folder.name,
+                             None if folder is None else "memora")
 
     def panel(self, client, grid: GridSpec, grid_path, images, log=print) -> PanelSetup | None:
         if not grid.judges:
@@ -412,7 +414,7 @@ class PersonalProtocol(Protocol):
             entry.update(models=list(setup.panel.models), prompt=model_panel.JUDGE_PROMPT,
                          prompt_sha256=model_panel.PROMPT_SHA256, check_prompt=model_panel.CHECK_PROMPT,
                          check_prompt_sha256=model_panel.CHECK_PROMPT_SHA256, model_image=setup.panel.model_image.id)
-        return {"judges": entry, **({"hosted_suite": {"suite": setup.suite, "format": "memora"}} if setup.suite else {})}
+        return {"judges": entry, **({"hosted_suite": {"suite": setup.suite, "format": setup.format}} if setup.suite else {})}
 
     def bundle_search(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, store: tuple[Entry, ...]) -> Bundle:
         arm = ctx.arms[cell.arm]
@@ -662,6 +664,7 @@ class PersonalProtocol(Protocol):
                                   "forgotten_released": sum(e in kept[q.id] for e in q.forgotten),
                                   "forgotten": len(q.forgotten),
                                   "invalid_judgements": sum(len(panel) - j.valid for j in judged),
+                                  "undecided": sum(not j.decided for j in judged),
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
                                   "panels_compared": len(compared),
                                   **({"answer_cut_at": JUDGED_CHARS} if cut else {})})
@@ -686,13 +689,14 @@ class PersonalProtocol(Protocol):
                 "search_k": SEARCH_K, "judges": [j.name for j in panel], "panel": "model" if setup else "deterministic",
                 **({"judge_endpoint": setup.endpoint} if setup else {}),
                 "suite": ctx.protocol_setup.suite if ctx.protocol_setup is not None else None,
+                "format": ctx.protocol_setup.format if ctx.protocol_setup is not None else None,
                 **({"judge_requests": gateway.requests, "judge_usage": gateway.usage} if setup else {}),
                 "questions": questions}
 
-    def summary(self, rows: list[dict]) -> list[dict]:
+    def summary(self, rows: list[dict], planned: int | None = None) -> list[dict]:
         from runner.protocols.personal.analysis import summarise
 
-        return summarise(rows)
+        return summarise(rows, planned)
 
     def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:
         from runner.protocols.personal.analysis import table
@@ -702,9 +706,14 @@ class PersonalProtocol(Protocol):
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
         from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE, TABLE3_NOTE,
                                                         comparability, contract_table, evidence_table, judged_by,
-                                                        panel_table, published_table, stores_table, table3)
+                                                        panel_table, published_table, reward_note, reward_table,
+                                                        stores_table, table3)
 
-        tables = [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary),
+        tables = []
+        columns, lines = reward_table(summary)
+        if lines:
+            tables.append(("reward as the hosted benchmark's card defines it", columns, lines, reward_note(summary)))
+        tables += [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary),
                    f"{TABLE3_NOTE} {judged_by(summary)}".strip()),
                   ("remembering FAMA %, published rows beside memgrid's", *published_table(summary),
                    comparability(summary)),

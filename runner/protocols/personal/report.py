@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,  # noqa: E402
                                                 TABLE3_NOTE, comparability, contract_table, evidence_table,
-                                                panel_table, published_table, stores_table, table, table3)
+                                                panel_table, published_table, reward_note, reward_table, stores_table,
+                                                table, table3)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -59,6 +60,9 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         html_table(columns, lines, table_id="personal"),
         f"<figure><img alt=\"mean FAMA by horizon per agent x arm, 95 % bootstrap intervals over persons\" "
         f"src=\"data:image/png;base64,{png}\"></figure>",
+        *(["<h2>Reward as the hosted benchmark's card defines it</h2>",
+           html_table(*reward_table(summary), table_id="reward"), f"<p>{escape(reward_note(summary))}</p>"]
+          if reward_table(summary)[1] else []),
         "<h2>FAMA as Memora's Table 3</h2>", html_table(*table3(summary), table_id="table3"),
         f"<p>{escape(TABLE3_NOTE)}</p>",
         "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",

@@ -439,7 +439,7 @@ class PlantedProtocol(Protocol):
         except Exception as e:
             return finish(**cell_failure(ctx, e))
 
-    def summary(self, rows: list[dict]) -> list[dict]:
+    def summary(self, rows: list[dict], planned: int | None = None) -> list[dict]:
         return analysis.summarise(rows)
 
     def summary_table(self, summary: list[dict]) -> tuple[list[str], list[list[str]]]:

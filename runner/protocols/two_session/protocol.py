@@ -391,7 +391,7 @@ class TwoSessionProtocol(Protocol):
         return [("the task's own grader, per agent x arm", ["agent", "arm", "cases", *keys], lines,
                  f"its whole output for each group's admitted cells, unchanged: {path}")]
 
-    def summary(self, rows: list[dict]) -> list[dict]:
+    def summary(self, rows: list[dict], planned: int | None = None) -> list[dict]:
         from statsmodels.stats.proportion import proportion_confint
 
         groups: dict[tuple[str, str], list[dict]] = {}
