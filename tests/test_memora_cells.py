@@ -37,7 +37,7 @@ for name in sorted(os.listdir("/sandbox/requests")):
 
 def grid(tmp_path, **fields):
     spec = {"name": "memora", "protocol": "personal", "suite": "memora", "tasks": "all", "arms": ["bare"],
-            "agents": ["reader"], "seeds": 1, "conditions": ["weekly", "monthly"], "judges": ["scripted"], **fields}
+            "agents": ["extractive"], "seeds": 1, "conditions": ["weekly", "monthly"], "judges": ["scripted"], **fields}
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump({k: v for k, v in spec.items() if v is not None}))
     return load_grid(path), path
@@ -189,3 +189,22 @@ def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(en
     assert [e["evaluation_question_id"] for e in questions["bake_kind_4"]["evaluation_questions"]] == [
         "bake_kind_4_eval_memory_presence_0", "bake_kind_4_eval_forgetting_0"]
     assert len(questions["bake_kind_4"]["memories"]) == questions["bake_kind_4"]["memories_retrieved"] == 4
+
+
+@pytest.mark.docker
+def test_the_extractive_answerer_answers_a_memora_persona_from_what_was_released(engine, images, memora_project,
+                                                                                tmp_path, run_id, no_leftovers):
+    """The LLM-free answerer a hosted suite can name (the reader answers none of its questions): in the isolated
+    answer container it answers each question with the user's own statements among the records released to it."""
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
+                       protocol_setup=PersonalSetup(None, "memora", "memora"), root=memora_project)
+    answers = {}
+    for arm in ("bare", "full_context"):
+        row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", arm, 0, "weekly", "extractive", f"{arm}-x", 0), 1)
+        assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+        verdict = json.loads((tmp_path / "run" / "cells" / f"{arm}-x" / "verdict.json").read_text())
+        answers[arm] = {q["question"]: q["answer"] for q in verdict["questions"]}
+    assert answers["bare"] == {"bake_kind_4": "I don't know.", "bake_load_2": "I don't know."}
+    # the first person statement sharing "bake" and "market" with the question; the sentence ending the rye loaves
+    # (with the spelt in it: a blind spot memgrid-reader's help names) is left out, as is the assistant's echo
+    assert answers["full_context"]["bake_kind_4"] == "I bake sourdough for the market stall on Saturdays."

@@ -234,8 +234,8 @@ def test_arm_check_runs_the_contract_and_names_a_broken_script(engine, images, a
 def test_a_submission_beside_a_baseline_runs_in_one_grid_one_report_and_one_export(engine, images, memora_project,
                                                                                    run_id, no_leftovers):
     """As a researcher compares a submission with memgrid's baselines on Memora: one `memgrid grid`, each arm
-    answered by its own answerer (the submission's answer.sh, the baseline's reader), one report with both rows,
-    and Memora's aggregator reading both subjects from one export."""
+    answered by its own answerer (the submission's answer.sh, the baseline's extractive answerer), one report with
+    both rows, and Memora's aggregator reading both subjects from one export."""
     import os
     import subprocess
 
@@ -244,7 +244,7 @@ def test_a_submission_beside_a_baseline_runs_in_one_grid_one_report_and_one_expo
     shutil.copytree(REPO / "arms" / "full_context", memora_project / "arms" / "full_context")
     scaffold(memora_project, "stub_sub", "memora-submission")
     spec = {"name": "mixed", "protocol": "personal", "suite": "memora", "tasks": ["test_baker"], "seeds": 1,
-            "arms": ["stub_sub", "full_context"], "agents": ["reader", "submission"], "conditions": ["weekly"]}
+            "arms": ["stub_sub", "full_context"], "agents": ["extractive", "submission"], "conditions": ["weekly"]}
     (memora_project / "grid.yaml").write_text(yaml.safe_dump(spec))
     env = {**os.environ, "MEMGRID_ROOT": str(memora_project)}
     done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "grid", "--spec", "grid.yaml", "--runs-dir", "runs",
@@ -252,20 +252,20 @@ def test_a_submission_beside_a_baseline_runs_in_one_grid_one_report_and_one_expo
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = [r for r in latest_attempts(Ledger(memora_project / "runs" / run_id).rows()).values() if r["final"]]
-    assert sorted((r["arm"], r["agent"]) for r in rows) == [("full_context", "reader"), ("stub_sub", "submission")]
+    assert sorted((r["arm"], r["agent"]) for r in rows) == [("full_context", "extractive"), ("stub_sub", "submission")]
     assert all(r["admitted"] and r["outcome"] == "scored" for r in rows), [(r["arm"], r["discard_reason"]) for r in rows]
     contract = {r["arm"]: json.loads(r["result"]).get("contract") for r in rows}
     assert contract["stub_sub"]["build"]["exit_code"] == 0 and contract["full_context"] is None
     assert "submissions: their scripts against the contract" in done.stdout
     summary = json.loads((memora_project / "runs" / run_id / "summary.json").read_text())
     assert sorted((s["agent"], s["arm"], s["contract"] is not None) for s in summary) == [
-        ("reader", "full_context", False), ("submission", "stub_sub", True)]
+        ("extractive", "full_context", False), ("submission", "stub_sub", True)]
     done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "export", run_id, "--format", "memora", "--output", "out",
                            "--runs-dir", "runs"], cwd=memora_project, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0 and "wrote 2 records" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert {subject for subject, _, _ in aggregated(memora_project / "out")} == {"stub_sub (submission)",
-                                                                                  "full_context (reader)"}
+                                                                                  "full_context (extractive)"}
 
 
 def test_the_report_sums_each_breach_by_kind_over_a_rows_cells():

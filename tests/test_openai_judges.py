@@ -179,7 +179,7 @@ PROTOCOL = PROTOCOLS["personal"]
 
 def grid(tmp_path, **fields):
     spec = {"name": "memora", "protocol": "personal", "suite": "memora", "tasks": "all", "arms": ["bare"],
-            "agents": ["reader"], "seeds": 1, "conditions": ["weekly"], "judges": "memora", **fields}
+            "agents": ["extractive"], "seeds": 1, "conditions": ["weekly"], "judges": "memora", **fields}
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump({k: v for k, v in spec.items() if v is not None}))
     return load_grid(path), path
@@ -228,7 +228,7 @@ def test_a_memora_cell_judged_by_the_named_panel_scores_fama_from_the_valid_verd
     setup = PersonalSetup(PROTOCOL.panel(None, spec, path, None), "memora")
     ctx = TrialContext(None, "run-openai", tmp_path / "runs" / "run-openai", None, {}, load_all_arms(REPO),
                        protocol=PROTOCOL, protocol_setup=setup, root=memora_project)
-    cell = CellSpec("test_baker", "full_context", 0, "weekly", "reader", "full_context-test_baker", 0)
+    cell = CellSpec("test_baker", "full_context", 0, "weekly", "extractive", "full_context-test_baker", 0)
     unit = PROTOCOL.unit(ctx, cell)
     answers = {q.id: "Spelt now; rye still on Sundays; about forty loaves." for q in unit.questions}
     cell_dir = ctx.run_dir / "cells" / cell.cell_id

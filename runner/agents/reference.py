@@ -70,6 +70,7 @@ class ReaderAgent(Agent):
     name = "reader"
     harness_code = True
     runs_hooks = True  # memgrid-reader's run_hooks
+    mode: tuple[str, ...] | None = None  # memgrid-reader's mode; None: the one the protocol's channel names
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
         transcript = Transcript(agent=self.name, model=None)
@@ -78,7 +79,7 @@ class ReaderAgent(Agent):
         sandbox.put("/sandbox", archive)
         transcript.add("channel", name=f"reader:{channel.name}", sha256=sha256_bytes(archive), **channel.record)
         seconds = self.setup.agent_seconds
-        result = sandbox.exec(["memgrid-reader", *channel.args], timeout=seconds, workdir="/sandbox")
+        result = sandbox.exec(["memgrid-reader", *(self.mode or channel.args)], timeout=seconds, workdir="/sandbox")
         transcript.add_printed(result.stdout)
         record_truncation(transcript, result)
         transcript.ended = ending_of(result, seconds)
@@ -87,3 +88,15 @@ class ReaderAgent(Agent):
             transcript.error = (f"memgrid-reader timed out after {seconds}s" if transcript.ended == "timeout"
                                 else f"memgrid-reader exited {result.exit_code}: {result.stderr.strip()[-300:]}")
         return transcript
+
+
+class ExtractiveAgent(ReaderAgent):
+    """The LLM-free extractive answerer of the personal protocol (memgrid-reader --personal-extract): per question,
+    the user's own statements in the records released to it that share the most words with the question. It answers
+    any person's questions, a hosted benchmark's included (Memora's name no attributes, so the reader, which looks
+    for a generated person's attribute values, answers none of them). Its blind spots are in memgrid-reader's help."""
+
+    name = "extractive"
+    protocols = ("personal",)
+    runs_hooks = False
+    mode = ("--personal-extract",)

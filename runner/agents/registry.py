@@ -5,11 +5,11 @@ from runner.agents.claude_code import ClaudeCodeAgent
 from runner.agents.codex import CodexAgent
 from runner.agents.command import CommandAgent, CommandSpec
 from runner.agents.model_cli import ModelCliAgent
-from runner.agents.reference import CeilingAgent, FloorAgent, ReaderAgent
+from runner.agents.reference import CeilingAgent, ExtractiveAgent, FloorAgent, ReaderAgent
 from runner.agents.submission import SubmissionAgent
 
-AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ClaudeCodeAgent, CodexAgent,
-                                                     SubmissionAgent)}
+AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ExtractiveAgent,
+                                                     ClaudeCodeAgent, CodexAgent, SubmissionAgent)}
 
 
 def cli_agents() -> list[type[ModelCliAgent]]:

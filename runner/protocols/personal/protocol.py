@@ -30,6 +30,7 @@ from functools import cache
 from pathlib import Path
 
 from runner.agents.base import ReferenceChannel, first_ending
+from runner.agents.reference import ExtractiveAgent, ReaderAgent
 from runner.agents.submission import SubmissionAgent
 from runner.arms import store_cache
 from runner.arms.ingest import arm_key_inputs, fill, store_receipt
@@ -324,6 +325,12 @@ class PersonalProtocol(Protocol):
             if grid.cases is not None:
                 raise SpecError(grid_path, "cases", f"is set, but suite '{grid.suite}' brings its own persons",
                                 "remove cases (name personas in tasks, or all)")
+            # The reader answers with a generated person's attribute values; a hosted question names none, so every
+            # answer would be "I don't know" and every row 0: refused rather than printed as a measurement.
+            if ReaderAgent.name in grid.agents:
+                raise SpecError(grid_path, "agents", f"names '{ReaderAgent.name}', which answers only memgrid's "
+                                f"generated persons (it looks for their attribute values), not suite '{grid.suite}'",
+                                f"use {ExtractiveAgent.name} (LLM-free, extractive) or a command agent")
 
         # A cell judges where it runs, and model judges keep their cache beside the runs (CACHE_FILE, shared by a
         # run, its resume and its reproductions), which only the controller writes: every executor but local
