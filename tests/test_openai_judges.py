@@ -144,6 +144,44 @@ def test_a_failed_request_or_an_answer_that_is_not_yes_or_no_is_invalid_never_a_
     assert verdict.mentions is None and verdict.detail.startswith("transport: APIConnectionError")
 
 
+def test_a_reply_past_the_time_limit_is_invalid_and_a_slow_one_within_it_counts(stub, tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.setattr(openai_judges, "RETRIES", 0)
+    monkeypatch.setattr(openai_judges, "REQUEST_SECONDS", 1.0)
+    slow = lambda seconds: lambda b: (time.sleep(seconds), reply('{"answer": "yes"}'))[1]
+    server = stub({"stalled": slow(3.0), "slow": slow(0.4)})
+    _, judges = panel(server.url, ("stalled", "slow"), tmp_path / "cache.jsonl")
+    t = time.monotonic()
+    stalled = judges[0].judge(ANSWER, SPELT)
+    waited = time.monotonic() - t
+    assert stalled.mentions is None and stalled.detail.startswith("transport: APITimeoutError")
+    assert waited < 2.5  # the time limit held: never the whole 3 s the server stalls
+    assert judges[1].judge(ANSWER, SPELT).mentions is True
+
+
+def test_the_panels_retry_policy_asks_again_after_a_failure_and_never_past_it(stub, tmp_path, monkeypatch):
+    """RETRIES further tries after a transport failure or a 5xx (the SDK's, with its backoff), as Memora's client
+    tries three times; a judge that fails them all is invalid, one that answers on a retry is valid."""
+    monkeypatch.setattr(openai_judges, "RETRIES", 2)
+    failures = {"flaky": 2, "down": 99}
+
+    def failing(model):
+        def answer(body):
+            if failures[model] > 0:
+                failures[model] -= 1
+                return 503, {"error": {"message": "overloaded"}}
+            return reply('{"answer": "yes"}')
+        return answer
+
+    server = stub({m: failing(m) for m in failures})
+    _, judges = panel(server.url, ("flaky", "down"), tmp_path / "cache.jsonl")
+    flaky, down = (j.judge(ANSWER, SPELT) for j in judges)
+    asked = [r["body"]["model"] for r in server.requests]
+    assert (flaky.mentions, asked.count("flaky")) == (True, 3)
+    assert (down.mentions, asked.count("down")) == (None, 3) and down.detail.startswith("transport: InternalServerError")
+
+
 def test_the_key_is_never_kept_even_when_the_endpoint_quotes_it(stub, tmp_path, monkeypatch):
     monkeypatch.setattr(openai_judges, "RETRIES", 0)
     server = stub({"a": lambda b: (401, {"error": {"message": f"Incorrect API key provided: {KEY}"}}),
@@ -255,3 +293,50 @@ def test_the_recorded_endpoint_carries_no_credentials():
     assert openai_judges.public_url("https://user:pw@proxy.example:8443/api/v1?token=abc") == \
         "https://proxy.example:8443/api/v1"
     assert openai_judges.public_url(openai_judges.DEFAULT_BASE_URL) == "https://openrouter.ai/api/v1"
+
+
+@pytest.mark.docker
+def test_a_memora_grid_judged_by_the_published_panel_keeps_no_key_and_replays_without_the_endpoint(
+        engine, images, memora_project, stub, tmp_path, run_id, no_leftovers):
+    """`memgrid grid` with `judges: memora` as a researcher runs it, against an OpenAI-compatible server on this
+    machine: each judge asked with its own model id and Memora's prompt at temperature 0; the key in no file of the
+    runs folder, the ledger or the output; and the same grid again with the server gone judged from the cache alone."""
+    import hashlib
+    import os
+    import shutil
+    import subprocess
+
+    def judged(body):
+        system, user = (m["content"] for m in body["messages"])
+        says = "yes" if "spelt" in user.split("EVALUATION QUESTION:")[0].lower() else "no"
+        return reply(json.dumps({"answer": says, "confidence": 1.0, "explanation": "stub"}))
+
+    server = stub({m: judged for m in openai_judges.PRESETS["memora"]})
+    shutil.copytree(REPO / "arms" / "full_context", memora_project / "arms" / "full_context")
+    spec = {"name": "panel", "protocol": "personal", "suite": "memora", "tasks": ["test_baker"], "seeds": 1,
+            "arms": ["full_context"], "agents": ["extractive"], "conditions": ["weekly"], "judges": "memora"}
+    (memora_project / "grid.yaml").write_text(yaml.safe_dump(spec))
+    env = {**os.environ, "MEMGRID_ROOT": str(memora_project), openai_judges.KEY_ENV: KEY,
+           openai_judges.BASE_URL_ENV: server.url}
+
+    def grid_run(rid):
+        done = subprocess.run([str(REPO / ".venv/bin/memgrid"), "grid", "--spec", "grid.yaml", "--runs-dir", "runs",
+                               "--run-id", rid, "--no-progress"], cwd=memora_project, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done, json.loads((memora_project / "runs" / rid / "summary.json").read_text())
+
+    done, summary = grid_run(run_id)
+    sent = [(r["body"]["model"], r["body"]["temperature"],
+             hashlib.sha256(r["body"]["messages"][0]["content"].encode()).hexdigest()) for r in server.requests]
+    assert {m for m, _, _ in sent} == set(openai_judges.PRESETS["memora"]) and {t for _, t, _ in sent} == {0.0}
+    assert {d for _, _, d in sent} == {hashlib.sha256(openai_judges.SYSTEM_PROMPT.encode()).hexdigest()}
+    assert len(sent) == 3 * 3  # three judges x the persona's three sub-questions, each asked once
+    kept = b"".join(p.read_bytes() for p in (memora_project / "runs").rglob("*") if p.is_file())
+    assert KEY.encode() not in kept and KEY not in done.stdout + done.stderr
+    assert summary[0]["reward"]["invalid"] is None and summary[0]["panel"] == "model"
+
+    server.close()  # the endpoint is gone: a reproduction judges every sub-question from the runs folder's cache
+    again, replayed = grid_run(f"{run_id}-again")
+    assert replayed[0]["fama"] == summary[0]["fama"] and replayed[0]["invalid_judgements"] == 0
+    assert len(server.requests) == 9
