@@ -375,8 +375,7 @@ def _finish_grid(outcome, resume: str) -> None:
     else:
         rows = _print_protocol_summary(run_dir, protocol)
         _print_locations(run_dir)
-        if (page := _write_protocol_page(run_dir, protocol, rows)) is not None:  # as `memgrid report` writes it
-            console.print(f"report:     {page}")
+        console.print(f"report:     {_write_protocol_page(run_dir, protocol, rows)}")  # as `memgrid report` writes it
     if summary.skipped:
         console.print(f"resumed: {summary.skipped} cells already finished were skipped")
     if summary.interrupted:
@@ -426,11 +425,7 @@ def report(
         if append_to_prereg is not None:
             raise UserError(f"run {run}: --append-to-prereg reports coding runs; this run is {protocol}: fix: drop it")
         run_dir = resolve_run_dir(run, runs_dir)
-        path = _write_protocol_page(run_dir, protocol, _print_protocol_summary(run_dir, protocol), html)
-        if path is None and html is not None:
-            raise UserError(f"run {run}: the {protocol} protocol has no HTML page: fix: drop --html")
-        if path is not None:
-            console.print(f"report: {path}")
+        console.print(f"report: {_write_protocol_page(run_dir, protocol, _print_protocol_summary(run_dir, protocol), html)}")
         return
     result = make_report(run, runs_dir, html, append_to_prereg, min_effect, console)
     console.print(f"report: {result.html_path}")
@@ -519,13 +514,11 @@ def _print_cells(run_dir: Path, arm: Optional[str], discarded: bool, as_json: bo
     console.print(table)
 
 
-def _write_protocol_page(run_dir: Path, name: str, summary: list[dict], html: Optional[Path] = None) -> Optional[Path]:
-    """The protocol's own HTML page (default RUN/report.html); None when it has none."""
+def _write_protocol_page(run_dir: Path, name: str, summary: list[dict], html: Optional[Path] = None) -> Path:
+    """The protocol's HTML page (default RUN/report.html): its own, or its tables (Protocol.page)."""
     from runner.protocols.registry import protocol_named
 
-    page = protocol_named(name).report_html(run_dir.name, json.loads((run_dir / "run.json").read_text()), summary)
-    if page is None:
-        return None
+    page = protocol_named(name).page(run_dir, json.loads((run_dir / "run.json").read_text()), summary)
     path = html or run_dir / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")

@@ -84,6 +84,20 @@ def test_a_hosted_persons_digest_changes_with_the_format_code_that_reads_it(memo
     assert protocol.hosted_digest(folder, "test_baker", "weekly") != before
 
 
+def test_a_record_past_the_cutoff_is_a_searchs_violation_and_not_a_listings(memora_project):
+    from runner.protocols.personal.protocol import released
+    from runner.sources.memora import hosted_unit
+
+    unit = hosted_unit(memora_project / "tasks" / "memora", "test_baker", "weekly")
+    question = next(q for q in unit.questions if q.id == "bake_load_2")  # asked on the 2nd of four days
+    every = [r.id for r in unit.records]
+    searched, listed = released(unit, question, every), released(unit, question, every, listed=True)
+    assert searched.kept == listed.kept == tuple(every[:2])
+    assert searched.dropped == listed.dropped == {"past_cutoff": tuple(every[2:])}
+    assert (searched.violations, listed.violations) == (every[2:], [])
+    assert released(unit, question, ["someone-else-0001"], listed=True).violations == ["someone-else-0001"]
+
+
 def test_a_generated_personal_grid_still_needs_its_cases(tmp_path):
     spec, path = grid(tmp_path, suite=None, cases=None, judges=None)
     with pytest.raises(SpecError, match="cases: is missing"):
@@ -114,6 +128,9 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     full = results["full_context"]
     # the full context is every session up to each question's own cutoff: two for a question dated on the 4th
     assert (full["bake_kind_4"]["released"], full["bake_load_2"]["released"]) == (4, 2)
+    # the two sessions past the 2nd are the question's cutoff at work on a listing of every record: no violation, no
+    # flag against full_context (a search's choice past the cutoff would be one)
+    assert (full["bake_load_2"]["dropped"], full["bake_load_2"]["violations"]) == ({"past_cutoff": 2}, 0)
     assert (full["bake_load_2"]["cp"], full["bake_load_2"]["fama"]) == (1, 1.0)  # "forty" was said in session 1
     assert full["bake_kind_4"]["cp"] == 1 and full["bake_kind_4"]["evidence_released"] == 1
     # the session stating what no longer holds (rye, session 1) was returned too: the answer must treat it as outdated
@@ -160,6 +177,7 @@ def test_a_memora_grid_on_the_command_line_prints_table_3_and_writes_its_page(en
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FAMA x 100 as Memora's Table 3" in done.stdout and "Same data and questions" in done.stdout
+    assert "FLAG" not in done.stdout  # bake_load_2's cutoff dropped two listed sessions: not the arm's violation
     page = memora_project / "runs" / run_id / "report.html"
     assert f"report:     {page}" in done.stdout
     html = page.read_text()

@@ -216,6 +216,18 @@ def test_a_grid_pairs_submissions_only_with_their_own_answerer(arms_root, tmp_pa
         PROTOCOLS["coding"].check(personal_grid(path, ("stub_sub",), ("floor",), "coding"), path, arms, {})
 
 
+def test_the_estimate_counts_the_model_cells_the_protocol_plays(arms_root, tmp_path):
+    """A submission answers for itself: a model agent beside it is sized over the baselines alone, as the run
+    expands the grid (without Protocol.plays the estimate priced a claude-code cell of the submission too)."""
+    from runner.plan.estimate import planned_cells
+
+    shutil.copytree(REPO / "arms" / "bare", arms_root / "arms" / "bare")
+    (arms_root / "tasks").mkdir()
+    path = tmp_path / "grid.yaml"
+    planned = planned_cells(personal_grid(path, ("bare", "stub_sub"), ("claude-code", "submission")), path, arms_root)
+    assert planned == [("p00", "bare", "weekly", 0, "claude-code")]
+
+
 def test_arm_check_runs_the_contract_and_names_a_broken_script(engine, images, arms_root, run_id, no_leftovers):
     from runner.arms.check import check_arm
 

@@ -112,6 +112,13 @@ def test_a_grid_names_the_hosted_suite_runs_every_case_and_the_tasks_grader_give
     (title, columns, lines, _), = PROTOCOL.run_tables(outcome.plan.run_dir)
     assert columns == ["agent", "arm", "cases", "passed", "score", "n_total", "n_scored"]
     assert lines == [["remembers", "notes", "3", "true", "1.0", "3", "3"]]
+    # and on the run's page, as `memgrid report` writes it and the viewer's site carries it
+    from runner.results.view import build_site
+
+    build_site(outcome.plan.run_dir, tmp_path / "site", hosted)
+    grader_row = "<td>remembers</td><td>notes</td><td>3</td><td>true</td><td>1.0</td><td>3</td><td>3</td>"
+    page = (tmp_path / "site" / "report.html").read_text()
+    assert "the task&#x27;s own grader, per agent x arm" in page and grader_row in page
 
 
 @pytest.mark.parametrize("extra, field, problem", [

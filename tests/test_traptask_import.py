@@ -216,3 +216,18 @@ def test_the_command_line_lists_the_cases_and_reports_bad_input_in_one_line(trap
     unknown_need(trap)
     refused = memgrid("import", "--format", "traptask", str(trap), "--suite", "other", root=root)
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "'gpu' is not a need" in refused.stderr
+
+
+def test_the_docs_example_runs_with_files_the_project_has():
+    """docs/hosted-trap-tasks.md's grid and commands name only files of this checkout (they once named a stub
+    harness that was in no checkout), and its spec is a grid memgrid reads."""
+    import re
+
+    from runner.plan.spec import grid_from_dict
+
+    doc = (REPO / "docs" / "hosted-trap-tasks.md").read_text()
+    spec = yaml.safe_load(re.search(r"```yaml\n(.*?)```", doc, re.S).group(1))
+    files = [f for agent in spec["command_agents"].values() for f in agent["files"]]
+    copied = re.findall(r"cp -r (\S+)", re.search(r"```sh\n(.*?)```", doc, re.S).group(1))
+    assert files and copied and all((REPO / path).exists() for path in files + copied), (files, copied)
+    assert grid_from_dict(spec, REPO / "docs" / "hosted-trap-tasks.md").suite == "pair_recall"

@@ -20,7 +20,7 @@ from pathlib import Path
 from runner.agents.registry import agent_class
 from runner.env.model_endpoint import SCRIPTED
 from runner.errors import UserError
-from runner.plan.spec import GridSpec, grid_tasks
+from runner.plan.spec import GridSpec, grid_tasks, load_all_arms
 from runner.protocols.registry import protocol_named
 from runner.results.costs import price_for
 from runner.results.ledger import Ledger, latest_attempts
@@ -45,14 +45,16 @@ Key = tuple[str, str, str, int, str]  # task, arm, condition, seed, agent
 
 
 def planned_cells(grid: GridSpec, grid_path, root: Path) -> list[Key]:
-    """The coordinates of the grid's cells whose agent needs a model (no image or digest needed)."""
+    """The coordinates of the grid's cells whose agent needs a model (no image or digest needed): the pairs of arm
+    and agent the protocol plays, as the run expands them (a submission beside baselines answers for itself)."""
     tasks = grid_tasks(root, grid, grid_path)
     protocol = protocol_named(grid.protocol, grid_path)
+    arms = load_all_arms(root)
     units = protocol.unit_ids(grid, tasks, grid_path)
     pairs = protocol.pairs(grid, units, tasks)
     agents = [a for a in grid.agents if agent_class(a, grid.command_agents).needs_model]
     return [(unit, arm, condition, seed, agent) for seed in range(grid.seeds) for unit, condition in pairs
-            for agent in agents for arm in grid.arms]
+            for agent in agents for arm in grid.arms if protocol.plays(arms[arm], agent)]
 
 
 def _rows(run_dir: Path) -> dict[Key, dict]:

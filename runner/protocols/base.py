@@ -144,3 +144,15 @@ class Protocol:
     def report_html(self, run_id: str, lock: dict, summary: list[dict]) -> str | None:
         """Its own self-contained HTML page for `memgrid report --html`; None: it has none."""
         return None
+
+    def page(self, run_dir, lock: dict, summary: list[dict]) -> str:
+        """The run's HTML page (`memgrid report`, the viewer's report.html): its own, or else the tables the terminal
+        prints after a run, what `after_run` kept among them (a hosted suite's own grader)."""
+        own = self.report_html(run_dir.name, lock, summary)
+        if own is not None:
+            return own
+        from runner.results.page import tables_page
+
+        tables = [("summary", *self.summary_table(summary), ""), *self.extra_tables(summary), *self.run_tables(run_dir)]
+        flags = [f"{s['agent']} x {s['arm']}: {f}" for s in summary for f in s.get("flags", ())]
+        return tables_page(self.name, run_dir.name, lock, flags, tables)

@@ -65,6 +65,18 @@ def digests_table(lock: dict) -> str:
     return f"<details open><summary>{len(rows)} digests</summary>{html_table(['kind', 'name', 'digest'], rows, table_id='digests')}</details>"
 
 
+def tables_page(kind: str, run_id: str, lock: dict, flags: list[str],
+                tables: list[tuple[str, list[str], list[list[str]], str]]) -> str:
+    """A protocol's page made of the tables the terminal prints (title, columns, rows, the note under it), for a
+    protocol without a page of its own, so its report and the viewer show what the terminal showed."""
+    body = "".join(f"<h2>{escape(title)}</h2>{html_table(columns, rows, table_id=f'table-{i}')}"
+                   + (f"<p class=\"note\">{escape(note)}</p>" if note else "")
+                   for i, (title, columns, rows, note) in enumerate(tables))
+    return (protocol_page_head(kind, kind, run_id, lock, f"{lock.get('cells', '?')} cells",
+                               [f"<li>{escape(f)}</li>" for f in flags])
+            + body + "<h2>Digests</h2>" + digests_table(lock) + "</body></html>")
+
+
 def write_page(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -325,9 +325,7 @@ def _plots_and_report(run_dir: Path, out: Path, lock: dict, rows: list[dict]) ->
     protocol = lock.get("grid", {}).get("protocol", "coding")
     if protocol != "coding":
         proto = protocol_named(protocol)
-        page = proto.report_html(run_dir.name, lock, proto.summary([r for r in rows if r["final"]], lock.get("cells")))
-        if page is None:
-            return f"<p class=\"note\">the {_e(protocol)} protocol has no plots; its summary is the table above</p>"
+        page = proto.page(run_dir, lock, proto.summary([r for r in rows if r["final"]], lock.get("cells")))
         (out / "report.html").write_text(page, encoding="utf-8")
         return f"<p><a href=\"report.html\">the {_e(protocol)} report</a> (its tables and plot)</p>"
     from runner.results.analysis import analyse

@@ -162,21 +162,26 @@ class Released:
     person's records up to the cutoff, unique, at most MAX_IDS, in the search's order) and every other id by why it
     was dropped. Another person's (or no record's) id and one past the cutoff are violations of any search;
     a repeat and one past the first MAX_IDS are violations of a submission's (the contract's words), while the
-    harness's own reader repeats a record that a product stored in parts and hands a full context whole."""
+    harness's own reader repeats a record that a product stored in parts and hands a full context whole. Where the
+    harness lists an arm's whole memory for every question (`listed`: a full context, an oracle's evidence; no search
+    tool chose anything), a record past a question's cutoff is that cutoff at work, not the arm's violation."""
     kept: tuple[str, ...]
     dropped: dict[str, tuple[str, ...]]  # DROP_KINDS -> ids
     contract: bool = False  # the search was a submission's: every drop is a violation
+    listed: bool = False  # the ids are the harness's listing of the arm's whole memory, not a search's choice
 
     @property
     def violations(self) -> list[str]:
-        kinds = DROP_KINDS if self.contract else ("not_this_person", "past_cutoff")
+        kinds = DROP_KINDS if self.contract else ("not_this_person",) if self.listed else ("not_this_person",
+                                                                                          "past_cutoff")
         return [i for k in kinds for i in self.dropped.get(k, ())]
 
 
 DROP_KINDS = ("not_this_person", "past_cutoff", "duplicate", "over_limit")
 
 
-def released(unit: gen.Unit, question: gen.Question, ids: list[str], contract: bool = False) -> Released:
+def released(unit: gen.Unit, question: gen.Question, ids: list[str], contract: bool = False,
+             listed: bool = False) -> Released:
     sessions = {r.id: r.session for r in unit.records}
     kept, seen, dropped = [], set(), {k: [] for k in DROP_KINDS}
     for i in ids:
@@ -184,7 +189,7 @@ def released(unit: gen.Unit, question: gen.Question, ids: list[str], contract: b
                 "past_cutoff" if sessions[i] > question.cutoff_session else "over_limit" if len(kept) >= MAX_IDS else None)
         seen.add(i)
         (dropped[kind] if kind else kept).append(i)
-    return Released(tuple(kept), {k: tuple(v) for k, v in dropped.items() if v}, contract)
+    return Released(tuple(kept), {k: tuple(v) for k, v in dropped.items() if v}, contract, listed)
 
 
 def answers_of(transcript) -> dict[str, str]:
@@ -237,9 +242,9 @@ def gateway_address(endpoint: ModelEndpoint) -> str:
 
 
 def release_all(unit: gen.Unit, retrieved: dict[str, list[str]], search_phase: dict,
-                contract: bool = False) -> dict[str, Released]:
+                contract: bool = False, listed: bool = False) -> dict[str, Released]:
     """Per question, what is released to the answer; the violations' count goes in the search's phase."""
-    out = {q.id: released(unit, q, retrieved.get(q.id, []), contract) for q in unit.questions}
+    out = {q.id: released(unit, q, retrieved.get(q.id, []), contract, listed) for q in unit.questions}
     search_phase["violations"] = sum(len(r.violations) for r in out.values())
     return out
 
@@ -567,7 +572,8 @@ class PersonalProtocol(Protocol):
             return Answers({**session_fields(s), "model": None, "agent_ended": None})
         retrieved = {e["question"]: [str(i) for i in e.get("ids", [])] for e in s.transcript.events
                      if e.get("type") == "retrieved"}
-        release = release_all(unit, retrieved, phases["search"])
+        arm = ctx.arms[cell.arm]  # an arm with no search tool is listed whole by the harness's reader
+        release = release_all(unit, retrieved, phases["search"], listed=kind_of(arm).location(arm).tool is None)
         ctx.check_cancel()
         # The answer, isolated: the requests only.
         b_answer = bundle or self.bundle_answer(ctx, cell, unit, {q: r.kept for q, r in release.items()})
