@@ -231,7 +231,8 @@ def images_build(
 def grid(
     spec: Optional[Path] = typer.Option(None, "--spec", help="Grid spec YAML (instead of a preset)."),
     preset: str = typer.Option("default", help="A shipped grid: default (reader x all arms x all conditions), "
-                                               "harness (floor/ceiling), full (everything, 2 seeds), two-session "
+                                               "harness (floor/ceiling), full (the reader x every task, arm and "
+                                               "condition, 2 seeds), two-session "
                                                "(the two-session recall protocol: reader and stubs), planted (the "
                                                "planted-memory protocol: reader over recall and its canary), personal "
                                                "(the personal-memory protocol: 20 persons x 3 horizons over bare, "

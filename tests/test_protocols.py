@@ -204,3 +204,34 @@ def test_an_arm_with_hooks_is_refused_with_an_agent_that_does_not_run_them(tmp_p
     assert e.value.field == "agents" and e.value.problem == (f"names '{agent}', which does not run arm 'hooked''s "
                                                              "hooks: each of its cells would be discarded hook_not_fired")
 
+
+
+@pytest.mark.parametrize("protocol,agent,arm,refused", [
+    ("coding", "reader", "recall", False), ("coding", "claude-code", "recall", False),
+    ("coding", "echo", "recall", True), ("coding", "floor", "recall", True),
+    ("coding", "echo", "recall_prefetch", False),  # the harness searches a prefetch arm's server, not the agent
+    ("two-session", "unknown", "recall", True), ("two-session", "unknown", "notes", False),
+    ("planted", "echo", "recall", True),
+])
+def test_an_arm_with_a_server_is_refused_with_an_agent_that_cannot_connect_to_it(protocol, agent, arm, refused):
+    """The gate's mcp_connected proof needs the session's own record of the arm's server connecting: an agent that is
+    no MCP client (a command agent, a reference agent) cannot earn it, so every cell of the pair would be discarded
+    mcp_server_failed, whatever the agent did. The grid is refused by name instead (issue 73); the personal protocol,
+    whose harness searches the server, is not concerned."""
+    agents = {"echo": {"command": ["python3", "-c", "print('nothing')"]}}
+    spec = {"name": "c", "tasks": "all", "arms": [arm], "agents": [agent], "seeds": 1, "protocol": protocol,
+            "conditions": {"coding": ["present"], "two-session": ["closing_balance"], "planted": ["on"]}[protocol],
+            "command_agents": {**agents, **({"unknown": agents["echo"]} if protocol == "two-session" else {})}}
+    if protocol == "two-session":
+        spec["cases"] = 1
+    grid = grid_from_dict(spec, WHERE)
+    arms = load_all_arms(REPO)
+    if not refused:
+        check_agents(grid, WHERE, REPO, arms)
+        return
+    with pytest.raises(SpecError) as e:
+        check_agents(grid, WHERE, REPO, arms)
+    assert e.value.field == "agents" and e.value.problem == (f"names '{agent}', which cannot connect to arm '{arm}''s "
+                                                             "MCP server: each of its cells would be discarded "
+                                                             "mcp_server_failed")
+    assert "MCP client (reader, claude-code, codex)" in e.value.fix

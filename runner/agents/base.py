@@ -133,6 +133,10 @@ class Agent:
     # Whether it runs an arm's hooks at their events, which the gate's hooks_fired proof requires: under an agent
     # that does not, every cell of an arm with hooks would be discarded hook_not_fired, so the grid is refused.
     runs_hooks: ClassVar[bool] = False
+    # Whether its session connects to an arm's MCP server and lists its tools, as the gate's mcp_connected and
+    # required_tools_listed proofs require of a session under an arm with a server of its own: under an agent that
+    # does not, every such cell would be discarded mcp_server_failed, so the grid is refused.
+    mcp_client: ClassVar[bool] = False
 
     def __init__(self, setup: SessionSetup):
         self.setup = setup

@@ -62,6 +62,7 @@ class ModelCliSetup:
 class ModelCliAgent(Agent):
     """The base of the CLI agents. A subclass sets the class attributes below and implements `run`."""
     needs_model = True
+    mcp_client = True  # the CLI connects to the MCP servers of its config and lists their tools at init
     protocols = ("coding", "two-session", "planted")  # the protocols the scripted model has a script for
     context: ClassVar[Path]  # images/<agent>/: its Dockerfile and pin.yaml
     members: ClassVar[dict[str, str]]  # the files its layer takes from the pinned tarball: path in it -> name

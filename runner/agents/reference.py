@@ -70,6 +70,7 @@ class ReaderAgent(Agent):
     name = "reader"
     harness_code = True
     runs_hooks = True  # memgrid-reader's run_hooks
+    mcp_client = True  # memgrid-reader's on_server
     mode: tuple[str, ...] | None = None  # memgrid-reader's mode; None: the one the protocol's channel names
 
     def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
@@ -98,5 +99,5 @@ class ExtractiveAgent(ReaderAgent):
 
     name = "extractive"
     protocols = ("personal",)
-    runs_hooks = False
+    runs_hooks = mcp_client = False
     mode = ("--personal-extract",)

@@ -305,16 +305,27 @@ def grading_checks(root: Path, client, images) -> list[Check]:
 
 def run_selftest(root: Path, runs_dir: Path, *, emit: Callable[[str], None], log: Callable[[str], None]) -> list[Check]:
     run_id = f"selftest-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
-    grid = grid_from_dict({"name": "selftest", "tasks": [TASK], "arms": list(ARMS),
-                           "agents": ["floor", "ceiling", *CANARIES], "seeds": 1, "conditions": ["present"],
-                           "model": "scripted"}, Path("(selftest)"))
-    run = prepare_run(grid, Path("(selftest)"), root=root, run_id=run_id, runs_dir=runs_dir, concurrency=1, log=log)
     checks: list[Check] = []
+    # The reference agents in a run of their own over bare: they are no MCP clients, so no grid pairs them with
+    # recall's server (every such cell would be discarded mcp_server_failed).
+    grid = grid_from_dict({"name": "selftest-reference", "tasks": [TASK], "arms": ["bare"],
+                           "agents": ["floor", "ceiling"], "seeds": 1, "conditions": ["present"]}, Path("(selftest)"))
+    run = prepare_run(grid, Path("(selftest)"), root=root, run_id=f"{run_id}-reference", runs_dir=runs_dir,
+                      concurrency=1, log=log)
     try:
-        for part in (reference_checks, canary_checks):
-            for check in part(run):
-                checks.append(check)
-                emit(check.line())
+        for check in reference_checks(run):
+            checks.append(check)
+            emit(check.line())
+    finally:
+        run.ledger.compact()
+        remove_run_containers(run.ctx.client, f"{run_id}-reference")
+    grid = grid_from_dict({"name": "selftest", "tasks": [TASK], "arms": list(ARMS), "agents": [*CANARIES], "seeds": 1,
+                           "conditions": ["present"], "model": "scripted"}, Path("(selftest)"))
+    run = prepare_run(grid, Path("(selftest)"), root=root, run_id=run_id, runs_dir=runs_dir, concurrency=1, log=log)
+    try:
+        for check in canary_checks(run):
+            checks.append(check)
+            emit(check.line())
         for check in grading_checks(root, run.ctx.client, run.ctx.images):
             checks.append(check)
             emit(check.line())

@@ -30,6 +30,9 @@ class Protocol:
     # the line shows no such count rather than a 0 that reads as failure.
     passed_label: ClassVar[str | None] = "passed"
     runs_submissions: ClassVar[bool] = False  # it runs a benchmark submission's own scripts (arms/kinds.py)
+    # Whether the cell's agent itself talks to the arm's memory server (personal: the harness searches it and the
+    # agent answers from what was released), so that only an MCP client can play an arm with a server.
+    agent_uses_server: ClassVar[bool] = True
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
         """The grid's unit ids, each checked by name (a coding task under tasks/ by default)."""
@@ -71,6 +74,12 @@ class Protocol:
                 raise SpecError(grid_path, "agents", f"names '{name}', which does not run arm '{hooked[0]}''s hooks: "
                                 "each of its cells would be discarded hook_not_fired",
                                 f"grid '{hooked[0]}' with an agent that runs hooks (reader), or remove that arm")
+            served = [a for a in grid.arms if a in arms and kind_of(arms[a]).own_server(arms[a]) is not None
+                      and self.plays(arms[a], name)]
+            if served and self.agent_uses_server and not cls.mcp_client:
+                raise SpecError(grid_path, "agents", f"names '{name}', which cannot connect to arm '{served[0]}''s MCP "
+                                "server: each of its cells would be discarded mcp_server_failed",
+                                f"grid '{served[0]}' with an MCP client (reader, claude-code, codex), or remove that arm")
 
     def unisolated(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
         """The units whose checkers are not isolated, each with why: a grid grades one only when it names it under

@@ -263,6 +263,7 @@ class Answers:
 class PersonalProtocol(Protocol):
     name = "personal"
     runs_submissions = True
+    agent_uses_server = False  # the harness's reader searches the arm; the cell's agent answers in isolation
     passed_label = None  # answers are judged per question (summary.json), not passed per cell
     reads = ("arms", "tasks")  # its generated persons are code; a hosted suite's are tasks/<suite>/
     description = ("Personal memory over weeks to quarters (Memora's FAMA): the arm builds a store of a person's "
