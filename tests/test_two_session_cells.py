@@ -184,3 +184,59 @@ def test_what_step1_leaves_in_the_store_that_cannot_be_carried_is_its_own_doing(
     assert flood.outcome == "not_recalled" and flood.error_class == "resource_limit", flood.error_class
     assert "over the cap of 1 MiB" in flood.error_detail and "over the cap of 1 MiB" in flood.checker_detail
     assert not (ctx.run_dir / "cells" / flood.cell_id / "step2" / "transcript.jsonl").exists()
+
+
+def recall_ctx(engine, images, root, tmp_path, run_id) -> TrialContext:
+    from runner.arms.ingest import ensure_empty_stores
+    from runner.env.images import ensure_arm_image
+
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(root), load_all_arms(root),
+                       protocol=PROTOCOL)
+    ctx.run_dir.mkdir(parents=True)
+    ctx.images_by_arm["recall"] = ensure_arm_image(engine, root / "arms" / "recall", images.sandbox, log=lambda m: None)
+    ctx.stores.update(ensure_empty_stores(engine, [ctx.arms["recall"]], ctx.run_dir, ctx.images_by_arm, run_id=run_id,
+                                          log=lambda m: None))
+    return ctx
+
+
+def test_a_store_step1_damaged_is_scored_store_unreadable_and_a_server_failing_alone_is_discarded(
+        engine, images, project, tmp_path, run_id, no_leftovers, monkeypatch):
+    """Issue 73: a step-1 agent that overwrites recall's store with random bytes makes step 2's server fail to start.
+    The same server starts on the store step 1 began with (the control), so the failure is the agent's doing: scored
+    not recalled, `store_unreadable`, never discarded. A server that fails on its own (its command `false`) fails the
+    control too: discarded mcp_server_failed, as the canaries require."""
+    from runner.agents import registry
+    from runner.agents.reference import ReaderAgent
+
+    class Vandal(ReaderAgent):
+        """The reader, remembering as it does, then writing random bytes over the store's receipt in step 1."""
+        name = "vandal"
+
+        def run(self, sandbox, prompt):
+            transcript = super().run(sandbox, prompt)
+            if self.setup.channel.name == "remember":
+                sandbox.exec(["sh", "-c", "head -c 4096 /dev/urandom > /sandbox/store/store.json"], timeout=30,
+                             workdir="/sandbox")
+            return transcript
+
+    monkeypatch.setitem(registry.AGENTS, "vandal", Vandal)
+    case = casegen.generate_cases(1)[0]
+    ctx = recall_ctx(engine, images, REPO, tmp_path, run_id)
+    damaged = PROTOCOL.run_cell(ctx, cell(case, "recall", "vandal"), 1)
+    assert damaged.admitted and damaged.outcome == "not_recalled", (damaged.discard_reason, damaged.error_detail)
+    assert damaged.error_class == "store_unreadable" and damaged.checker_passed is False
+    proofs = {(p["phase"], p["name"]): p["passed"] for p in json.loads(damaged.gate_proofs)}
+    assert proofs[("step2", "mcp_connected")] is False and proofs[("control", "server_starts_on_start_store")] is True
+
+    # A server that starts in step 1 and never in step 2, whatever its store (it fails wherever a recall key waits).
+    arm_yaml = project / "arms" / "recall" / "arm.yaml"
+    arm_yaml.write_text(arm_yaml.read_text().replace(
+        'write_command: ["recall-server", "--store", "{store}", "--writable"]',
+        'write_command: ["sh", "-c", "test -f /sandbox/.reader/recall.json && exit 1; '
+        'exec recall-server --store {store} --writable"]'))
+    ctx = recall_ctx(engine, images, project, tmp_path / "broken", run_id)
+    broken = PROTOCOL.run_cell(ctx, cell(case, "recall", "reader"), 1)
+    assert not broken.admitted and broken.discard_reason == "mcp_server_failed", (broken.discard_reason,
+                                                                                   broken.error_detail)
+    proofs = {(p["phase"], p["name"]): p["passed"] for p in json.loads(broken.gate_proofs)}
+    assert proofs[("control", "server_starts_on_start_store")] is False

@@ -15,7 +15,7 @@ tools). Arms whose files or memory come from coding tasks and their corpora cann
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Callable
@@ -43,6 +43,8 @@ from runner.protocols.two_session.judge import judge
 from runner.results.ledger import LedgerRow
 
 AGENT_SECONDS = 300
+CONTROL_AGENT = "reader"  # starts the arm's server on a store no agent touched: an MCP client whose record is memgrid's
+STORE_UNREADABLE = "store_unreadable"  # step 2's server failed on the store step 1's agent left: scored, not discarded
 GRADER_COLUMNS = 5  # of a hosted task's grader output shown in the run's summary
 README = ("# Scratch space\n\nThis folder is yours for this session. Nothing here is graded; only your answer is.\n")
 GENERATOR_FILES = ("cases.py", "judge.py")
@@ -259,6 +261,19 @@ class TwoSessionProtocol(Protocol):
         snapshot = ctx.stores.get((arm.name, EMPTY, 0))
         return snapshot.entries if snapshot is not None else ()
 
+    def control_start(self, ctx: TrialContext, cell: CellSpec, unit, attempt: int, cell_dir: Path) -> gate.GateProof:
+        """Whether the arm's server connects on the store step 1 started from: memgrid's reader in step 2's place, in
+        a fresh container, its mcp_connected proof the answer (its recall is never scored)."""
+        reader = replace(cell, agent=CONTROL_AGENT)
+        bundle = self.bundle(ctx, reader, "step2", unit.prompts[1], self.start_store(ctx, ctx.arms[cell.arm]))
+        (cell_dir / "control").mkdir(parents=True, exist_ok=True)
+        c = run_phase(ctx, reader, PhaseSpec("control", unit.prompts[1], bundle, cell_dir / "control", AGENT_SECONDS,
+                                             unit.channels[1], export=None), attempt)
+        wait_for_removals([c.remover])
+        connected = next((p for p in c.decision.proofs if p.name == "mcp_connected"), None)
+        return gate.GateProof("server_starts_on_start_store", bool(connected and connected.passed),
+                              connected.detail if connected else "no record of the server")
+
     def bundle(self, ctx: TrialContext, cell: CellSpec, phase: str, prompt: str, store: tuple[Entry, ...]) -> Bundle:
         arm = ctx.arms[cell.arm]
         config = agent_config(cell, arm, phase=phase)
@@ -361,6 +376,25 @@ class TwoSessionProtocol(Protocol):
                 if tokens[k] is not None or fields[k] is not None:
                     fields[k] = (tokens[k] or 0) + (fields[k] or 0)
             fields["agent_ended"] = first_ending(s1.transcript.ended, s2.transcript.ended)
+            if not s2.decision.admitted and s2.decision.discard_reason == gate.MCP_SERVER_FAILED:
+                # Whose failure: the server's, or the store step 1's agent left? The same server on the store step
+                # 1 started from tells them apart (a control, memgrid's reader: it proves only the connection).
+                control = self.control_start(ctx, cell, unit, attempt, cell_dir)
+                proofs.append({"phase": "control", **vars(control)})
+                phases["control"] = {"server_starts_on_start_store": control.passed, "detail": control.detail}
+                if control.passed:  # the store step 1 left is what the server could not start on: the agent's doing
+                    scored, recalled = unit.score(ctx, cell, Transcript(agent=cell.agent, model=None))
+                    result = {**scored, "step1_ended": s1.transcript.ended, "step2_ended": s2.transcript.ended,
+                              "store_unreadable": True}
+                    write_json(cell_dir / "verdict.json", result)
+                    why = next((p.detail for p in s2.decision.proofs if p.name == "mcp_connected"), "")
+                    return finish(**{**fields, "admitted": True, "discard_reason": None,
+                                     "error_class": STORE_UNREADABLE,
+                                     "error_detail": f"step 2's memory server failed on the store step 1 left "
+                                                     f"({s1.store_digest[:12]}): {why}; it starts on the store step 1 "
+                                                     "began with"},
+                                  checker_passed=recalled, outcome="not_recalled",
+                                  checker_detail=f"{STORE_UNREADABLE}: step 2 could not read its memory")
             if not s2.decision.admitted:
                 return finish(**fields)
             scored, recalled = unit.score(ctx, cell, s2.transcript)
