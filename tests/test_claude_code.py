@@ -303,6 +303,58 @@ def test_two_sessions_on_the_scripted_model_remember_through_the_arm(engine, ima
     assert rows["recall"]["tokens_fresh_input"] > 0  # both sessions' tokens, summed
 
 
+# What a hostile step 1 leaves of the arm's store for step 2's server (issue 73): each a Bash command the scripted model
+# runs after remembering, one per generated case.
+STORE_ATTACKS = {
+    "random_bytes": 'find /sandbox/store -type f -exec sh -c \'head -c 4096 /dev/urandom > "$1"\' _ {} \\;',
+    "fifo": 'find /sandbox/store -type f -exec sh -c \'rm -f "$1" && mkfifo "$1"\' _ {} \\;',
+    "link_to_shadow": 'find /sandbox/store -type f -exec sh -c \'rm -f "$1" && ln -s /etc/shadow "$1"\' _ {} \\;',
+    "mode_000": "find /sandbox/store -mindepth 1 -depth -exec chmod 000 {} + ; chmod 000 /sandbox/store",
+    "deep_nesting": "python3 -c \"import os; os.chdir('/sandbox/store')\n[(os.mkdir('n'), os.chdir('n')) for _ in range(2000)]\"",
+    "newline_name": "printf x > \"/sandbox/store/a$(printf '\\nb')\"",
+    "big_1_2_gib": "head -c 1288490188 /dev/zero > /sandbox/store/big.bin",
+}
+
+
+def test_a_hostile_step1_that_damages_the_store_is_scored_never_discarded(engine, images, run_id, tmp_path, no_leftovers,
+                                                                           monkeypatch):
+    """Issue 73, the damage table: claude-code on the scripted model remembers through the arm, then its shell damages
+    the store (random bytes, fifos, links to /etc/shadow, mode 000, 2,000 folders deep, a newline in a name, 1.2 GiB),
+    over recall and a third-party product. Whatever step 2's server then makes of it, the cell is the agent's:
+    admitted and scored, never discarded."""
+    from runner.protocols.two_session import cases as casegen
+    from runner.protocols.two_session import protocol as two_session
+
+    attack_of = dict(zip((c.id for c in casegen.generate_cases(len(STORE_ATTACKS))), STORE_ATTACKS))
+    honest = two_session.model_script
+
+    def hostile(case, arm, phase):
+        script = honest(case, arm, phase)
+        return {**script, "shell": STORE_ATTACKS[attack_of[case.id]]} if phase == "step1" else script
+
+    monkeypatch.setattr(two_session, "model_script", hostile)
+    grid = grid_from_dict({"name": "cc-damage", "protocol": "two-session", "cases": len(STORE_ATTACKS),
+                           "arms": ["recall", "server_memory"], "agents": ["claude-code"], "seeds": 1,
+                           "conditions": list(casegen.DERIVATIONS), "model": "scripted"}, Path("(test grid)"))
+    outcome = run_grid(grid, Path("(test grid)"), root=REPO, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2,
+                       progress=False, log=lambda m: None)
+    rows = latest_attempts([json.loads(l) for l in (outcome.run_dir / "ledger.jsonl").open()]).values()
+    table = {(attack_of[r["task"]], r["arm"]): (r["admitted"], r["outcome"], r["error_class"], r["discard_reason"])
+             for r in rows}
+    print("\n".join(f"{a:15} {arm:14} {v}" for (a, arm), v in sorted(table.items())))
+    assert len(table) == 2 * len(STORE_ATTACKS)
+    assert all(admitted and outcome in ("recalled", "not_recalled") for admitted, outcome, _, _ in table.values()), table
+    # recall cannot start on a receipt of random bytes, nor without the receipt a fifo or a link replaced: the control
+    # shows it starts on the store step 1 began with, so the store is the agent's doing
+    for attack in ("random_bytes", "fifo", "link_to_shadow"):
+        assert table[(attack, "recall")][1:3] == ("not_recalled", "store_unreadable"), (attack, table)
+    assert {table[("big_1_2_gib", arm)][2] for arm in ("recall", "server_memory")} == {"resource_limit"}  # not carried
+    # the file named with a newline is dropped (it cannot be listed in step 2's manifest); what the agent remembered
+    # is carried, and so are a store read-protected or nested 2,000 folders deep
+    for attack in ("newline_name", "mode_000", "deep_nesting"):
+        assert table[(attack, "recall")][1] == "recalled", (attack, table)
+
+
 def test_planted_memory_on_and_off_on_the_scripted_model(engine, images, run_id, tmp_path, no_leftovers):
     """The real CLI, the arm's server started with the condition's switches (its MCP env): on, the planted
     memory is served (the arm's log confirms it) and the solution passes the hidden tests; off, nothing."""

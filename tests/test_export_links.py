@@ -137,3 +137,19 @@ def test_a_hard_link_cannot_carry_bytecode_under_another_name(tmp_path):
     assert export.entries == ()
     assert {(d.path, d.kind) for d in export.dropped} == {("a.pyc", "bytecode"), ("b.pyc", "bytecode"),
                                                           ("c.txt", "hardlink")}
+
+
+def test_a_name_a_manifest_cannot_list_is_dropped_and_named(tmp_path):
+    """A bundle's MANIFEST.sha256 names a file a line: a name with a newline (or any control character) would break
+    it, and a store carrying one made step 2's bundle fail its own verification (a discard the agent chose)."""
+    from runner.env.bundle import bundle_of
+
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    (ws / "notes.md").write_text("kept\n")
+    (ws / "a\nb").write_text("x")
+    (ws / "tab\there").write_text("y")
+    export = read_export(chunks(folder_stream(ws)), strip="workspace", cap_bytes=1 << 20)
+    assert [e.path for e in export.entries] == ["notes.md"]
+    assert sorted((d.path, d.kind) for d in export.dropped) == [("a\nb", "unnameable"), ("tab\there", "unnameable")]
+    assert bundle_of(list(export.entries)).manifest.count("\n") == 1

@@ -226,7 +226,7 @@ def test_a_store_step1_damaged_is_scored_store_unreadable_and_a_server_failing_a
     assert damaged.admitted and damaged.outcome == "not_recalled", (damaged.discard_reason, damaged.error_detail)
     assert damaged.error_class == "store_unreadable" and damaged.checker_passed is False
     proofs = {(p["phase"], p["name"]): p["passed"] for p in json.loads(damaged.gate_proofs)}
-    assert proofs[("step2", "mcp_connected")] is False and proofs[("control", "server_starts_on_start_store")] is True
+    assert proofs[("step2", "mcp_connected")] is False and proofs[("control", "arm_works_on_start_store")] is True
 
     # A server that starts in step 1 and never in step 2, whatever its store (it fails wherever a recall key waits).
     arm_yaml = project / "arms" / "recall" / "arm.yaml"
@@ -239,4 +239,4 @@ def test_a_store_step1_damaged_is_scored_store_unreadable_and_a_server_failing_a
     assert not broken.admitted and broken.discard_reason == "mcp_server_failed", (broken.discard_reason,
                                                                                    broken.error_detail)
     proofs = {(p["phase"], p["name"]): p["passed"] for p in json.loads(broken.gate_proofs)}
-    assert proofs[("control", "server_starts_on_start_store")] is False
+    assert proofs[("control", "arm_works_on_start_store")] is False

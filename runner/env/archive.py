@@ -1,6 +1,7 @@
 """Deterministic tar building and safe tar reading: archive in, archive out."""
 
 import io
+import re
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ class Dropped:
     """An export entry left out: a symlink, a hard link to nothing kept, a special file, compiled Python,
     or a path that would leave the root."""
     path: str
-    kind: str  # symlink | hardlink | fifo | device | other | escaping | bytecode
+    kind: str  # symlink | hardlink | fifo | device | other | escaping | bytecode | unnameable
     detail: str = ""
 
 
@@ -131,6 +132,8 @@ def _kind(member: tarfile.TarInfo) -> str:
 
 
 BYTECODE_DETAIL = "compiled Python is never graded: the source beside it is"
+UNNAMEABLE = re.compile(r"[\x00-\x1f\x7f]")
+UNNAMEABLE_DETAIL = "a name with a control character (a newline) cannot be listed in a bundle's manifest"
 
 
 def is_bytecode(rel: PurePosixPath) -> bool:
@@ -174,6 +177,9 @@ def read_export(chunks: Iterator[bytes], strip: str, cap_bytes: int, keep_byteco
                 continue
             if not keep_bytecode and is_bytecode(PurePosixPath(rel)):
                 drop(Dropped(rel, "bytecode", BYTECODE_DETAIL))
+                continue
+            if UNNAMEABLE.search(rel):  # a bundle's manifest lists a file a line: it could not name this one
+                drop(Dropped(rel, "unnameable", UNNAMEABLE_DETAIL))
                 continue
             # The engine's tar writes the second name of an inode as a hard link to the first: git, pip and
             # cp -l make these in an honest workspace, and dropping one would lose a file the agent wrote.

@@ -44,7 +44,10 @@ from runner.results.ledger import LedgerRow
 
 AGENT_SECONDS = 300
 CONTROL_AGENT = "reader"  # starts the arm's server on a store no agent touched: an MCP client whose record is memgrid's
-STORE_UNREADABLE = "store_unreadable"  # step 2's server failed on the store step 1's agent left: scored, not discarded
+STORE_UNREADABLE = "store_unreadable"  # step 2's arm failed on the store step 1's agent left: scored, not discarded
+# What a store step 1 left can make step 2 fail: its server does not start, or a file it needs was not carried (a
+# link or a fifo in its place is dropped, never followed).
+STORE_FAULTS = (gate.MCP_SERVER_FAILED, gate.REQUIRED_PATH_MISSING)
 GRADER_COLUMNS = 5  # of a hosted task's grader output shown in the run's summary
 README = ("# Scratch space\n\nThis folder is yours for this session. Nothing here is graded; only your answer is.\n")
 GENERATOR_FILES = ("cases.py", "judge.py")
@@ -262,17 +265,16 @@ class TwoSessionProtocol(Protocol):
         return snapshot.entries if snapshot is not None else ()
 
     def control_start(self, ctx: TrialContext, cell: CellSpec, unit, attempt: int, cell_dir: Path) -> gate.GateProof:
-        """Whether the arm's server connects on the store step 1 started from: memgrid's reader in step 2's place, in
-        a fresh container, its mcp_connected proof the answer (its recall is never scored)."""
+        """Whether the arm works on the store step 1 started from: memgrid's reader in step 2's place, in a fresh
+        container, admitted by the gate (its recall is never scored)."""
         reader = replace(cell, agent=CONTROL_AGENT)
         bundle = self.bundle(ctx, reader, "step2", unit.prompts[1], self.start_store(ctx, ctx.arms[cell.arm]))
         (cell_dir / "control").mkdir(parents=True, exist_ok=True)
         c = run_phase(ctx, reader, PhaseSpec("control", unit.prompts[1], bundle, cell_dir / "control", AGENT_SECONDS,
                                              unit.channels[1], export=None), attempt)
         wait_for_removals([c.remover])
-        connected = next((p for p in c.decision.proofs if p.name == "mcp_connected"), None)
-        return gate.GateProof("server_starts_on_start_store", bool(connected and connected.passed),
-                              connected.detail if connected else "no record of the server")
+        return gate.GateProof("arm_works_on_start_store", c.decision.admitted,
+                              "admitted" if c.decision.admitted else f"discarded {c.decision.discard_reason}")
 
     def bundle(self, ctx: TrialContext, cell: CellSpec, phase: str, prompt: str, store: tuple[Entry, ...]) -> Bundle:
         arm = ctx.arms[cell.arm]
@@ -376,21 +378,21 @@ class TwoSessionProtocol(Protocol):
                 if tokens[k] is not None or fields[k] is not None:
                     fields[k] = (tokens[k] or 0) + (fields[k] or 0)
             fields["agent_ended"] = first_ending(s1.transcript.ended, s2.transcript.ended)
-            if not s2.decision.admitted and s2.decision.discard_reason == gate.MCP_SERVER_FAILED:
-                # Whose failure: the server's, or the store step 1's agent left? The same server on the store step
-                # 1 started from tells them apart (a control, memgrid's reader: it proves only the connection).
+            if not s2.decision.admitted and s2.decision.discard_reason in STORE_FAULTS:
+                # Whose failure: the arm's, or the store step 1's agent left? The same arm on the store step 1
+                # started from tells them apart (a control: memgrid's reader in step 2's place).
                 control = self.control_start(ctx, cell, unit, attempt, cell_dir)
                 proofs.append({"phase": "control", **vars(control)})
-                phases["control"] = {"server_starts_on_start_store": control.passed, "detail": control.detail}
+                phases["control"] = {"arm_works_on_start_store": control.passed, "detail": control.detail}
                 if control.passed:  # the store step 1 left is what the server could not start on: the agent's doing
                     scored, recalled = unit.score(ctx, cell, Transcript(agent=cell.agent, model=None))
                     result = {**scored, "step1_ended": s1.transcript.ended, "step2_ended": s2.transcript.ended,
                               "store_unreadable": True}
                     write_json(cell_dir / "verdict.json", result)
-                    why = next((p.detail for p in s2.decision.proofs if p.name == "mcp_connected"), "")
+                    why = next((f"{p.name}: {p.detail}" for p in s2.decision.proofs if not p.passed), "")
                     return finish(**{**fields, "admitted": True, "discard_reason": None,
                                      "error_class": STORE_UNREADABLE,
-                                     "error_detail": f"step 2's memory server failed on the store step 1 left "
+                                     "error_detail": f"step 2's arm failed on the store step 1 left "
                                                      f"({s1.store_digest[:12]}): {why}; it starts on the store step 1 "
                                                      "began with"},
                                   checker_passed=recalled, outcome="not_recalled",
