@@ -407,6 +407,18 @@ def run_hostile_planted(run_id, tmp_path, monkeypatch, shell: str, condition: st
     return row, calls
 
 
+def test_a_planted_store_the_session_damaged_is_scored_and_its_forget_recorded(engine, images, run_id, tmp_path,
+                                                                           no_leftovers, monkeypatch):
+    """Issue 73, planted's row of the damage table: the session's shell overwrites recall's store with random bytes
+    before it searches. The harness's forget step then reads what the agent left: its failure is recorded in the
+    result (forgotten not ok), and the cell is admitted and graded, never discarded."""
+    row, calls = run_hostile_planted(run_id, tmp_path, monkeypatch, STORE_ATTACKS["random_bytes"], "on", search=True)
+    assert calls[0] == "Bash", calls
+    assert row["admitted"] and row["discard_reason"] is None and row["checker_passed"] is not None, (
+        row["discard_reason"], row["error_detail"])
+    assert json.loads(row["result"])["forgotten"]["ok"] is False
+
+
 def test_a_forged_arm_log_does_not_confirm_injection(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
     """The model never calls the memory tool but writes the arm's log line itself, naming the planted ids it
     read from the store with a shell. The log alone would confirm the cell (and would silence the canary
