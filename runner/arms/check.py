@@ -380,7 +380,8 @@ class ArmCheck:
                 self.step("session", t0, False, "the shared embedder sidecar did not get ready")
                 self.problem(f"{self.yaml}: embedder", sandbox.embedder_failure, "run 'memgrid images build' and check images/embedder")
                 return
-            line = sandbox.verification_report(timeout=60)
+            said = sandbox.verification_report(timeout=60).stdout.strip()
+            line = said.splitlines()[-1] if said else ""
             try:
                 verified = json.loads(line)
             except json.JSONDecodeError:

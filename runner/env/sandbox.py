@@ -327,10 +327,9 @@ class Sandbox:
         gone or stopped any other way (those fail where they are read, as before)."""
         return lifetime_ran_out(self.container, f"the sandbox's lifetime of {self.lifetime}s", "the session")
 
-    def verification_report(self, timeout: float) -> str:
-        """The bundle verifier's one line (its JSON report), run inside the container."""
-        result = self.exec(["memgrid-verify-bundle", "/sandbox"], timeout=max(1, int(timeout)), workdir="/sandbox")
-        return result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    def verification_report(self, timeout: float) -> StreamedExec:
+        """The bundle verifier run inside the container: its last line is its JSON report."""
+        return self.exec(["memgrid-verify-bundle", "/sandbox"], timeout=max(1, int(timeout)), workdir="/sandbox")
 
     def put(self, path: str, tar_bytes: bytes) -> None:
         if not self.container.put_archive(path, tar_bytes):

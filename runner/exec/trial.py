@@ -143,12 +143,26 @@ def store_of(ctx: TrialContext, cell: CellSpec):
     return ctx.stores[(provider(ctx.arms[cell.arm], ctx.arms).name, cell.condition, cell.seed)]
 
 
+class VerifierFailed(RuntimeError):
+    """The bundle verifier printed no report: memgrid's own process failed or ran out of time, so no digest was read
+    and nothing can be said to mismatch. The cell is discarded with `reason` and run again (gate.RETRIED)."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+
+
 def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
-    line = sandbox.verification_report(timeout=VERIFY_SECONDS)
+    """The verifier's report read against the bundle's digest; a mismatch only when a report was read."""
+    result = sandbox.verification_report(timeout=VERIFY_SECONDS)
+    line = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     try:
         report = json.loads(line)
     except json.JSONDecodeError:
-        report = {"error": f"the verifier printed no report within {VERIFY_SECONDS}s: {line[:200]!r}"}
+        said = f"exit {result.exit_code} after {result.seconds:.1f}s; stdout {line[:120]!r}; stderr {result.stderr[-300:]!r}"
+        if result.timed_out and result.seconds >= VERIFY_SECONDS:  # a kill is 137 too: only the time says which
+            raise VerifierFailed(gate.VERIFIER_TIMEOUT, f"the bundle verifier ran past {VERIFY_SECONDS}s: {said}") from None
+        raise VerifierFailed(gate.VERIFIER_FAILED, f"the bundle verifier printed no report: {said}") from None
     return gate.bundle_proof(report, bundle.digest)
 
 
@@ -725,7 +739,8 @@ def disk_full(e: BaseException) -> bool:
 
 def harness_failure(e: Exception) -> dict:
     return dict(final=False, admitted=False,
-                discard_reason=gate.SANDBOX_EXPIRED if isinstance(e, SandboxExpired) else gate.HARNESS_ERROR,
+                discard_reason=(gate.SANDBOX_EXPIRED if isinstance(e, SandboxExpired) else
+                                e.reason if isinstance(e, VerifierFailed) else gate.HARNESS_ERROR),
                 error_class=DISK_FULL if disk_full(e) else type(e).__name__, error_detail=str(e)[:500])
 
 

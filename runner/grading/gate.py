@@ -35,14 +35,18 @@ EMBEDDER_NOT_READY = "embedder_not_ready"  # an arm with embedder: shared whose 
 # The sandbox's first process slept out its lifetime before memgrid had read the session (the controller was paused
 # or slowed past it): memgrid's fault, never a verdict; retried in the run like wiring (trial.SandboxExpired).
 SANDBOX_EXPIRED = "sandbox_expired"
+# The bundle verifier, memgrid's own process in the sandbox, gave no report: it failed (exited without its line) or
+# ran past its time. No digest was read, so nothing mismatched: memgrid's fault, retried in the run like wiring.
+VERIFIER_FAILED = "verifier_failed"
+VERIFIER_TIMEOUT = "verifier_timeout"
 DISCARD_REASONS = (BUNDLE_DIGEST_MISMATCH, REQUIRED_PATH_MISSING, STORE_EMPTY, MCP_SERVER_FAILED, REQUIRED_TOOLS_MISSING, PREFETCH_EMPTY,
                    FOREIGN_TOOLS, HOOK_NOT_FIRED, TOOLS_NOT_VISIBLE, PERMISSION_DENIED, MODEL_UNREACHABLE, OOM_KILLED,
                    HARNESS_ERROR, STORE_DIGEST_MISMATCH, INPUTS_REACHABLE, PLANT_FAILED, ANSWER_NOT_ISOLATED,
-                   EMBEDDER_NOT_READY, SANDBOX_EXPIRED)
+                   EMBEDDER_NOT_READY, SANDBOX_EXPIRED, VERIFIER_FAILED, VERIFIER_TIMEOUT)
 # Wiring failures: the treatment never reached the session. Retried (at most twice) on this
 # reason alone, never on the checker's verdict.
 WIRING = (MCP_SERVER_FAILED, EMBEDDER_NOT_READY)
-RETRIED = (*WIRING, SANDBOX_EXPIRED)  # what the scheduler runs again at once, up to MAX_ATTEMPTS
+RETRIED = (*WIRING, SANDBOX_EXPIRED, VERIFIER_FAILED, VERIFIER_TIMEOUT)  # run again at once, up to MAX_ATTEMPTS
 MAX_ATTEMPTS = 3
 
 
