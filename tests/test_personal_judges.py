@@ -244,3 +244,20 @@ def test_the_evidence_table_splits_fama_by_whether_the_search_returned_all_memor
     assert s["forgotten_recall"] == 0.5  # of the two questions citing forgetting evidence: all, then none
     columns, lines = evidence_table(summary)
     assert lines == [["echo", "recall", "weekly", "0.50", "0.50", "0.75 (2)", "0.08 (3)"]]
+
+
+def test_the_best_window_f1_in_one_pass_is_every_windows_f1_at_its_best():
+    """TokenJudge's best-window F1 slides one window over the answer (issue 74: counting each window afresh took 26 of
+    a full-context Memora cell's 31 judging CPU seconds); it must equal token_f1 over every window, the definition."""
+    import random
+
+    from runner.protocols.personal.judges import best_window_f1, token_f1
+
+    def by_definition(target, words):
+        return max(token_f1(target, list(words[i:i + len(target)])) for i in range(max(1, len(words) - len(target) + 1)))
+
+    rng = random.Random(20261207)
+    for _ in range(2000):
+        target = [rng.choice("abcdef") for _ in range(rng.randint(1, 5))]
+        words = tuple(rng.choice("abcdefxy") for _ in range(rng.randint(0, 30)))
+        assert best_window_f1(target, words) == pytest.approx(by_definition(target, words)), (target, words)
