@@ -137,21 +137,26 @@ def test_the_environment_scrub_catches_a_variable_holding_the_answer():
     assert not leaked.passed and "HINT" in leaked.detail
 
 
+def recall_ctx(engine, images, root, tmp_path, run_id) -> TrialContext:
+    from runner.arms.ingest import ensure_empty_stores
+    from runner.env.images import ensure_arm_image
+
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(root), load_all_arms(root),
+                       protocol=PROTOCOL)
+    ctx.run_dir.mkdir(parents=True)
+    ctx.images_by_arm["recall"] = ensure_arm_image(engine, root / "arms" / "recall", images.sandbox, log=lambda m: None)
+    ctx.stores.update(ensure_empty_stores(engine, [ctx.arms["recall"]], ctx.run_dir, ctx.images_by_arm, run_id=run_id,
+                                          log=lambda m: None))
+    return ctx
+
+
 def test_an_arm_whose_write_tools_never_arrive_is_discarded_not_scored(engine, images, project, tmp_path, run_id,
                                                                        no_leftovers):
     """recall without its write tools (the server started read-only) cannot have carried anything: the
     gate discards the cell instead of scoring the arm 0."""
     arm_yaml = project / "arms" / "recall" / "arm.yaml"
     arm_yaml.write_text(arm_yaml.read_text().replace('  write_command: ["recall-server", "--store", "{store}", "--writable"]\n', ""))
-    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(project), load_all_arms(project),
-                       protocol=PROTOCOL)
-    ctx.run_dir.mkdir(parents=True)
-    from runner.arms.ingest import ensure_empty_stores
-    from runner.env.images import ensure_arm_image
-
-    ctx.images_by_arm["recall"] = ensure_arm_image(engine, project / "arms" / "recall", images.sandbox, log=lambda m: None)
-    ctx.stores.update(ensure_empty_stores(engine, [ctx.arms["recall"]], ctx.run_dir, ctx.images_by_arm, run_id=run_id,
-                                          log=lambda m: None))
+    ctx = recall_ctx(engine, images, project, tmp_path, run_id)
     case = casegen.generate_cases(1)[0]
     row = PROTOCOL.run_cell(ctx, cell(case, "recall", "reader"), 1)
     assert not row.admitted and row.discard_reason == "required_tools_missing", (row.discard_reason, row.error_detail)
@@ -184,19 +189,6 @@ def test_what_step1_leaves_in_the_store_that_cannot_be_carried_is_its_own_doing(
     assert flood.outcome == "not_recalled" and flood.error_class == "resource_limit", flood.error_class
     assert "over the cap of 1 MiB" in flood.error_detail and "over the cap of 1 MiB" in flood.checker_detail
     assert not (ctx.run_dir / "cells" / flood.cell_id / "step2" / "transcript.jsonl").exists()
-
-
-def recall_ctx(engine, images, root, tmp_path, run_id) -> TrialContext:
-    from runner.arms.ingest import ensure_empty_stores
-    from runner.env.images import ensure_arm_image
-
-    ctx = TrialContext(engine, run_id, tmp_path / "run", images, load_all_tasks(root), load_all_arms(root),
-                       protocol=PROTOCOL)
-    ctx.run_dir.mkdir(parents=True)
-    ctx.images_by_arm["recall"] = ensure_arm_image(engine, root / "arms" / "recall", images.sandbox, log=lambda m: None)
-    ctx.stores.update(ensure_empty_stores(engine, [ctx.arms["recall"]], ctx.run_dir, ctx.images_by_arm, run_id=run_id,
-                                          log=lambda m: None))
-    return ctx
 
 
 def test_a_store_step1_damaged_is_scored_store_unreadable_and_a_server_failing_alone_is_discarded(
