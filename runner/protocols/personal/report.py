@@ -48,6 +48,7 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
     flags = [f"<li><b>{escape(s['agent'])} x {escape(s['arm'])} ({escape(s['horizon'])})</b>: {escape(f)}</li>"
              for s in summary for f in s["flags"]]
     png = base64.b64encode(fama_plot(summary)).decode()
+    rewards = reward_table(summary)
     return "".join([
         protocol_page_head("personal", "personal-memory", run_id, lock, _persons(lock.get("grid", {})), flags),
         "<h2>FAMA per arm and horizon</h2>"
@@ -61,8 +62,7 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         f"<figure><img alt=\"mean FAMA by horizon per agent x arm, 95 % bootstrap intervals over persons\" "
         f"src=\"data:image/png;base64,{png}\"></figure>",
         *(["<h2>Reward as the hosted benchmark's card defines it</h2>",
-           html_table(*reward_table(summary), table_id="reward"), f"<p>{escape(reward_note(summary))}</p>"]
-          if reward_table(summary)[1] else []),
+           html_table(*rewards, table_id="reward"), f"<p>{escape(reward_note(summary))}</p>"] if rewards[1] else []),
         "<h2>FAMA as Memora's Table 3</h2>", html_table(*table3(summary), table_id="table3"),
         f"<p>{escape(TABLE3_NOTE)}</p>",
         "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
