@@ -6,7 +6,7 @@ import tarfile
 import pytest
 
 from runner.env.archive import read_export
-from runner.env.sandbox import BoundedCapture, DiskBudget
+from runner.env.sandbox import BoundedCapture, DiskBudget, ExecResult, probe
 
 
 def feed_all(capture: BoundedCapture, data: bytes, chunk: int) -> None:
@@ -57,6 +57,22 @@ def test_capture_times_each_line_by_its_last_chunk():
     capture.feed(b"result\n", 3.0)
     lines, _, _ = capture.result()
     assert lines[:3] == ((1.0, "init"), (2.0, "partial"), (3.0, "result"))
+
+
+def test_a_probe_whose_output_the_engine_lost_is_read_again_and_no_more_than_its_reads():
+    """Issue 74: the engine once returned a verifier's run (exit 0 in 0.3 s) with no output at all. A probe that came
+    back empty is run again; one that printed, failed with stderr, or ran out of time is taken as it is; the reads
+    are bounded."""
+    def runs(*results):
+        queue = list(results)
+        return lambda: queue.pop(0)
+
+    lost, report = ExecResult(0, "", "", 0.3), ExecResult(0, '{"ok": true}', "", 0.3)
+    assert probe(runs(lost, lost, report)) == (report, 2)
+    assert probe(runs(report)) == (report, 0)
+    for taken in (ExecResult(1, "", "Traceback ...", 0.3), ExecResult(124, "", "", 60.0), ExecResult(137, "", "", 0.1)):
+        assert probe(runs(taken, report)) == (taken, 0)
+    assert probe(runs(lost, lost, lost, report)) == (lost, 2)  # PROBE_READS = 3: the fourth run is never asked for
 
 
 def test_disk_budget_mounts_sum_to_the_budget():

@@ -208,6 +208,26 @@ def test_a_verifier_that_gives_no_report_is_memgrids_fault_retried_until_admitte
     assert attempts[1]["checker_passed"]
 
 
+def test_a_verifier_run_whose_output_the_engine_lost_is_read_again_in_the_same_attempt(ctx, no_leftovers, monkeypatch):
+    """Issue 74, the cause: under load the engine returned a verifier's run with no output (exit 0 in 0.3 s;
+    benchmarks/exec_output_loss.py reproduces it). Such a run is the engine's loss, not the verifier's failure: it is
+    read again at once, the first attempt is admitted and the proof says so."""
+    real, calls = Sandbox.verification_report, []
+
+    def first_output_lost(self, timeout):
+        calls.append(timeout)
+        if len(calls) == 1:  # the verifier runs to its end (exit 0) and its line never reaches the controller
+            return self.exec(["sh", "-c", "memgrid-verify-bundle /sandbox >/dev/null"], timeout=int(timeout),
+                             workdir="/sandbox")
+        return real(self, timeout)
+
+    monkeypatch.setattr(Sandbox, "verification_report", first_output_lost)
+    row = run_cell(ctx, one_cell("ceiling"), 1)
+    assert row.admitted and row.checker_passed, (row.discard_reason, row.error_detail)
+    verified = next(p for p in json.loads(row.gate_proofs) if p["name"] == "bundle_verified")
+    assert verified["passed"] and "no output of 1 earlier run, read again" in verified["detail"]
+
+
 def test_a_sandbox_started_ahead_serves_only_its_own_cell_and_bundle(ctx, no_leftovers):
     """The local executor starts the next cell's sandbox while an earlier cell's checker runs. The cell takes it
     only if it holds exactly the bundle the cell would start with: bytes, not just the digest, so a tampered

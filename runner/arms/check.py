@@ -36,7 +36,7 @@ from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import IMAGES_DIR, ImageRef, arm_image_needed, ensure_arm_image, ensure_derived, ensure_images
 from runner.arms.ingest import StoreSnapshot, fill, ingest
 from runner.arms.registry import from_npm, from_pypi
-from runner.env.sandbox import Sandbox, remove_run_containers
+from runner.env.sandbox import Sandbox, probe, remove_run_containers
 from runner.plan.spec import ArmSpec, CheckerSpec, TaskSpec, image_arm, load_all_arms, load_arm
 from runner.protocols.registry import PROTOCOLS
 from runner.exec.trial import STORE_DIR, TrialContext, agent_config
@@ -380,7 +380,7 @@ class ArmCheck:
                 self.step("session", t0, False, "the shared embedder sidecar did not get ready")
                 self.problem(f"{self.yaml}: embedder", sandbox.embedder_failure, "run 'memgrid images build' and check images/embedder")
                 return
-            said = sandbox.verification_report(timeout=60).stdout.strip()
+            said = probe(lambda: sandbox.verification_report(timeout=60))[0].stdout.strip()  # read again if lost
             line = said.splitlines()[-1] if said else ""
             try:
                 verified = json.loads(line)

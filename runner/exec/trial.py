@@ -14,7 +14,7 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -34,7 +34,7 @@ from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.overlap import Ahead, StartFailed
 from runner.env.containers import Limits
-from runner.env.sandbox import MIB, DiskBudget, Sandbox, SandboxExpired, expiry_checked
+from runner.env.sandbox import MIB, DiskBudget, Sandbox, SandboxExpired, expiry_checked, probe
 from runner.grading import gate
 from runner.grading.checker import checker_bound
 from runner.plan.grid import CellSpec
@@ -153,22 +153,32 @@ class VerifierFailed(RuntimeError):
 
 
 def bundle_verification(sandbox: Sandbox, bundle: Bundle) -> gate.GateProof:
-    """The verifier's report read against the bundle's digest; a mismatch only when a report was read."""
-    result = sandbox.verification_report(timeout=VERIFY_SECONDS)
+    """The verifier's report read against the bundle's digest; a mismatch only when a report was read. A run whose
+    output the engine lost is read again (sandbox.probe), and said in the proof."""
+    result, lost = probe(lambda: sandbox.verification_report(timeout=VERIFY_SECONDS))
+    again = f"; the engine returned no output of {lost} earlier run{'s' * (lost > 1)}, read again" if lost else ""
     line = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     try:
         report = json.loads(line)
     except json.JSONDecodeError:
-        said = f"exit {result.exit_code} after {result.seconds:.1f}s; stdout {line[:120]!r}; stderr {result.stderr[-300:]!r}"
+        said = (f"exit {result.exit_code} after {result.seconds:.1f}s; stdout {line[:120]!r}; stderr "
+                f"{result.stderr[-300:]!r}{again}")
         if result.timed_out and result.seconds >= VERIFY_SECONDS:  # a kill is 137 too: only the time says which
             raise VerifierFailed(gate.VERIFIER_TIMEOUT, f"the bundle verifier ran past {VERIFY_SECONDS}s: {said}") from None
         raise VerifierFailed(gate.VERIFIER_FAILED, f"the bundle verifier printed no report: {said}") from None
-    return gate.bundle_proof(report, bundle.digest)
+    proof = gate.bundle_proof(report, bundle.digest)
+    return replace(proof, detail=proof.detail + again)
 
 
 def isolation_proof(sandbox: Sandbox, allowed: set[str]) -> gate.GateProof:
-    """From inside an answer container: /sandbox holds what `allowed` names only, and the container has no network."""
-    listing = sandbox.exec(["ls", "-A", "/sandbox"], timeout=30, workdir="/").stdout.split()
+    """From inside an answer container: /sandbox holds what `allowed` names only, and the container has no network.
+    The listing always names the request memgrid put there: one that comes back empty after every read is the
+    engine's loss, never a pass (an empty listing holds nothing extra)."""
+    result, lost = probe(lambda: sandbox.exec(["ls", "-A", "/sandbox"], timeout=30, workdir="/"))
+    listing = result.stdout.split()
+    if not listing:
+        raise VerifierFailed(gate.VERIFIER_FAILED, f"the listing of /sandbox came back empty {lost + 1} times: exit "
+                                                   f"{result.exit_code}; stderr {result.stderr[-300:]!r}")
     return gate.answer_isolation(listing, sandbox.container.attrs.get("HostConfig", {}).get("NetworkMode"), allowed)
 
 
