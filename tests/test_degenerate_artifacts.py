@@ -16,7 +16,7 @@ from runner.env.bundle import tree_entries
 from runner.grading.checker import GRACE_SECONDS, checker_bound, checker_inputs, checker_spec, grade_in_container
 from runner.plan.spec import load_task
 from runner.protocols.planted.protocol import check_command, check_inputs
-from runner.protocols.planted.tasks import load_planted_task
+from runner.units.planted import load_planted_task
 
 REPO = Path(__file__).resolve().parent.parent
 

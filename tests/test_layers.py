@@ -3,7 +3,8 @@
 Built from the source (ast), so an import inside a function counts as much as one at the top; `test_imports.py`
 imports each module alone, which a cycle does not break. Also: no name with a leading underscore is imported
 from another package (what another package needs is public), and results/ reads a protocol only through the
-registry (the seam), never a protocol's own module.
+registry (the seam), never a protocol's own module; source formats import no protocol, and the units both share
+(runner/units/) import neither (issue 68).
 """
 
 import ast
@@ -150,3 +151,36 @@ def test_the_private_name_and_registry_checks_name_what_they_are_shown(tmp_path)
     graph = imports(tmp_path)
     assert private_crossings(graph) == ["runner.protocols.coding imports _p from runner.results.plots (line 1)"]
     assert protocol_reaches(graph) == ["runner.results.report imports runner.protocols.coding"]
+
+
+def seam_crossings(graph: dict[str, dict]) -> list[str]:
+    """Every import between the source formats and the protocols, either way, and any from the units they share
+    (runner/units/) into either: `pytest tests/test_layers.py -k seam -s` prints the listing."""
+    def side(m: str) -> str | None:
+        return next((s for s in ("sources", "protocols", "units") if m.startswith(f"runner.{s}.")), None)
+
+    return [f"{m} imports {target} (line {names[0][0]})" for m, targets in sorted(graph.items())
+            for target, names in sorted(targets.items())
+            if {side(m), side(target)} == {"sources", "protocols"} or (side(m) == "units" and side(target) in ("sources", "protocols"))]
+
+
+def test_the_seam_formats_import_no_protocol_and_units_import_neither():
+    listed = seam_crossings(imports(REPO))
+    print("\n".join(["imports between runner/sources and runner/protocols:", *listed]))
+    wrong = [line for line in listed if line.startswith(("runner.sources.", "runner.units."))]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_seam_check_names_a_format_reaching_a_protocol(tmp_path):
+    """It can fail: a format importing a protocol's module, and a unit importing a format, are both named."""
+    for folder, files in {"sources": {"fmt.py": "from runner.protocols.planted.tasks import T\n"},
+                          "protocols": {"planted/tasks.py": "T = 1\n", "planted/__init__.py": ""},
+                          "units": {"planted.py": "from runner.sources import fmt\n"}}.items():
+        (tmp_path / "runner" / folder).mkdir(parents=True)
+        (tmp_path / "runner" / folder / "__init__.py").write_text("")
+        for name, text in files.items():
+            (tmp_path / "runner" / folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "runner" / folder / name).write_text(text)
+    (tmp_path / "runner" / "__init__.py").write_text("")
+    assert seam_crossings(imports(tmp_path)) == ["runner.sources.fmt imports runner.protocols.planted.tasks (line 1)",
+                                                 "runner.units.planted imports runner.sources.fmt (line 1)"]

@@ -72,15 +72,25 @@ def test_a_memora_grid_with_cases_is_refused_in_one_line(memora_project, tmp_pat
     PROTOCOL.check(grid(tmp_path, judges=None)[0], path, load_all_arms(REPO), {})  # the deterministic panel judges
 
 
-def test_a_hosted_persons_digest_changes_with_the_format_code_that_reads_it(memora_project, monkeypatch):
-    """The same files read by another runner/sources/memora.py (e.g. citing other sessions as a question's evidence)
-    are another unit: a reproduction across that change is drift, not the same persons."""
+def test_a_hosted_persons_digest_changes_with_what_the_format_read_and_its_reader_version(memora_project,
+                                                                                          monkeypatch):
+    """The same files read otherwise by runner/sources/memora.py (e.g. citing other sessions as a question's evidence),
+    or under another reader_version, are another unit: a reproduction across that change is drift, not the same
+    persons. The module's bytes are not in it (tests/test_source_identity.py pins the reading instead)."""
+    from dataclasses import replace
+
     from runner.protocols.personal import protocol
+    from runner.sources import memora
 
     folder = memora_project / "tasks" / "memora"
     before = protocol.hosted_digest(folder, "test_baker", "weekly")
     assert protocol.hosted_digest(folder, "test_baker", "weekly") == before
-    monkeypatch.setattr(protocol, "reader_digest", lambda: "another reading of the same files")
+    monkeypatch.setattr(memora.MemoraFormat, "reader_version", 2)
+    assert protocol.hosted_digest(folder, "test_baker", "weekly") != before
+    monkeypatch.setattr(memora.MemoraFormat, "reader_version", 1)
+    unit = memora.hosted_unit(folder, "test_baker", "weekly")
+    other = replace(unit.questions[0], evidence=unit.questions[0].evidence[:-1])
+    monkeypatch.setattr(memora, "hosted_unit", lambda *a: replace(unit, questions=[other, *unit.questions[1:]]))
     assert protocol.hosted_digest(folder, "test_baker", "weekly") != before
 
 

@@ -14,7 +14,7 @@ from runner.exec.trial import TrialContext
 from runner.plan.grid import CellSpec
 from runner.plan.spec import load_all_arms, load_grid
 from runner.protocols.personal import openai_judges
-from runner.protocols.personal.corpus import SubQuestion
+from runner.units.personal import SubQuestion
 from runner.protocols.personal.judges import judge_criterion
 from runner.protocols.personal.panel import JudgeCache
 from runner.protocols.personal.protocol import PanelSetup, PersonalSetup, Released

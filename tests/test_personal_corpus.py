@@ -6,6 +6,7 @@ import yaml
 
 from runner.protocols.personal import corpus as gen
 from runner.protocols.personal.protocol import MAX_IDS, released
+from runner.units.personal import Question, Record, Unit, unit_digest
 
 from conftest import REPO
 
@@ -26,7 +27,7 @@ def test_generation_is_deterministic_and_matches_the_committed_digests():
     assert len(committed) == gen.MAX_PERSONS * len(gen.HORIZONS)
     for p in gen.person_ids(gen.MAX_PERSONS):
         for h in gen.HORIZONS:
-            assert gen.unit_digest(gen.build_unit(p, h)) == committed[f"{p}-{h}"], f"{p}-{h}: regenerate the digests"
+            assert unit_digest(gen.build_unit(p, h)) == committed[f"{p}-{h}"], f"{p}-{h}: regenerate the digests"
 
 
 def test_every_criterion_agrees_with_the_fact_history():
@@ -68,7 +69,7 @@ def test_release_keeps_the_persons_records_up_to_the_cutoff_and_counts_the_rest(
     assert r.dropped == {"not_this_person": (other, "made-up"), "duplicate": (mine[3],)}
     assert r.violations == [other, "made-up"]  # the harness's reader repeats a record a product stored in parts
     assert released(u, q, [mine[3], mine[3], other], contract=True).violations == [other, mine[3]]
-    early = gen.Question(q.id, q.kind, q.text, q.attributes, 0, q.presence, q.forgetting, q.evidence)
+    early = Question(q.id, q.kind, q.text, q.attributes, 0, q.presence, q.forgetting, q.evidence)
     r = released(u, early, mine)
     assert all(i.split("-")[1].endswith("00") for i in r.kept) and len(r.violations) == len(mine) - len(r.kept)
     assert r.dropped["past_cutoff"] == tuple(r.violations)
@@ -76,9 +77,9 @@ def test_release_keeps_the_persons_records_up_to_the_cutoff_and_counts_the_rest(
 
 
 def test_release_keeps_at_most_350_and_a_submission_is_charged_for_the_rest():
-    records = [gen.Record(f"p09-q{i:03d}-0", "p09", i, "2026-01-01", "user: hi", "hi", "") for i in range(400)]
-    u = gen.Unit("p09", "Sam", "quarterly", records)
-    q = gen.Question("q", "remembering", "?", (), 399, (), (), ())
+    records = [Record(f"p09-q{i:03d}-0", "p09", i, "2026-01-01", "user: hi", "hi", "") for i in range(400)]
+    u = Unit("p09", "Sam", "quarterly", records)
+    q = Question("q", "remembering", "?", (), 399, (), (), ())
     ids = [r.id for r in records]
     r = released(u, q, ids)
     assert r.kept == tuple(ids[:350]) and r.dropped == {"over_limit": tuple(ids[350:])} and r.violations == []

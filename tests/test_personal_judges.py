@@ -6,7 +6,7 @@ import pytest
 
 from runner.protocols.personal import metrics
 from runner.protocols.personal.analysis import comparability, published_table, summarise, table, table3
-from runner.protocols.personal.corpus import Criterion
+from runner.units.personal import Criterion
 from runner.protocols.personal.judges import ExactJudge, TokenJudge, Verdict, judge_criterion
 
 
@@ -63,7 +63,7 @@ def test_a_failing_judge_is_left_out_of_the_majority_and_all_failing_is_incorrec
 
 
 def test_a_sub_question_is_judged_on_the_value_it_names_and_one_naming_none_gets_no_verdict():
-    from runner.protocols.personal.corpus import SubQuestion
+    from runner.units.personal import SubQuestion
 
     named = SubQuestion("Is 'Call family' listed as a remaining todo item?", (), "q_eval_0", "memory_presence", "Call family")
     result = judge_criterion("Still to do: call family, and water the plants.", named, True)

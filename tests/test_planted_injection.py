@@ -7,7 +7,7 @@ from runner.agents.claude_code import ClaudeCodeAgent
 from runner.agents.command import CommandAgent
 from runner.agents.reference import ReaderAgent
 from runner.protocols.planted.protocol import confirm, delivered, read_around_the_arm
-from runner.protocols.planted.tasks import Memory
+from runner.units.planted import Memory
 
 PLANTED = ["mem-0123456789ab", "mem-ba9876543210"]
 PREFIX = "mcp__recall__"

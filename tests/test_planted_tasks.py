@@ -28,7 +28,7 @@ from runner.env.bundle import tree_entries
 from runner.errors import SpecError
 from runner.grading.checker import GRACE_SECONDS, grade_in_container
 from runner.protocols.planted.protocol import check_command, check_inputs
-from runner.protocols.planted.tasks import load_planted_task
+from runner.units.planted import load_planted_task
 
 REPO = Path(__file__).resolve().parent.parent
 PLANTED = REPO / "tasks" / "planted"

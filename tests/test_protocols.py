@@ -142,7 +142,8 @@ def test_protocol_list_and_a_mismatched_protocol_on_the_command_line():
 
 def test_the_planted_split_enters_every_units_digest():
     """A task moved between visible and holdout is another unit: its cells get new ids."""
-    from runner.protocols.planted.tasks import load_split, task_digest
+    from runner.protocols.planted.tasks import task_digest
+    from runner.units.planted import load_split
 
     planted_tasks = PROTOCOLS["planted"].tasks(REPO)
     split, sha = load_split(REPO, planted_tasks)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from runner.protocols.personal.analysis import reward_table, summarise
-from runner.protocols.personal.corpus import Criterion
+from runner.units.personal import Criterion
 from runner.protocols.personal.judges import ExactJudge, Verdict, judge_criterion
 from runner.results.reward import RewardMapping
 from runner.sources.registry import reward_mapping

@@ -18,7 +18,7 @@ from runner.agents.command import load_command_agents
 from runner.env.bundle import build_bundle
 from runner.errors import SpecError
 from runner.plan.spec import load_all_arms, load_all_tasks, load_arm, load_task
-from runner.protocols.planted.tasks import load_planted_task
+from runner.units.planted import load_planted_task
 from runner.sources.amb import import_tasks
 from test_importer import GOOD, amb  # noqa: F401 (amb: the fixture, a private copy of the synthetic checkout)
 

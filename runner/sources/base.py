@@ -18,6 +18,8 @@ import yaml
 from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE
+from runner.results.reward import RewardMapping
+from runner.units.two_session import HostedCase, JudgeRequest
 
 SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
 
@@ -150,34 +152,23 @@ def suite_folder(project: Path, suite: str) -> Path:
     return folder
 
 
-@dataclass(frozen=True)
-class HostedCase:
-    """One case of a hosted benchmark as a protocol of sessions runs it."""
-    id: str
-    title: str
-    prompts: tuple[str, ...]  # one a session, exactly as the benchmark's own runner passes them
-    digest: str  # what defines it: every file of the hosted benchmark, so any change is a new case
-    secrets: tuple[str, ...]  # values no session's environment may hold (its gold), scrubbed by value
-    # The expected answer as a value a reference agent (the reader, the scripted model) remembers in session 1, as
-    # a model that derived it would; None: the benchmark states none, and only command agents play the case.
-    reference: str | None = None
-
-
-@dataclass(frozen=True)
-class JudgeRequest:
-    """The benchmark's own judge, run unchanged in the checker container: `oracle` entries (named oracle/...)
-    readable by the judge alone, `artifact` entries (the session's output) under /artifact, its command."""
-    oracle: tuple
-    artifact: tuple
-    command: tuple[str, ...]
-    timeout_seconds: int
-
-
 class SourceFormat:
     """One published benchmark's layout: how `memgrid task import --format NAME PATH` hosts it."""
     name: ClassVar[str]
     about: ClassVar[str]  # one line for --help: what PATH is
     options: ClassVar[frozenset[str]] = frozenset()  # the import options (keyword arguments) it takes
+    # How the format reads a hosted suite when a run plans and runs it, as a number that enters each hosted unit's
+    # identity beside the unit as read (never the module's bytes, so code can move without re-identifying a run):
+    # bump it when a change of the reading changes what a unit means; tests/test_source_identity.py pins each
+    # format's fixture units under their version. None: the suite is read only at import (amb writes memgrid's own
+    # task shape, whose files are its identity).
+    reader_version: ClassVar[int | None] = None
+
+    reward: ClassVar[RewardMapping | None] = None  # the reward its card defines over raw quality (results/reward.py)
+
+    def reader_identity(self) -> dict:
+        """What of the format enters a hosted unit's identity."""
+        return {"format": self.name, "reader_version": self.reader_version}
 
     def default_suite(self, path: Path) -> str:
         """The suite an import writes into when --suite is not given."""

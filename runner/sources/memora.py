@@ -28,7 +28,8 @@ import yaml
 
 from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
-from runner.protocols.personal import corpus as gen
+from runner.results.reward import RewardMapping
+from runner.units.personal import Question, Record, SubQuestion, Unit
 from runner.sources.base import ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
 
 PROTOCOL = "personal"
@@ -42,20 +43,12 @@ SESSION_FILE = re.compile(r"^session_(\d+)\.json$")
 
 
 @dataclass(frozen=True)
-class Session(gen.Record):
+class Session(Record):
     """A Memora session as one record: every turn in order, speaker-labelled in `text`."""
     conversation: tuple[tuple[str, str], ...] = ()  # (role, message) in turn order
 
     def turns(self) -> tuple[tuple[str, str], ...]:
         return self.conversation
-
-
-class HostedUnit(gen.Unit):
-    """A Memora persona over a period. Its oracle is what its questions' memory_evidence cites: Memora states no
-    history of facts, only, per question, the sessions that state what the answer should hold."""
-
-    def oracle_evidence(self) -> list[str]:
-        return sorted({rid for q in self.questions for rid in q.evidence})
 
 
 @dataclass
@@ -64,7 +57,7 @@ class UnitPlan:
     period: str
     persona: str
     suite: str
-    unit: gen.Unit
+    unit: Unit
     files: dict[str, str] = field(default_factory=dict)  # path under source/ -> sha256
 
     def line(self) -> str:
@@ -213,7 +206,7 @@ def named_value(text: str, evidence) -> str:
 
 
 def read_questions(source: Source, path: Path, data: bytes, persona: str, period: str,
-                   sessions: list[Session]) -> list[gen.Question]:
+                   sessions: list[Session]) -> list[Question]:
     doc = need(read_json(source, path, data), dict, source, path, "(file)", "restore the questions file as published")
     if doc.get("persona") != persona:
         raise Refused(source.rel(path), "persona", f"is {doc.get('persona')!r}, not the folder's {persona!r}",
@@ -263,14 +256,14 @@ def read_questions(source: Source, path: Path, data: bytes, persona: str, period
                 check = need(sub.get("evaluation_question"), str, source, path, f"{at}.evaluation_question",
                              "give the yes/no question")
                 evidence = q.get("memory_evidence" if kind_of == "memory_presence" else "forgetting_evidence", {})
-                criterion = gen.SubQuestion(
+                criterion = SubQuestion(
                     check, (), need(sub.get("evaluation_question_id"), str, source, path,
                                     f"{at}.evaluation_question_id", "give the sub-question an id"),
                     kind_of, named_value(check, evidence))
                 (presence if kind_of == "memory_presence" else forgetting).append(criterion)
             evidence, forgotten = (tuple(sorted(by_id[s].id for s in evidence_sessions(q.get(name, {}))))
                                    for name in ("memory_evidence", "forgetting_evidence"))
-            questions.append(gen.Question(qid, kind, text, (), max(before), tuple(presence), tuple(forgetting),
+            questions.append(Question(qid, kind, text, (), max(before), tuple(presence), tuple(forgetting),
                                           evidence, forgotten))
     return questions
 
@@ -289,7 +282,7 @@ def read_unit(source: Source, data: Path, period: str, persona: str, suite: str,
     """One persona over one period, every file read once: checked, digested and (`copy_to`: the suite's source/
     folder being written) copied unchanged."""
     folder = source.inside(data / period / persona)
-    plan = UnitPlan(period, persona, suite, HostedUnit(persona, persona, period))
+    plan = UnitPlan(period, persona, suite, Unit(persona, persona, period))  # oracle: what memory_evidence cites
 
     def take(path: Path) -> bytes:
         raw = path.read_bytes()
@@ -396,7 +389,7 @@ def _provenance(path: Path, mtime_ns: int, size: int) -> dict:
 
 
 @cache
-def hosted_unit(folder: Path, persona: str, period: str) -> gen.Unit:
+def hosted_unit(folder: Path, persona: str, period: str) -> Unit:
     """A hosted persona over a period, read from the suite's source/: each of its files must be the one imported
     (its sha256 in provenance.json), and none may be missing or added."""
     provenance = provenance_of(folder)
@@ -423,6 +416,9 @@ def hosted_unit(folder: Path, persona: str, period: str) -> gen.Unit:
 
 class MemoraFormat(SourceFormat):
     name = "memora"
+    reader_version = 1
+    # the reward Memora's card defines: reference quality b and anchor a (results/reward.py)
+    reward = RewardMapping(reference=0.3712215103709065, anchor=20)
     about = "a checkout of github.com/geniesinc/Memora (or its data/ folder), hosted in the personal protocol"
     options = frozenset({"periods", "personas"})
 
@@ -437,7 +433,7 @@ class MemoraFormat(SourceFormat):
         return [(persona, "Memora persona: " + ", ".join(periods)) for persona, periods in sorted(units.items())]
 
     def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
-        from runner.sources.memora_export import export_run  # apart: this module's digest is the persons'
+        from runner.sources.memora_export import export_run  # the ledger's reader, only for an export
 
         return export_run(run_dir, output, log)
 

@@ -9,10 +9,6 @@ from runner.sources.smriti import SmritiFormat
 from runner.sources.traptask import TrapTaskFormat
 
 FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat, SmritiFormat)}
-# The reward a hosted benchmark's card defines over its raw quality (results/reward.py). Kept here rather than in the
-# format's module: a hosted persona's identity includes memora.py's bytes, so a line added there would refuse the
-# resume of every Memora run.
-REWARDS: dict[str, RewardMapping] = {"memora": RewardMapping(reference=0.3712215103709065, anchor=20)}
 
 
 def source_format(name: str) -> SourceFormat:
@@ -31,4 +27,4 @@ def export_format(name: str) -> SourceFormat:
 
 def reward_mapping(name: str | None) -> RewardMapping | None:
     """The reward mapping of a format's card; None for a format (or memgrid's own units) that defines none."""
-    return REWARDS.get(name)
+    return FORMATS[name].reward if name in FORMATS else None

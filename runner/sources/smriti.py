@@ -23,16 +23,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
-from functools import cache
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE, project_root
-from runner.protocols.planted.tasks import Memory, PlantedTask, load_planted_tasks
 from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
                                  suite_folder, write_hosted_suite)
+from runner.units.planted import Memory, PlantedTask, load_planted_tasks
 
 PROTOCOL = "planted"
 REPOSITORY = "https://github.com/genomewalker/chitta"
@@ -297,10 +296,10 @@ def title_of(prompt: str) -> str:
     return first if len(first) <= 100 else first[:97] + "..."
 
 
-@cache
-def reader_digest() -> str:
-    """This module's code: how it reads a task decides the hosted task."""
-    return sha256_bytes(Path(__file__).read_bytes())
+def task_as_read(task: PlantedTask) -> str:
+    """The digest of what this reader made of a task (its files are digested apart)."""
+    read = {k: v for k, v in asdict(task).items() if k not in ("root", "fixture_dir", "hosted_digest")}
+    return sha256_json(read)
 
 
 def hosted_tasks(folder: Path) -> dict[str, PlantedTask]:
@@ -314,12 +313,14 @@ def hosted_tasks(folder: Path) -> dict[str, PlantedTask]:
         root = folder / "source" / "tasks" / t["id"]
         task = json.loads((root / "task.json").read_bytes())
         fixture = folder / "fixtures" / t["id"] if "git" in t["fixture"] else root / t["fixture"]["folder"]
-        tasks[t["id"]] = PlantedTask(
+        read = PlantedTask(
             t["id"], title_of(task["prompt"]), task["prompt"],
             tuple(Memory(m["type"], m["content"]) for m in task["planted_memories"]), tuple(t["leak_terms"]),
             tuple(t["leak_terms"]), (), CHECK_SECONDS, AGENT_SECONDS, root, fixture_dir=fixture,
-            check_shell=task["check_cmd"], unisolated=UNISOLATED,
-            hosted_digest=sha256_json({"fixture": tree_digest(fixture), "format": reader_digest()}))
+            check_shell=task["check_cmd"], unisolated=UNISOLATED)
+        tasks[t["id"]] = replace(read, hosted_digest=sha256_json({"fixture": tree_digest(fixture),
+                                                                  "format": SmritiFormat().reader_identity(),
+                                                                  "task": task_as_read(read)}))
     return tasks
 
 
@@ -341,6 +342,7 @@ def hosted_split(folder: Path) -> tuple[dict[str, str], str]:
 
 class SmritiFormat(SourceFormat):
     name = "smriti"
+    reader_version = 1
     about = "SMRITI-Bench: benchmarks/smriti/ of a genomewalker/chitta checkout, hosted in the planted protocol"
 
     def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
@@ -350,7 +352,7 @@ class SmritiFormat(SourceFormat):
         return [(t["id"], f"SMRITI task ({t['split']})") for t in provenance_of(folder)["tasks"]]
 
     def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
-        from runner.sources.smriti_export import export_run  # apart: this module's digest is the hosted tasks'
+        from runner.sources.smriti_export import export_run  # the ledger's reader, only for an export
 
         return export_run(run_dir, output, planted_memories, log)
 

@@ -30,8 +30,9 @@ import yaml
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.env.archive import Entry
-from runner.sources.base import (HostedCase, ImportResult, JudgeRequest, Refusal, Refused, Source, SourceFormat,
-                                 SUITE_NAME, hosted_files, last_json, suite_folder, write_hosted_suite)
+from runner.sources.base import (SUITE_NAME, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
+                                 last_json, suite_folder, write_hosted_suite)
+from runner.units.two_session import HostedCase, JudgeRequest
 
 SPEC = "traptask.yaml"
 REPOSITORY = "AntiNoise-ai/trapstreet-tasks"
@@ -397,7 +398,8 @@ def hosted_case_list(folder: Path) -> dict[str, HostedCase]:
         public = "\n".join([*prompts, c["id"], c["description"], *c["tags"]])
         expected = under(files, c["expected"])
         cases[c["id"]] = HostedCase(c["id"], c["description"], prompts,
-                                    sha256_json(["traptask", c["id"], provenance["digest"]]),
+                                    sha256_json([TrapTaskFormat().reader_identity(), c["id"], provenance["digest"],
+                                                 prompts, stated_answer(expected)]),
                                     gold_values(expected, public), stated_answer(expected))
     return cases
 
@@ -495,6 +497,7 @@ def solution_agent(folder: Path, where: Path, field: str) -> tuple[tuple[str, ..
 
 class TrapTaskFormat(SourceFormat):
     name = "traptask"
+    reader_version = 1
     about = "a trapstreet task folder (tasks/<name>/ with traptask.yaml)"
 
     def default_suite(self, path: Path) -> str:

@@ -21,6 +21,8 @@ import random
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from runner.units.personal import Criterion, Question, Record, Unit, unit_digest
+
 HORIZONS = {"weekly": (7, 1, 2), "monthly": (30, 2, 4), "quarterly": (90, 3, 7)}  # days, days apart, changes
 RECORDS_PER_SESSION = (2, 4)
 CONFUSER_RATE = {"weekly": 0.0, "monthly": 0.08, "quarterly": 0.1}  # of chatter records
@@ -117,64 +119,10 @@ CHATTER = (
 )
 
 
-@dataclass(frozen=True)
-class Record:
-    id: str
-    person: str
-    session: int
-    date: str
-    text: str  # "user: ...\nassistant: ..."
-    user: str
-    assistant: str
-
-    def turns(self) -> tuple[tuple[str, str], ...]:
-        """(role, text) in order: what the arm's ingest is given of the record."""
-        return (("user", self.user), ("assistant", self.assistant))
-
-
-@dataclass(frozen=True)
-class Criterion:
-    value: str
-    aliases: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SubQuestion(Criterion):
-    """A yes/no question about the answer, as a hosted benchmark states its criteria (Memora's evaluation
-    questions): `value` is its text, which model judges are asked as it is; presence ones expect yes, forgetting
-    ones no. The deterministic judges look for `named` instead: the value the question names ("" when it names
-    none they can find, and they give no verdict)."""
-    id: str = ""
-    evaluation_type: str = ""  # memory_presence or forgetting_absence
-    named: str = ""
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str
-    kind: str  # remembering, reasoning, recommending
-    text: str
-    attributes: tuple[str, ...]
-    cutoff_session: int
-    presence: tuple[Criterion, ...]  # the answer should mention each
-    forgetting: tuple[Criterion, ...]  # the answer should not mention any
-    evidence: tuple[str, ...]  # the records that state the current values
-    forgotten: tuple[str, ...] = ()  # the records that state the values the answer should no longer use
-
-
 @dataclass
-class Unit:
-    """One person over one horizon: the records, the facts' history and the questions (the answer key)."""
-    person: str
-    name: str
-    horizon: str
-    records: list[Record] = field(default_factory=list)
+class GeneratedUnit(Unit):
+    """A generated person over a horizon, with the history of its facts, from which its oracle is derived."""
     history: dict = field(default_factory=dict)  # attribute -> [(record id, op, value)]
-    questions: list[Question] = field(default_factory=list)
-
-    @property
-    def id(self) -> str:
-        return f"{self.person}-{self.horizon}"
 
     def current(self, attr: str) -> dict[str, str]:
         """The attribute's current values, each with the record that last stated it."""
@@ -202,11 +150,11 @@ def person_ids(n: int) -> list[str]:
     return [f"p{i:02d}" for i in range(n)]
 
 
-def build_unit(person: str, horizon: str) -> Unit:
+def build_unit(person: str, horizon: str) -> GeneratedUnit:
     index = int(person.removeprefix("p"))
     rng = random.Random(f"memgrid-personal/{person}/{horizon}")
     days, every, changes = HORIZONS[horizon]
-    unit = Unit(person, NAMES[index % len(NAMES)], horizon)
+    unit = GeneratedUnit(person, NAMES[index % len(NAMES)], horizon)
     start = date(2026, 1, 5) + timedelta(days=rng.randrange(0, 200))
     sessions = list(range(days // every))
     # Facts first stated in the first sessions; then the changes, one per session, in later sessions.
@@ -288,13 +236,6 @@ def questions_of(unit: Unit, rng: random.Random, cutoff: int) -> list[Question]:
         out.append(Question(f"{unit.id}-q{i}", kind, text.format(name=unit.name), attrs, cutoff, presence,
                             forgetting, evidence, forgotten))
     return out
-
-
-def unit_digest(unit: Unit) -> str:
-    """The data of a person over a horizon (records and answer key), apart from the code that made it."""
-    from runner.digest import sha256_json
-
-    return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions]})
 
 
 def options(question: Question) -> dict[str, dict]:

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cache, lru_cache
 
-from runner.protocols.personal.corpus import Criterion, SubQuestion
+from runner.units.personal import Criterion, SubQuestion
 
 EMBEDDING_THRESHOLD = 0.6
 TOKEN_THRESHOLD = 0.5

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from runner.digest import sha256_bytes
-from runner.protocols.personal.corpus import Criterion, SubQuestion
+from runner.units.personal import Criterion, SubQuestion
 from runner.protocols.personal.judges import Verdict
 from runner.protocols.personal.panel import JudgeCache, cache_key
 

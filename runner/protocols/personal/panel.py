@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.digest import sha256_bytes, sha256_json
-from runner.protocols.personal.corpus import Criterion, SubQuestion
+from runner.units.personal import Criterion, SubQuestion
 from runner.protocols.personal.judges import Verdict
 
 JUDGE_PROMPT = """You are one judge of a memory benchmark. An assistant was asked a question about its user and answered.

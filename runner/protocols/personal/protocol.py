@@ -54,6 +54,7 @@ from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, pan
 from runner.protocols.two_session.hosted import hosted_suite
 from runner.results.ledger import LedgerRow
 from runner.sources import memora
+from runner.units.personal import Question, Record, SubQuestion, Unit, unit_digest as data_digest
 
 SEARCH_K = 10  # what a search-tool arm is asked for per question (the contract allows up to MAX_IDS)
 MAX_IDS = 350
@@ -106,13 +107,13 @@ def generator_digest() -> str:
 
 
 @cache
-def unit_of(person: str, horizon: str) -> gen.Unit:
+def unit_of(person: str, horizon: str) -> Unit:
     return gen.build_unit(person, horizon)
 
 
-def unit_digest(unit: gen.Unit) -> str:
+def unit_digest(unit: Unit) -> str:
     """What defines a person over a horizon: the records, the answer key and the code that made and judges them."""
-    return sha256_json({"data": gen.unit_digest(unit), "generator": generator_digest()})
+    return sha256_json({"data": data_digest(unit), "generator": generator_digest()})
 
 
 def suite_folder_of(root: Path | None, suite: str) -> Path:
@@ -120,25 +121,19 @@ def suite_folder_of(root: Path | None, suite: str) -> Path:
 
 
 def hosted_digest(folder: Path, persona: str, period: str) -> str:
-    """What defines a hosted persona over a period: its files as imported (each checked now) and the code that
-    reads and judges them."""
-    memora.hosted_unit(folder, persona, period)  # refuses a changed, added or missing file by name
+    """What defines a hosted persona over a period: its files as imported (each checked now), the persona as the
+    format read them (records, questions, evidence) under its reader's version, and the code that judges them."""
+    unit = memora.hosted_unit(folder, persona, period)  # refuses a changed, added or missing file by name
     files = {rel: d for rel, d in memora.provenance_of(folder)["files"].items() if rel.startswith(f"{period}/{persona}/")}
-    return sha256_json({"files": files, "reader": generator_digest(), "format": reader_digest()})
-
-
-@cache
-def reader_digest() -> str:
-    """The source format's own code (runner/sources/memora.py): how it reads a file decides the unit (e.g. which
-    sessions a question's evidence cites), so a change to it is a change of the hosted persons."""
-    return sha256_bytes(Path(memora.__file__).read_bytes())
+    return sha256_json({"files": files, "reader": generator_digest(), "format": memora.MemoraFormat().reader_identity(),
+                        "unit": data_digest(unit)})
 
 
 class UnitMemory:
     """The person's records as the corpus and oracle kinds take memory (corpus.build.MemorySource's shape):
     every record up to the cutoff as a document, or the records that state the current facts."""
 
-    def __init__(self, unit: gen.Unit):
+    def __init__(self, unit: Unit):
         self.unit = unit
 
     def documents(self, condition: str, seed: int) -> list[tuple[str, bytes]]:
@@ -149,7 +144,7 @@ class UnitMemory:
         return "".join(f"## memory {rid} ({by_id[rid].date})\n\n{by_id[rid].text}\n\n" for rid in self.unit.oracle_evidence())
 
 
-def record_file(record: gen.Record) -> bytes:
+def record_file(record: Record) -> bytes:
     """A record as a session file of the arm's ingest input (the coding corpus's JSONL shape)."""
     base = {"session": record.id, "ts": f"{record.date}T12:00:00Z"}
     return "".join(json.dumps({**base, "role": role, "content": text}, sort_keys=True) + "\n"
@@ -180,7 +175,7 @@ class Released:
 DROP_KINDS = ("not_this_person", "past_cutoff", "duplicate", "over_limit")
 
 
-def released(unit: gen.Unit, question: gen.Question, ids: list[str], contract: bool = False,
+def released(unit: Unit, question: Question, ids: list[str], contract: bool = False,
              listed: bool = False) -> Released:
     sessions = {r.id: r.session for r in unit.records}
     kept, seen, dropped = [], set(), {k: [] for k in DROP_KINDS}
@@ -216,7 +211,7 @@ def judged_part(answer: str) -> tuple[str, bool]:
     return answer[:JUDGED_CHARS], len(answer) > JUDGED_CHARS
 
 
-def person_store_key(ctx: TrialContext, arm: ArmSpec, unit: gen.Unit, period: str,
+def person_store_key(ctx: TrialContext, arm: ArmSpec, unit: Unit, period: str,
                      docs: tuple[Entry, ...]) -> store_cache.StoreKey:
     """What a person's store is a function of. Its corpus is the records the ingest is given (each file's digest)
     under the person's namespace; no seed enters the build, so every seed shares the store (seed 0)."""
@@ -241,7 +236,7 @@ def gateway_address(endpoint: ModelEndpoint) -> str:
     return container.attrs["NetworkSettings"]["Networks"][endpoint.network_name]["IPAddress"]
 
 
-def release_all(unit: gen.Unit, retrieved: dict[str, list[str]], search_phase: dict,
+def release_all(unit: Unit, retrieved: dict[str, list[str]], search_phase: dict,
                 contract: bool = False, listed: bool = False) -> dict[str, Released]:
     """Per question, what is released to the answer; the violations' count goes in the search's phase."""
     out = {q.id: released(unit, q, retrieved.get(q.id, []), contract, listed) for q in unit.questions}
@@ -319,7 +314,7 @@ class PersonalProtocol(Protocol):
             return [(u, h) for u in units for h in grid.conditions if h in periods[u]]
         return [(u, h) for u in units for h in grid.conditions]
 
-    def unit(self, ctx: TrialContext, cell: CellSpec) -> gen.Unit:
+    def unit(self, ctx: TrialContext, cell: CellSpec) -> Unit:
         setup: PersonalSetup | None = ctx.protocol_setup
         if setup is not None and setup.suite is not None:
             return memora.hosted_unit(suite_folder_of(ctx.root, setup.suite), cell.task, cell.condition)
@@ -429,7 +424,7 @@ class PersonalProtocol(Protocol):
                          check_prompt_sha256=model_panel.CHECK_PROMPT_SHA256, model_image=setup.panel.model_image.id)
         return {"judges": entry, **({"hosted_suite": {"suite": setup.suite, "format": setup.format}} if setup.suite else {})}
 
-    def bundle_search(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, store: tuple[Entry, ...]) -> Bundle:
+    def bundle_search(self, ctx: TrialContext, cell: CellSpec, unit: Unit, store: tuple[Entry, ...]) -> Bundle:
         arm = ctx.arms[cell.arm]
         config = agent_config(cell, arm)
         memory = CellMemory(UnitMemory(unit), None, cell.condition, cell.seed, store)
@@ -439,7 +434,7 @@ class PersonalProtocol(Protocol):
                    *kind_of(arm).memory_entries(arm, memory)]
         return bundle_of(entries)
 
-    def bundle_answer(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, kept: dict[str, list[str]]) -> Bundle:
+    def bundle_answer(self, ctx: TrialContext, cell: CellSpec, unit: Unit, kept: dict[str, list[str]]) -> Bundle:
         by_id = {r.id: r for r in unit.records}
         entries = [Entry("agent/prompt.txt", ANSWER_PROMPT.encode()),
                    Entry("agent/config.json", json.dumps(agent_config(cell, ISOLATED), sort_keys=True, indent=2).encode())]
@@ -449,7 +444,7 @@ class PersonalProtocol(Protocol):
             entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
         return bundle_of(entries)
 
-    def build(self, ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, phases: dict,
+    def build(self, ctx: TrialContext, cell: CellSpec, unit: Unit, arm: ArmSpec, phases: dict,
               proofs: list[dict]) -> tuple[tuple[Entry, ...], dict, gate.GateDecision]:
         """The arm's own ingest over the person's records: the store, its report, and the build's proofs
         (bundle verified, store populated by an ingest that exited 0). A store is built once per (arm, person,
@@ -553,7 +548,7 @@ class PersonalProtocol(Protocol):
         except Exception as e:
             return finish(**cell_failure(ctx, e))
 
-    def reader_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit, store: tuple[Entry, ...],
+    def reader_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: Unit, store: tuple[Entry, ...],
                        phases: dict, proofs: list[dict], step, cell_dir: Path, bundle: Bundle | None) -> Answers:
         """The harness's reader searches the arm's memory; the cell's agent answers in one isolated container."""
         b_search = self.bundle_search(ctx, cell, unit, store)
@@ -597,7 +592,7 @@ class PersonalProtocol(Protocol):
             return Answers(fields)
         return Answers(fields, answers_of(a.transcript), release)
 
-    def submission_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit,
+    def submission_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: Unit,
                            store: tuple[Entry, ...], phases: dict, proofs: list[dict], step, cell_dir: Path,
                            bundle: Bundle | None) -> Answers:
         """A submission's search.sh over its index, then its answer.sh per question, each in a fresh container
@@ -633,7 +628,7 @@ class PersonalProtocol(Protocol):
         return Answers(fields, {a.question: a.answer for a in answered}, release, problems,
                        submission.contract_record(phases["build"], found, release, answered))
 
-    def judge(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: gen.Unit, answers: dict[str, str],
+    def judge(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: Unit, answers: dict[str, str],
               release: dict[str, Released], cell_dir: Path, problems: dict[str, str] | None = None) -> dict:
         """Every criterion through the deterministic panel and, with model judges, through theirs (which then
         decides; the two panels' agreement is kept). `problems`: why a submission's answer does not count (it is
@@ -687,7 +682,7 @@ class PersonalProtocol(Protocol):
                                "dropped": {k: list(v) for k, v in release[q.id].dropped.items()},
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
                                              **({"id": c.id, "evaluation_type": c.evaluation_type, "named": c.named}
-                                                if isinstance(c, gen.SubQuestion) else {}),
+                                                if isinstance(c, SubQuestion) else {}),
                                              "verdicts": [vars(v) for v in j.verdicts],
                                              **({"deterministic": [vars(v) for v in o.verdicts],
                                                  "deterministic_correct": o.correct} if setup else {})}

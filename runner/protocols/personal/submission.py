@@ -41,7 +41,7 @@ from runner.exec.trial import TrialContext, bundle_verification, harness_step, i
 from runner.grading import gate
 from runner.plan.grid import CellSpec
 from runner.plan.spec import ArmSpec
-from runner.protocols.personal import corpus as gen
+from runner.units.personal import Question, Unit
 
 # The contract's commands and limits (issue 54): build and each search call 1,800 s, at most 300 questions a
 # search call, each answer 600 s, at most eight answers at once, 7,200 s for all of a cell's answers.
@@ -58,7 +58,7 @@ SEARCH = '/app/search.sh --index-dir "$1" --queries "$2" --output "$3" >&2 && ca
 ALLOWED_IN_ANSWER = {"request.json", "MANIFEST.sha256"}
 
 
-def corpus_entries(unit: gen.Unit) -> tuple[Entry, ...]:
+def corpus_entries(unit: Unit) -> tuple[Entry, ...]:
     """The person's records as the build's corpus folder (relative to /sandbox)."""
     lines = [json.dumps({"record_id": r.id, "persona_id": unit.person, "session": r.session, "date": r.date,
                          "turns": [{"speaker": role, "message": text} for role, text in r.turns()]}, sort_keys=True)
@@ -66,7 +66,7 @@ def corpus_entries(unit: gen.Unit) -> tuple[Entry, ...]:
     return (Entry("ingest/corpus/records.jsonl", "".join(line + "\n" for line in lines).encode()),)
 
 
-def queries_file(unit: gen.Unit, questions: list[gen.Question]) -> bytes:
+def queries_file(unit: Unit, questions: list[Question]) -> bytes:
     return "".join(json.dumps({"query_id": q.id, "persona_id": unit.person, "cutoff_session": q.cutoff_session,
                                "question": q.text}) + "\n" for q in questions).encode()
 
@@ -80,7 +80,7 @@ class Searched:
     proof: gate.GateProof
 
 
-def search(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, store: tuple[Entry, ...]) -> Searched:
+def search(ctx: TrialContext, cell: CellSpec, unit: Unit, arm: ArmSpec, store: tuple[Entry, ...]) -> Searched:
     batches = [unit.questions[i:i + SEARCH_BATCH] for i in range(0, len(unit.questions), SEARCH_BATCH)]
     steps = [(f"queries-{n}", ["sh", "-c", SEARCH, "search", STORE_DIR, f"/sandbox/harness/queries-{n}.json",
                                f"/tmp/results-{n}.jsonl"], queries_file(unit, batch)) for n, batch in enumerate(batches)]
@@ -103,7 +103,7 @@ def search(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, stor
     return Searched(ids, calls, malformed, proof)
 
 
-def request(unit: gen.Unit, question: gen.Question, released: list[str]) -> dict:
+def request(unit: Unit, question: Question, released: list[str]) -> dict:
     by_id = {r.id: r for r in unit.records}
     return {"query_id": question.id, "persona_id": unit.person, "question": question.text,
             "records": [{"record_id": i, "session": by_id[i].session, "date": by_id[i].date, "text": by_id[i].text}
@@ -165,7 +165,7 @@ def answer_one(ctx: TrialContext, cell: CellSpec, arm: ArmSpec, req: dict, secon
                     round(time.monotonic() - t, 2))
 
 
-def answer_all(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, kept: dict[str, tuple[str, ...]],
+def answer_all(ctx: TrialContext, cell: CellSpec, unit: Unit, arm: ArmSpec, kept: dict[str, tuple[str, ...]],
                record_dir) -> list[Answered]:
     """Every question's answer, each in its own container, ANSWERS_AT_ONCE at a time, within the phase's shared
     ANSWER_PHASE_SECONDS (an answer gets what is left of it, at most ANSWER_SECONDS; one that would start after it
@@ -174,7 +174,7 @@ def answer_all(ctx: TrialContext, cell: CellSpec, unit: gen.Unit, arm: ArmSpec, 
     cancelled = threading.Event()
     deadline = time.monotonic() + ANSWER_PHASE_SECONDS
 
-    def one(q: gen.Question) -> Answered | None:
+    def one(q: Question) -> Answered | None:
         if cancelled.is_set():
             return None
         ctx.check_cancel()

@@ -23,7 +23,7 @@ from runner.env.images import ImageSet
 from runner.env.sandbox import remove_run_containers
 from runner.grading.checker import GRACE_SECONDS, grade_in_container
 from runner.protocols.planted.protocol import check_command, check_inputs
-from runner.protocols.planted.tasks import PlantedTask
+from runner.units.planted import PlantedTask
 from runner.tasks.check import EXIT_AT_IMPORT, Finding
 
 QUOTE_CHARS = 20  # SMRITI's test: the first 20 characters of the first memory may not be in the prompt

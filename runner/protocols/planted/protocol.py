@@ -40,8 +40,9 @@ from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, PlantApi, TaskSpe
 from runner.sources import smriti
 from runner.protocols.base import Protocol
 from runner.protocols.planted import analysis
-from runner.protocols.planted.tasks import OVERLAY_JUDGE, PlantedTask, load_planted_tasks, load_split, task_digest
+from runner.protocols.planted.tasks import OVERLAY_JUDGE, task_digest
 from runner.results.ledger import LedgerRow
+from runner.units.planted import PlantedTask, load_planted_tasks, load_split
 
 ARM_LOG = "/sandbox/.arm-log/served.jsonl"  # where the arm's server logs what it served ({log})
 ECHO_WORDS = 8  # a run of this many words of a memory in the artifact is a surface echo

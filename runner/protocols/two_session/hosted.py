@@ -12,8 +12,9 @@ from pathlib import Path
 
 from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
 from runner.plan.spec import DEFAULT_SUITE, SuiteSpec, project_root, suite_named
-from runner.sources.base import HostedCase, SourceFormat, last_json
+from runner.sources.base import SourceFormat, last_json
 from runner.sources.registry import source_format
+from runner.units.two_session import HostedCase
 
 PUBLISHED = "published"  # a hosted case's one condition: the benchmark as published
 

@@ -1,0 +1,74 @@
+"""A person's records and the questions asked of them: what the personal protocol runs, whoever made them
+(memgrid's generator, protocols/personal/corpus.py, or a hosted benchmark's format under runner/sources/)."""
+
+from dataclasses import dataclass, field
+
+from runner.digest import sha256_json
+
+
+@dataclass(frozen=True)
+class Record:
+    id: str
+    person: str
+    session: int
+    date: str
+    text: str  # "user: ...\nassistant: ..."
+    user: str
+    assistant: str
+
+    def turns(self) -> tuple[tuple[str, str], ...]:
+        """(role, text) in order: what the arm's ingest is given of the record."""
+        return (("user", self.user), ("assistant", self.assistant))
+
+
+@dataclass(frozen=True)
+class Criterion:
+    value: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SubQuestion(Criterion):
+    """A yes/no question about the answer, as a hosted benchmark states its criteria (Memora's evaluation
+    questions): `value` is its text, which model judges are asked as it is; presence ones expect yes, forgetting
+    ones no. The deterministic judges look for `named` instead: the value the question names ("" when it names
+    none they can find, and they give no verdict)."""
+    id: str = ""
+    evaluation_type: str = ""  # memory_presence or forgetting_absence
+    named: str = ""
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    kind: str  # remembering, reasoning, recommending
+    text: str
+    attributes: tuple[str, ...]
+    cutoff_session: int
+    presence: tuple[Criterion, ...]  # the answer should mention each
+    forgetting: tuple[Criterion, ...]  # the answer should not mention any
+    evidence: tuple[str, ...]  # the records that state the current values
+    forgotten: tuple[str, ...] = ()  # the records that state the values the answer should no longer use
+
+
+@dataclass
+class Unit:
+    """One person over one horizon (a hosted benchmark's period): the records and the questions (the answer key)."""
+    person: str
+    name: str
+    horizon: str
+    records: list[Record] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"{self.person}-{self.horizon}"
+
+    def oracle_evidence(self) -> list[str]:
+        """What an oracle memory returns: the records the questions cite as stating what the answer should hold."""
+        return sorted({rid for q in self.questions for rid in q.evidence})
+
+
+def unit_digest(unit: Unit) -> str:
+    """The data of a person over a horizon (records and answer key), apart from the code that made it."""
+    return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions]})
