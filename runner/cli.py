@@ -808,8 +808,9 @@ def planted_task_check(suite, task_id: str | None, static_only: bool) -> None:
     """SMRITI's corpus tests and memgrid's rules over a hosted planted suite (protocols/planted/check.py)."""
     from runner.protocols.planted import check as planted_check
     from runner.protocols.registry import PROTOCOLS
+    from runner.sources.registry import HostedSuite
 
-    tasks = PROTOCOLS["planted"].tasks(project_root(), suite.name)
+    tasks = PROTOCOLS["planted"].tasks(project_root(), HostedSuite(suite.name, suite.source.get("format", "")))
     if task_id is not None and task_id not in tasks:
         raise UserError(f"task '{task_id}' is not a task of suite '{suite.name}': fix: use one of {', '.join(sorted(tasks))}")
     chosen = [tasks[task_id]] if task_id else list(tasks.values())

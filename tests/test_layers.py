@@ -3,8 +3,8 @@
 Built from the source (ast), so an import inside a function counts as much as one at the top; `test_imports.py`
 imports each module alone, which a cycle does not break. Also: no name with a leading underscore is imported
 from another package (what another package needs is public), and results/ reads a protocol only through the
-registry (the seam), never a protocol's own module; source formats import no protocol, and the units both share
-(runner/units/) import neither (issue 68).
+registry (the seam), never a protocol's own module; likewise protocols reach the source formats only through their
+registry, formats import no protocol, and the units both share (runner/units/) import neither (issue 68).
 """
 
 import ast
@@ -164,23 +164,38 @@ def seam_crossings(graph: dict[str, dict]) -> list[str]:
             if {side(m), side(target)} == {"sources", "protocols"} or (side(m) == "units" and side(target) in ("sources", "protocols"))]
 
 
-def test_the_seam_formats_import_no_protocol_and_units_import_neither():
+def seam_wrong(line: str) -> bool:
+    """Every crossing but a protocol's import of the formats' registry."""
+    return line.startswith(("runner.sources.", "runner.units.")) or " imports runner.sources.registry " not in line
+
+
+def test_the_seam_protocols_reach_formats_by_their_registry_formats_import_no_protocol():
     listed = seam_crossings(imports(REPO))
     print("\n".join(["imports between runner/sources and runner/protocols:", *listed]))
-    wrong = [line for line in listed if line.startswith(("runner.sources.", "runner.units."))]
+    wrong = [line for line in listed if seam_wrong(line)]
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_seam_check_names_a_format_reaching_a_protocol(tmp_path):
-    """It can fail: a format importing a protocol's module, and a unit importing a format, are both named."""
+    """It can fail: a format importing a protocol's module, a unit importing a format and a protocol importing a
+    format's own module are named; a protocol importing the registry is listed and allowed."""
     for folder, files in {"sources": {"fmt.py": "from runner.protocols.planted.tasks import T\n"},
-                          "protocols": {"planted/tasks.py": "T = 1\n", "planted/__init__.py": ""},
+                          "protocols": {"planted/tasks.py": "from runner.sources import fmt, registry\nT = 1\n",
+                                        "planted/__init__.py": ""},
                           "units": {"planted.py": "from runner.sources import fmt\n"}}.items():
         (tmp_path / "runner" / folder).mkdir(parents=True)
         (tmp_path / "runner" / folder / "__init__.py").write_text("")
         for name, text in files.items():
             (tmp_path / "runner" / folder / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp_path / "runner" / folder / name).write_text(text)
+    (tmp_path / "runner" / "sources" / "registry.py").write_text("")
     (tmp_path / "runner" / "__init__.py").write_text("")
-    assert seam_crossings(imports(tmp_path)) == ["runner.sources.fmt imports runner.protocols.planted.tasks (line 1)",
-                                                 "runner.units.planted imports runner.sources.fmt (line 1)"]
+    assert seam_crossings(imports(tmp_path)) == [
+        "runner.protocols.planted.tasks imports runner.sources.fmt (line 1)",
+        "runner.protocols.planted.tasks imports runner.sources.registry (line 1)",
+        "runner.sources.fmt imports runner.protocols.planted.tasks (line 1)",
+        "runner.units.planted imports runner.sources.fmt (line 1)"]
+    assert [line for line in seam_crossings(imports(tmp_path)) if seam_wrong(line)] == [
+        "runner.protocols.planted.tasks imports runner.sources.fmt (line 1)",
+        "runner.sources.fmt imports runner.protocols.planted.tasks (line 1)",
+        "runner.units.planted imports runner.sources.fmt (line 1)"]

@@ -18,6 +18,7 @@ from runner.plan.spec import load_all_arms, load_grid
 from runner.protocols.personal.protocol import PanelSetup, PersonalSetup
 from runner.protocols.registry import PROTOCOLS
 from runner.sources.memora import import_memora
+from runner.sources.registry import HostedSuite
 
 from conftest import REPO
 from test_memora_export import aggregated
@@ -64,6 +65,18 @@ def test_a_memora_grid_runs_its_personas_in_the_periods_the_suite_hosts(memora_p
         PROTOCOL.unit_ids(spec, {}, path)
 
 
+def test_a_suite_is_reached_only_by_the_protocol_its_format_hosts(memora_project, tmp_path):
+    """The registry's one check for every protocol (issue 68): a planted or two-session grid naming Memora's suite
+    is refused in one line naming the formats that protocol hosts; the personal protocol takes it."""
+    for protocol, formats, condition in (("planted", "--format smriti", "on"),
+                                         ("two-session", "--format traptask", "published")):
+        spec, path = grid(tmp_path, protocol=protocol, judges=None, conditions=[condition])
+        with pytest.raises(SpecError, match=f"names 'memora', a suite of the personal protocol, not {protocol}") as e:
+            PROTOCOLS[protocol].hosted(spec, path)
+        assert e.value.field == "suite" and formats in str(e.value) and "\n" not in str(e.value)
+    assert PROTOCOL.hosted(*grid(tmp_path)) == HostedSuite("memora", "memora")
+
+
 def test_a_memora_grid_with_cases_is_refused_in_one_line(memora_project, tmp_path):
     spec, path = grid(tmp_path, cases=3)
     with pytest.raises(SpecError, match="suite 'memora' brings its own persons") as refused:
@@ -82,16 +95,16 @@ def test_a_hosted_persons_digest_changes_with_what_the_format_read_and_its_reade
     from runner.protocols.personal import protocol
     from runner.sources import memora
 
-    folder = memora_project / "tasks" / "memora"
-    before = protocol.hosted_digest(folder, "test_baker", "weekly")
-    assert protocol.hosted_digest(folder, "test_baker", "weekly") == before
+    hosted = HostedSuite("memora", "memora")
+    before = protocol.hosted_digest(hosted, "test_baker", "weekly")
+    assert protocol.hosted_digest(hosted, "test_baker", "weekly") == before
     monkeypatch.setattr(memora.MemoraFormat, "reader_version", 2)
-    assert protocol.hosted_digest(folder, "test_baker", "weekly") != before
+    assert protocol.hosted_digest(hosted, "test_baker", "weekly") != before
     monkeypatch.setattr(memora.MemoraFormat, "reader_version", 1)
-    unit = memora.hosted_unit(folder, "test_baker", "weekly")
+    unit = memora.hosted_unit(hosted.folder(None), "test_baker", "weekly")
     other = replace(unit.questions[0], evidence=unit.questions[0].evidence[:-1])
     monkeypatch.setattr(memora, "hosted_unit", lambda *a: replace(unit, questions=[other, *unit.questions[1:]]))
-    assert protocol.hosted_digest(folder, "test_baker", "weekly") != before
+    assert protocol.hosted_digest(hosted, "test_baker", "weekly") != before
 
 
 def test_a_record_past_the_cutoff_is_a_searchs_violation_and_not_a_listings(memora_project):
@@ -123,7 +136,7 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     echo.write_text(ECHO)
     panel = PanelSetup(("scripted",) * 3, ensure_derived(engine, "model", images.base, lambda m: None), images.base.tag)
     ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
-                       protocol_setup=PersonalSetup(panel, "memora"), root=memora_project,
+                       protocol_setup=PersonalSetup(panel, HostedSuite("memora", "memora")), root=memora_project,
                        command_agents={"echo": CommandSpec("echo", ("python3", "-I", "echo.py"), (echo,))})
     results = {}
     for arm in ("bare", "full_context", "oracle_memory"):
@@ -158,7 +171,7 @@ def test_a_memora_cell_is_searched_answered_and_judged_on_its_sub_questions(engi
     # The deterministic panel alone, on the value each sub-question names: "rye" is in the sessions that drop it
     # ("I stopped the rye loaves"), so its forgetting check fails (the judges' negation blind spot) where the
     # scripted model, asked the question, said no.
-    ctx.protocol_setup = PersonalSetup(None, "memora")
+    ctx.protocol_setup = PersonalSetup(None, HostedSuite("memora", "memora"))
     row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", "full_context", 0, "weekly", "echo", "det-test_baker", 0), 1)
     offline = {q["id"]: q for q in json.loads(row.result)["questions"]}
     assert json.loads(row.result)["panel"] == "deterministic"
@@ -225,7 +238,7 @@ def test_the_extractive_answerer_answers_a_memora_persona_from_what_was_released
     """The LLM-free answerer a hosted suite can name (the reader answers none of its questions): in the isolated
     answer container it answers each question with the user's own statements among the records released to it."""
     ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
-                       protocol_setup=PersonalSetup(None, "memora", "memora"), root=memora_project)
+                       protocol_setup=PersonalSetup(None, HostedSuite("memora", "memora")), root=memora_project)
     answers = {}
     for arm in ("bare", "full_context"):
         row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", arm, 0, "weekly", "extractive", f"{arm}-x", 0), 1)

@@ -14,11 +14,12 @@ from runner.exec.trial import TrialContext
 from runner.plan.grid import CellSpec
 from runner.plan.spec import load_all_arms, load_grid
 from runner.protocols.personal import openai_judges
-from runner.units.personal import SubQuestion
 from runner.protocols.personal.judges import judge_criterion
 from runner.protocols.personal.panel import JudgeCache
 from runner.protocols.personal.protocol import PanelSetup, PersonalSetup, Released
 from runner.protocols.registry import PROTOCOLS
+from runner.sources.registry import HostedSuite
+from runner.units.personal import SubQuestion
 
 from conftest import REPO
 
@@ -263,7 +264,7 @@ def test_a_memora_cell_judged_by_the_named_panel_scores_fama_from_the_valid_verd
     monkeypatch.setenv(openai_judges.KEY_ENV, KEY)
     monkeypatch.setenv(openai_judges.BASE_URL_ENV, server.url)
     spec, path = grid(tmp_path)
-    setup = PersonalSetup(PROTOCOL.panel(None, spec, path, None), "memora")
+    setup = PersonalSetup(PROTOCOL.panel(None, spec, path, None), HostedSuite("memora", "memora"))
     ctx = TrialContext(None, "run-openai", tmp_path / "runs" / "run-openai", None, {}, load_all_arms(REPO),
                        protocol=PROTOCOL, protocol_setup=setup, root=memora_project)
     cell = CellSpec("test_baker", "full_context", 0, "weekly", "extractive", "full_context-test_baker", 0)
@@ -283,10 +284,12 @@ def test_a_memora_cell_judged_by_the_named_panel_scores_fama_from_the_valid_verd
         "memora", "openai", server.url, openai_judges.PROMPT_SHA256)
     kept = "".join(p.read_text() for p in tmp_path.joinpath("runs").rglob("*") if p.is_file()) + json.dumps(lock)
     assert KEY not in kept and "malformed reply" in kept
+    tables = PROTOCOL.extra_tables(PROTOCOL.summary([{"agent": "reader", "arm": "full_context", "condition": "weekly",
+                                                      "task": "test_baker", "admitted": True,
+                                                      "result": json.dumps(result)}]))
+    table3_note = next(note for title, *_, note in tables if title.startswith("FAMA x 100 as Memora's Table 3"))
     assert "Judges: model-0:openai/gpt-4.1, model-1:anthropic/claude-haiku-4.5, model-2:google/gemini-2.5-flash." in \
-        PROTOCOL.extra_tables(PROTOCOL.summary([{"agent": "reader", "arm": "full_context", "condition": "weekly",
-                                                 "task": "test_baker", "admitted": True,
-                                                 "result": json.dumps(result)}]))[0][3]
+        table3_note
 
 
 def test_the_recorded_endpoint_carries_no_credentials():

@@ -16,7 +16,7 @@ from runner.exec.trial import TrialContext
 from runner.plan.grid import CellSpec
 from runner.plan.spec import load_all_arms
 from runner.protocols.planted.protocol import PlantedProtocol
-from runner.sources.registry import source_format
+from runner.sources.registry import HostedSuite, source_format
 
 from conftest import REPO
 from smriti_fixture import write_smriti
@@ -30,7 +30,7 @@ def ctx(engine, images, tmp_path, run_id) -> TrialContext:
     source_format("smriti").import_source(tmp_path / "chitta", project, "smriti", log=lambda m: None)
     recall = ensure_arm_image(engine, REPO / "arms" / "recall", images.sandbox, log=lambda m: None)
     ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), images_by_arm={"recall": recall},
-                       protocol=PlantedProtocol(), protocol_setup="smriti", root=project)
+                       protocol=PlantedProtocol(), protocol_setup=HostedSuite("smriti", "smriti"), root=project)
     ctx.run_dir.mkdir(parents=True)
     return ctx
 

@@ -1084,6 +1084,7 @@ def write(plan: Plan, project: Path) -> None:
 
 class AmbFormat(SourceFormat):
     name = "amb"
+    protocol = "coding"
     about = "an agent-memory-bench task folder (tasks/<id>/) or its tasks/ folder"
     options = frozenset({"render"})
 

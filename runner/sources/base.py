@@ -19,6 +19,8 @@ from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE
 from runner.results.reward import RewardMapping
+from runner.units.personal import Unit
+from runner.units.planted import PlantedTask
 from runner.units.two_session import HostedCase, JudgeRequest
 
 SUITE_NAME = re.compile(r"^[a-z][a-z0-9_]{1,47}$")
@@ -155,6 +157,7 @@ def suite_folder(project: Path, suite: str) -> Path:
 class SourceFormat:
     """One published benchmark's layout: how `memgrid task import --format NAME PATH` hosts it."""
     name: ClassVar[str]
+    protocol: ClassVar[str]  # the protocol its suites run in (their suite.yaml's protocol)
     about: ClassVar[str]  # one line for --help: what PATH is
     options: ClassVar[frozenset[str]] = frozenset()  # the import options (keyword arguments) it takes
     # How the format reads a hosted suite when a run plans and runs it, as a number that enters each hosted unit's
@@ -181,6 +184,29 @@ class SourceFormat:
         """The units a suite of this format hosts (id, title), for a suite whose protocol is not coding."""
         raise NotImplementedError
 
+    # The hooks a protocol calls on a suite of its format (`folder`: tasks/<suite>/), each checking the suite is the
+    # source as imported. A format implements those of its own protocol.
+
+    def unit_conditions(self, folder: Path) -> dict[str, list[str]]:
+        """personal: each hosted unit (a person) and the conditions (periods) the suite hosts it in."""
+        raise NotImplementedError
+
+    def personal_unit(self, folder: Path, unit_id: str, condition: str) -> Unit:
+        """personal: a person over a period, as the personal protocol runs it."""
+        raise NotImplementedError
+
+    def unit_files(self, folder: Path, unit_id: str, condition: str) -> dict[str, str]:
+        """personal: the files that define a person over a period (path -> sha256 as imported)."""
+        raise NotImplementedError
+
+    def planted_tasks(self, folder: Path) -> dict[str, PlantedTask]:
+        """planted: the suite's tasks as the planted protocol runs them."""
+        raise NotImplementedError
+
+    def planted_split(self, folder: Path) -> tuple[dict[str, str], str]:
+        """planted: each task's split and the split's digest."""
+        raise NotImplementedError
+
     def hosted_cases(self, folder: Path) -> dict[str, HostedCase]:
         """The cases of a hosted suite (tasks/<suite>/), by id, checked to be the source as imported."""
         raise NotImplementedError
@@ -193,6 +219,10 @@ class SourceFormat:
         """How the benchmark's own grader gives a run's verdict over its judged cases (`judged`: per case its id,
         the judge's verdict or None, seconds, cost); None when it has no grader."""
         return None
+
+    def grader_verdict(self, grader_output: str) -> dict | None:
+        """The grader's verdict over a run from what it printed (its last JSON line); None when it gave none."""
+        return last_json(grader_output)
 
     def verdict(self, judge_output: str) -> dict | None:
         """The judge's result (with a numeric `score`) from what it printed; None when it gave none."""

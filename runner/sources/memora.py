@@ -32,7 +32,6 @@ from runner.results.reward import RewardMapping
 from runner.units.personal import Question, Record, SubQuestion, Unit
 from runner.sources.base import ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
 
-PROTOCOL = "personal"
 REPOSITORY = "https://github.com/geniesinc/Memora"
 PERIODS = ("weekly", "monthly", "quarterly")
 TASK_TYPES = ("remembering", "reasoning", "recommending")
@@ -353,7 +352,7 @@ def write_suite(staging: Path, into: Path, suite: str, origin: dict, plans: list
                   "files": {rel: digest for p in plans for rel, digest in sorted(p.files.items())}}
     doc = {"name": suite, "title": f"Memora from {origin['repository']}, hosted as published by memgrid task import "
                                    "--format memora",
-           "protocol": PROTOCOL, "source": {"format": "memora", **origin}}
+           "protocol": MemoraFormat.protocol, "source": {"format": "memora", **origin}}
     staging.mkdir(parents=True, exist_ok=True)
     (staging / "suite.yaml").write_text(
         "# Memora as published: source/<period>/<persona>/ holds its files unchanged; provenance.json records\n"
@@ -416,6 +415,7 @@ def hosted_unit(folder: Path, persona: str, period: str) -> Unit:
 
 class MemoraFormat(SourceFormat):
     name = "memora"
+    protocol = "personal"
     reader_version = 1
     # the reward Memora's card defines: reference quality b and anchor a (results/reward.py)
     reward = RewardMapping(reference=0.3712215103709065, anchor=20)
@@ -432,6 +432,19 @@ class MemoraFormat(SourceFormat):
                                                       f"{u['questions']} questions)")
         return [(persona, "Memora persona: " + ", ".join(periods)) for persona, periods in sorted(units.items())]
 
+    def unit_conditions(self, folder: Path) -> dict[str, list[str]]:
+        periods: dict[str, list[str]] = {}
+        for u in provenance_of(folder)["units"]:
+            periods.setdefault(u["persona"], []).append(u["period"])
+        return periods
+
+    def personal_unit(self, folder: Path, unit_id: str, condition: str) -> Unit:
+        return hosted_unit(folder, unit_id, condition)
+
+    def unit_files(self, folder: Path, unit_id: str, condition: str) -> dict[str, str]:
+        hosted_unit(folder, unit_id, condition)  # refuses a changed, added or missing file by name
+        return {rel: d for rel, d in provenance_of(folder)["files"].items() if rel.startswith(f"{condition}/{unit_id}/")}
+
     def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
         from runner.sources.memora_export import export_run  # the ledger's reader, only for an export
 
@@ -440,5 +453,5 @@ class MemoraFormat(SourceFormat):
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         if not result.plans or dry_run:
             return []
-        return [f"suite {suite} runs in the {PROTOCOL} protocol (persons = personas, conditions = periods); every "
+        return [f"suite {suite} runs in the {self.protocol} protocol (persons = personas, conditions = periods); every "
                 f"file's sha256 is in tasks/{suite}/provenance.json"]

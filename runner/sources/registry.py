@@ -1,6 +1,11 @@
-"""The source formats memgrid imports, by name (memgrid task import --format)."""
+"""The source formats memgrid imports, by name (memgrid task import --format), and the one way a protocol reaches a
+suite one of them wrote (`hosted_suite`, `HostedSuite`): protocols import this module, never a format's."""
 
-from runner.errors import UserError
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import SpecError, UserError
+from runner.plan.spec import DEFAULT_SUITE, project_root, suite_named
 from runner.results.reward import RewardMapping
 from runner.sources.amb import AmbFormat
 from runner.sources.base import SourceFormat
@@ -28,3 +33,39 @@ def export_format(name: str) -> SourceFormat:
 def reward_mapping(name: str | None) -> RewardMapping | None:
     """The reward mapping of a format's card; None for a format (or memgrid's own units) that defines none."""
     return FORMATS[name].reward if name in FORMATS else None
+
+
+def hosting(protocol: str) -> list[str]:
+    """The formats whose suites run in `protocol`."""
+    return [n for n, cls in FORMATS.items() if cls.protocol == protocol]
+
+
+@dataclass(frozen=True)
+class HostedSuite:
+    """A suite a source format wrote, as a run keeps it (Protocol.prepare) and its cells reach it, in every protocol:
+    by name, resolved in each checkout (a dask worker's is not the controller's)."""
+    suite: str
+    format: str
+
+    def folder(self, root: Path | None) -> Path:
+        return (root or project_root()) / "tasks" / self.suite
+
+    def source(self) -> SourceFormat:
+        return source_format(self.format)
+
+    def lock_entry(self) -> dict:
+        return {"suite": self.suite, "format": self.format}
+
+
+def hosted_suite(grid, grid_path, protocol: str, root: Path | None = None) -> HostedSuite | None:
+    """The grid's hosted suite, refused in one line unless a format of `protocol` wrote it; None: memgrid's own units
+    (no suite named)."""
+    if grid.suite == DEFAULT_SUITE:
+        return None
+    suite = suite_named(root or project_root(), grid.suite, grid_path, "suite")
+    fmt = FORMATS.get(suite.source.get("format"))
+    if suite.protocol != protocol or fmt is None or fmt.protocol != protocol:
+        formats = " or ".join(f"--format {n}" for n in hosting(protocol)) or "(no format hosts it yet)"
+        raise SpecError(grid_path, "suite", f"names '{suite.name}', a suite of the {suite.protocol} protocol, not "
+                        f"{protocol}", f"name a suite that memgrid task import {formats} wrote, or drop suite")
+    return HostedSuite(suite.name, fmt.name)

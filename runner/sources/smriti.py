@@ -33,7 +33,6 @@ from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, S
                                  suite_folder, write_hosted_suite)
 from runner.units.planted import Memory, PlantedTask, load_planted_tasks
 
-PROTOCOL = "planted"
 REPOSITORY = "https://github.com/genomewalker/chitta"
 MEMORY_TYPES = ("wisdom", "belief", "episode", "correction")
 REQUIRED = ("id", "repo_fixture", "prompt", "check_cmd", "planted_memories", "tags")  # its runner.validate_task's
@@ -259,7 +258,7 @@ def write_suite(project: Path, into: Path, suite: str, src: Source, split: dict[
                                 for p in plans],
                       "files": {rel: sha256_bytes(data) for rel, data in sorted(written.items())}}
         doc = {"name": suite, "title": f"SMRITI-Bench from {origin['repository']}, hosted as published by memgrid task "
-                                       "import --format smriti", "protocol": PROTOCOL, "source": {"format": "smriti", **origin}}
+                                       "import --format smriti", "protocol": SmritiFormat.protocol, "source": {"format": "smriti", **origin}}
         write_hosted_suite(staging, "# SMRITI-Bench as published: source/ holds its tasks and split.json unchanged, "
                            "fixtures/ each git\n# fixture's tree at its pinned commit; provenance.json records every "
                            "file's sha256 (runner/sources/smriti.py).\n", doc, provenance)
@@ -342,6 +341,7 @@ def hosted_split(folder: Path) -> tuple[dict[str, str], str]:
 
 class SmritiFormat(SourceFormat):
     name = "smriti"
+    protocol = "planted"
     reader_version = 1
     about = "SMRITI-Bench: benchmarks/smriti/ of a genomewalker/chitta checkout, hosted in the planted protocol"
 
@@ -351,6 +351,12 @@ class SmritiFormat(SourceFormat):
     def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
         return [(t["id"], f"SMRITI task ({t['split']})") for t in provenance_of(folder)["tasks"]]
 
+    def planted_tasks(self, folder: Path) -> dict[str, PlantedTask]:
+        return hosted_tasks(folder)
+
+    def planted_split(self, folder: Path) -> tuple[dict[str, str], str]:
+        return hosted_split(folder)
+
     def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
         from runner.sources.smriti_export import export_run  # the ledger's reader, only for an export
 
@@ -359,5 +365,5 @@ class SmritiFormat(SourceFormat):
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         if not result.plans or dry_run:
             return []
-        return [f"suite {suite} runs in the {PROTOCOL} protocol (units = SMRITI tasks); every file's sha256 is in "
+        return [f"suite {suite} runs in the {self.protocol} protocol (units = SMRITI tasks); every file's sha256 is in "
                 f"tasks/{suite}/provenance.json"]

@@ -36,7 +36,6 @@ from runner.units.two_session import HostedCase, JudgeRequest
 
 SPEC = "traptask.yaml"
 REPOSITORY = "AntiNoise-ai/trapstreet-tasks"
-PROTOCOL = "two-session"
 # The needs memgrid hosts, and how.
 HOSTED_NEEDS = {"multi_session": "two fresh sessions with only the arm's store between them"}
 STEP_FILES = ("step1.txt", "step2.txt")  # a multi_session case's prompts, one a session (tools/run_case.sh)
@@ -260,7 +259,7 @@ def plan_suite(src: Source, suite: str, dry_run: bool, run_id: str, log=print) -
     origin = Source(git_root, "trap task").origin(REPOSITORY) if git_root else {"repository": REPOSITORY, "commit": None}
     digests = {rel: sha256_bytes(data) for rel, data in sorted(files.items())}
     provenance = {
-        "format": "traptask", "protocol": PROTOCOL,
+        "format": "traptask", "protocol": TrapTaskFormat.protocol,
         "source": {**origin, "task": src.root.relative_to(git_root).as_posix() if git_root else src.root.name},
         "needs": sorted(HOSTED_NEEDS), "judge": judge, "grader": grader, "built": built,
         "dirs": {"inputs": inputs, "expected": expected},
@@ -285,7 +284,7 @@ def write_suite(plan: SuitePlan, project: Path) -> list[str]:
         origin = plan.provenance["source"]
         doc = {"name": plan.suite, "title": f"Trap task {plan.source.name} from {origin['repository']}, hosted as "
                                             f"published by memgrid task import --format traptask",
-               "protocol": PROTOCOL,
+               "protocol": TrapTaskFormat.protocol,
                "source": {"format": "traptask", "repository": origin["repository"], "commit": origin["commit"]}}
         write_hosted_suite(staging, "# A hosted trap task: source/ is the task folder as published (and as its build "
                            "wrote it), unchanged;\n# provenance.json records every file's sha256 and the cases hosted "
@@ -497,6 +496,7 @@ def solution_agent(folder: Path, where: Path, field: str) -> tuple[tuple[str, ..
 
 class TrapTaskFormat(SourceFormat):
     name = "traptask"
+    protocol = "two-session"
     reader_version = 1
     about = "a trapstreet task folder (tasks/<name>/ with traptask.yaml)"
 
@@ -527,4 +527,4 @@ class TrapTaskFormat(SourceFormat):
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         if not result.plans or dry_run:
             return []
-        return [f"suite {suite} runs in the {PROTOCOL} protocol; every file's sha256 is in tasks/{suite}/provenance.json"]
+        return [f"suite {suite} runs in the {self.protocol} protocol; every file's sha256 is in tasks/{suite}/provenance.json"]

@@ -2,9 +2,10 @@
 go of what no longer holds? Scored with Memora's FAMA (metrics.py).
 
 A unit is a person (`p00`..), a condition a horizon (`weekly`, `monthly`, `quarterly`); the corpus and
-the answer key come from corpus.py, or, for a grid naming a suite that `memgrid task import --format memora` wrote,
-from Memora's files as published (runner/sources/memora.py: personas, periods, sessions, and yes/no sub-questions:
-model judges are asked them as they are, the deterministic judges look for the value each names). A cell runs three containers and judges outside them, in the process that
+the answer key come from corpus.py, or, for a grid naming a suite a source format hosts in this protocol, from the
+benchmark's files as published, through sources/registry.HostedSuite (e.g. personas, periods, sessions, and yes/no
+sub-questions: model judges are asked them as they are, the deterministic judges look for the value each names).
+A cell runs three containers and judges outside them, in the process that
 runs the cell (the controller, or a dask worker with deterministic judges):
 1. build (harness step, the arm's image, no network): the arm's own ingest writes the person's records
    up to the cutoff into its store. Arms without an ingest build nothing.
@@ -45,15 +46,14 @@ from runner.exec.trial import (PhaseSpec, TrialContext, agent_config, cell_failu
                                new_row, now, run_phase, session_fields, wait_for_removals, write_json)
 from runner.grading import gate
 from runner.plan.grid import CellSpec
-from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec, project_root, provider
+from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, provider
 from runner.protocols.base import Protocol
 from runner.protocols.personal import corpus as gen
 from runner.protocols.personal import metrics, openai_judges, submission
 from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
-from runner.protocols.two_session.hosted import hosted_suite
 from runner.results.ledger import LedgerRow
-from runner.sources import memora
+from runner.sources.registry import HostedSuite, hosted_suite, hosting
 from runner.units.personal import Question, Record, SubQuestion, Unit, unit_digest as data_digest
 
 SEARCH_K = 10  # what a search-tool arm is asked for per question (the contract allows up to MAX_IDS)
@@ -91,10 +91,9 @@ class PanelSetup:
 @dataclass(frozen=True)
 class PersonalSetup:
     """What a personal run keeps for its cells (Protocol.prepare): its model judges, if any, and the hosted suite
-    its persons come from (None: memgrid's generated persons)."""
+    its persons come from (None: memgrid's generated persons; its format's card may define a reward)."""
     panel: PanelSetup | None
-    suite: str | None = None
-    format: str | None = None  # the hosted suite's source format (its card may define a reward)
+    hosted: HostedSuite | None = None
 
 
 CACHE_FILE = "judge-cache.jsonl"  # in the runs folder: shared by a run, its resume and its reproductions
@@ -116,17 +115,13 @@ def unit_digest(unit: Unit) -> str:
     return sha256_json({"data": data_digest(unit), "generator": generator_digest()})
 
 
-def suite_folder_of(root: Path | None, suite: str) -> Path:
-    return (root or project_root()) / "tasks" / suite
-
-
-def hosted_digest(folder: Path, persona: str, period: str) -> str:
+def hosted_digest(hosted: HostedSuite, persona: str, period: str, root: Path | None = None) -> str:
     """What defines a hosted persona over a period: its files as imported (each checked now), the persona as the
     format read them (records, questions, evidence) under its reader's version, and the code that judges them."""
-    unit = memora.hosted_unit(folder, persona, period)  # refuses a changed, added or missing file by name
-    files = {rel: d for rel, d in memora.provenance_of(folder)["files"].items() if rel.startswith(f"{period}/{persona}/")}
-    return sha256_json({"files": files, "reader": generator_digest(), "format": memora.MemoraFormat().reader_identity(),
-                        "unit": data_digest(unit)})
+    source, folder = hosted.source(), hosted.folder(root)
+    unit = source.personal_unit(folder, persona, period)  # refuses a changed, added or missing file by name
+    return sha256_json({"files": source.unit_files(folder, persona, period), "reader": generator_digest(),
+                        "format": source.reader_identity(), "unit": data_digest(unit)})
 
 
 class UnitMemory:
@@ -265,27 +260,18 @@ class PersonalProtocol(Protocol):
                    "dated conversations, searches it per question, and an isolated answerer sees only the "
                    "records released; judges check what the answer should and should not mention.")
 
-    def hosted(self, grid: GridSpec, grid_path) -> Path | None:
-        """The folder of the grid's hosted suite (Memora's personas as published), or None: generated persons."""
-        suite = hosted_suite(grid, grid_path)
-        if suite is None:
-            return None
-        if suite.protocol != self.name or suite.source.get("format") != "memora":
-            raise SpecError(grid_path, "suite", f"names '{suite.name}', which is not a suite of Memora's personas",
-                            "name a suite that memgrid task import --format memora wrote, or drop suite")
-        return suite.tasks_dir
+    def hosted(self, grid: GridSpec, grid_path) -> HostedSuite | None:
+        """The grid's hosted suite (a benchmark's persons as published), or None: generated persons."""
+        return hosted_suite(grid, grid_path, self.name)
 
-    def hosted_periods(self, folder: Path) -> dict[str, list[str]]:
+    def hosted_periods(self, hosted: HostedSuite) -> dict[str, list[str]]:
         """The periods each hosted persona has."""
-        periods: dict[str, list[str]] = {}
-        for u in memora.provenance_of(folder)["units"]:
-            periods.setdefault(u["persona"], []).append(u["period"])
-        return periods
+        return hosted.source().unit_conditions(hosted.folder(None))
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
-        folder = self.hosted(grid, grid_path)
-        if folder is not None:
-            personas = sorted(self.hosted_periods(folder))
+        hosted = self.hosted(grid, grid_path)
+        if hosted is not None:
+            personas = sorted(self.hosted_periods(hosted))
             chosen = personas if grid.tasks == "all" else list(grid.tasks)
             for p in chosen:
                 if p not in personas:
@@ -294,30 +280,31 @@ class PersonalProtocol(Protocol):
             return chosen
         if grid.cases is None:
             raise SpecError(grid_path, "cases", "is missing", "give how many persons to generate, or a hosted suite "
-                            "(suite: the one memgrid task import --format memora wrote)")
+                            f"(suite: one that memgrid task import --format {'|'.join(hosting(self.name))} wrote)")
         if grid.cases > gen.MAX_PERSONS:
             raise SpecError(grid_path, "cases", f"asks for {grid.cases} persons", f"give at most {gen.MAX_PERSONS}")
         return gen.person_ids(grid.cases)
 
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
-        folder = self.hosted(grid, grid_path)
-        if folder is not None:
-            periods = self.hosted_periods(folder)
-            return {p: sha256_json({h: hosted_digest(folder, p, h) for h in periods[p]})
+        hosted = self.hosted(grid, grid_path)
+        if hosted is not None:
+            periods = self.hosted_periods(hosted)
+            return {p: sha256_json({h: hosted_digest(hosted, p, h) for h in periods[p]})
                     for p in self.unit_ids(grid, tasks, grid_path)}
         return {p: sha256_json({h: unit_digest(unit_of(p, h)) for h in gen.HORIZONS})
                 for p in self.unit_ids(grid, tasks, grid_path)}
 
     def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
-        if grid.suite != DEFAULT_SUITE:  # a persona runs in the periods the suite hosts it in
-            periods = self.hosted_periods(suite_folder_of(None, grid.suite))
+        hosted = self.hosted(grid, Path("(grid)"))
+        if hosted is not None:  # a persona runs in the periods the suite hosts it in
+            periods = self.hosted_periods(hosted)
             return [(u, h) for u in units for h in grid.conditions if h in periods[u]]
         return [(u, h) for u in units for h in grid.conditions]
 
     def unit(self, ctx: TrialContext, cell: CellSpec) -> Unit:
         setup: PersonalSetup | None = ctx.protocol_setup
-        if setup is not None and setup.suite is not None:
-            return memora.hosted_unit(suite_folder_of(ctx.root, setup.suite), cell.task, cell.condition)
+        if setup is not None and setup.hosted is not None:
+            return setup.hosted.source().personal_unit(setup.hosted.folder(ctx.root), cell.task, cell.condition)
         return unit_of(cell.task, cell.condition)
 
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
@@ -342,8 +329,8 @@ class PersonalProtocol(Protocol):
                                 "gateway", "list the endpoint's model ids, or drop judge_endpoint for [scripted]")
             if self.hosted(grid, grid_path) is None:
                 raise SpecError(grid_path, "judge_endpoint", "asks a hosted benchmark's own judge prompt, but this grid's "
-                                "persons are memgrid's own", "name a suite memgrid task import --format memora wrote, or "
-                                "list model ids for the model gateway")
+                                "persons are memgrid's own", f"name a suite memgrid task import --format "
+                                f"{'|'.join(hosting(self.name))} wrote, or list model ids for the model gateway")
         if grid.judges and grid.executor != "local":
             raise SpecError(grid_path, "judges", f"names model judges, whose cache only this machine keeps, but the "
                             f"cells would run on executor {grid.executor}", "use --executor local, or drop judges "
@@ -388,9 +375,7 @@ class PersonalProtocol(Protocol):
                                 "writes one (ARG BASE / FROM ${BASE}, the scripts copied to /app)")
 
     def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> PersonalSetup:
-        folder = self.hosted(grid, grid_path)
-        return PersonalSetup(self.panel(client, grid, grid_path, images, log), None if folder is None else folder.name,
-                             None if folder is None else "memora")
+        return PersonalSetup(self.panel(client, grid, grid_path, images, log), self.hosted(grid, grid_path))
 
     def panel(self, client, grid: GridSpec, grid_path, images, log=print) -> PanelSetup | None:
         if not grid.judges:
@@ -422,7 +407,7 @@ class PersonalProtocol(Protocol):
             entry.update(models=list(setup.panel.models), prompt=model_panel.JUDGE_PROMPT,
                          prompt_sha256=model_panel.PROMPT_SHA256, check_prompt=model_panel.CHECK_PROMPT,
                          check_prompt_sha256=model_panel.CHECK_PROMPT_SHA256, model_image=setup.panel.model_image.id)
-        return {"judges": entry, **({"hosted_suite": {"suite": setup.suite, "format": setup.format}} if setup.suite else {})}
+        return {"judges": entry, **({"hosted_suite": setup.hosted.lock_entry()} if setup.hosted else {})}
 
     def bundle_search(self, ctx: TrialContext, cell: CellSpec, unit: Unit, store: tuple[Entry, ...]) -> Bundle:
         arm = ctx.arms[cell.arm]
@@ -691,14 +676,14 @@ class PersonalProtocol(Protocol):
             if endpoint is not None:
                 endpoint.collect(cell_dir)
                 endpoint.stop()
+        hosted = ctx.protocol_setup.hosted if ctx.protocol_setup is not None else None
         write_json(cell_dir / "verdict.json", {"judges": [j.name for j in panel], "questions": detail})
         n = len(questions)
         return {"fama": sum(q["fama"] for q in questions) / n, "mpa": sum(q["mpa"] for q in questions) / n,
                 "faa": sum(q["faa"] for q in questions) / n, "violations": sum(q["violations"] for q in questions),
                 "search_k": SEARCH_K, "judges": [j.name for j in panel], "panel": "model" if setup else "deterministic",
                 **({"judge_endpoint": setup.endpoint} if setup else {}),
-                "suite": ctx.protocol_setup.suite if ctx.protocol_setup is not None else None,
-                "format": ctx.protocol_setup.format if ctx.protocol_setup is not None else None,
+                **(hosted.lock_entry() if hosted else {"suite": None, "format": None}),
                 **({"judge_requests": gateway.requests, "judge_usage": gateway.usage} if setup else {}),
                 "questions": questions}
 

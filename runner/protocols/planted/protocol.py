@@ -36,12 +36,12 @@ from runner.exec.trial import (PhaseSpec, StepResult, TrialContext, agent_config
 from runner.grading import gate
 from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
 from runner.plan.grid import CellSpec
-from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, PlantApi, TaskSpec, project_root, suite_named
-from runner.sources import smriti
+from runner.plan.spec import ArmSpec, GridSpec, PlantApi, TaskSpec, project_root
 from runner.protocols.base import Protocol
 from runner.protocols.planted import analysis
 from runner.protocols.planted.tasks import OVERLAY_JUDGE, task_digest
 from runner.results.ledger import LedgerRow
+from runner.sources.registry import HostedSuite, hosted_suite
 from runner.units.planted import PlantedTask, load_planted_tasks, load_split
 
 ARM_LOG = "/sandbox/.arm-log/served.jsonl"  # where the arm's server logs what it served ({log})
@@ -227,39 +227,33 @@ class PlantedProtocol(Protocol):
         self._tasks: dict = {}  # (checkout root, suite) -> its planted tasks, read once
         self._splits: dict = {}  # (checkout root, suite) -> (task -> visible | holdout, the split's digest)
 
-    def tasks(self, root=None, suite: str = DEFAULT_SUITE) -> dict[str, PlantedTask]:
-        """tasks/planted/'s tasks, or those of a hosted SMRITI suite (tasks/<suite>/, as imported)."""
+    def tasks(self, root=None, hosted: HostedSuite | None = None) -> dict[str, PlantedTask]:
+        """tasks/planted/'s tasks, or those of a hosted suite (tasks/<suite>/, as imported)."""
         root = root or project_root()
-        if (root, suite) not in self._tasks:
-            self._tasks[root, suite] = (load_planted_tasks(root) if suite == DEFAULT_SUITE else
-                                        smriti.hosted_tasks(root / "tasks" / suite))
-        return self._tasks[root, suite]
+        if (root, hosted) not in self._tasks:
+            self._tasks[root, hosted] = (load_planted_tasks(root) if hosted is None else
+                                         hosted.source().planted_tasks(hosted.folder(root)))
+        return self._tasks[root, hosted]
 
     def fixture(self, root, unit: str):
         task = self.tasks(root).get(unit)
         return task.fixture if task is not None else None
 
-    def split(self, root=None, suite: str = DEFAULT_SUITE) -> tuple[dict[str, str], str]:
+    def split(self, root=None, hosted: HostedSuite | None = None) -> tuple[dict[str, str], str]:
         root = root or project_root()
-        if (root, suite) not in self._splits:
-            self._splits[root, suite] = (load_split(root, self.tasks(root)) if suite == DEFAULT_SUITE else
-                                         smriti.hosted_split(root / "tasks" / suite))
-        return self._splits[root, suite]
+        if (root, hosted) not in self._splits:
+            self._splits[root, hosted] = (load_split(root, self.tasks(root)) if hosted is None else
+                                          hosted.source().planted_split(hosted.folder(root)))
+        return self._splits[root, hosted]
 
-    def hosted(self, grid: GridSpec, grid_path) -> str:
-        """The grid's suite: memgrid's planted tasks, or a suite memgrid task import --format smriti wrote."""
-        if grid.suite != DEFAULT_SUITE:
-            suite = suite_named(project_root(), grid.suite, grid_path, "suite")
-            if suite.protocol != self.name or suite.source.get("format") != "smriti":
-                raise SpecError(grid_path, "suite", f"names '{suite.name}', which is not a suite of SMRITI's tasks",
-                                "name a suite that memgrid task import --format smriti wrote, or drop suite for "
-                                "tasks/planted/")
-        return grid.suite
+    def hosted(self, grid: GridSpec, grid_path) -> HostedSuite | None:
+        """The grid's hosted suite (a benchmark's tasks as published), or None: memgrid's tasks/planted/."""
+        return hosted_suite(grid, grid_path, self.name)
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
-        suite = self.hosted(grid, grid_path)
-        found = self.tasks(suite=suite)
-        where = "tasks/planted/" if suite == DEFAULT_SUITE else f"suite {suite}"
+        hosted = self.hosted(grid, grid_path)
+        found = self.tasks(hosted=hosted)
+        where = "tasks/planted/" if hosted is None else f"suite {hosted.suite}"
         ids = sorted(found) if grid.tasks == "all" else list(grid.tasks)
         for i in ids:
             if i not in found:
@@ -270,23 +264,23 @@ class PlantedProtocol(Protocol):
         return ids
 
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
-        suite = self.hosted(grid, grid_path)
-        found = self.tasks(suite=suite)
-        _, split_sha = self.split(suite=suite)
+        hosted = self.hosted(grid, grid_path)
+        found = self.tasks(hosted=hosted)
+        _, split_sha = self.split(hosted=hosted)
         return {i: task_digest(found[i], split_sha) for i in self.unit_ids(grid, tasks, grid_path)}
 
     def unisolated(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
-        found = self.tasks(suite=self.hosted(grid, grid_path))
+        found = self.tasks(hosted=self.hosted(grid, grid_path))
         return {i: t.unisolated for i, t in found.items() if t.unisolated}
 
     def graded_unisolated(self, grid: GridSpec, tasks: dict[str, TaskSpec], task_ids: list[str], grid_path) -> dict[str, str]:
         return {t: why for t, why in self.unisolated(grid, tasks, grid_path).items() if t in task_ids}
 
-    def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> str:
+    def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> HostedSuite | None:
         return self.hosted(grid, grid_path)  # the suite the cells' tasks come from
 
-    def lock_entries(self, setup) -> dict:
-        return {} if setup in (None, DEFAULT_SUITE) else {"hosted_suite": {"suite": setup, "format": "smriti"}}
+    def lock_entries(self, setup: HostedSuite | None) -> dict:
+        return {} if setup is None else {"hosted_suite": setup.lock_entry()}
 
     def pairs(self, grid: GridSpec, units: list[str], tasks: dict[str, TaskSpec]) -> list[tuple[str, str]]:
         return [(u, c) for u in units for c in grid.conditions]
@@ -326,15 +320,15 @@ class PlantedProtocol(Protocol):
         return bundle_of(entries)
 
     def run_cell(self, ctx: TrialContext, cell: CellSpec, attempt: int, bundle: Bundle | None = None) -> LedgerRow:
-        suite = ctx.protocol_setup or DEFAULT_SUITE
-        task, arm = self.tasks(ctx.root, suite)[cell.task], ctx.arms[cell.arm]
+        hosted: HostedSuite | None = ctx.protocol_setup
+        task, arm = self.tasks(ctx.root, hosted)[cell.task], ctx.arms[cell.arm]
         api, namespace = arm.planted, namespace_of(cell)
         cell_dir = ctx.run_dir / "cells" / cell.cell_id
         cell_dir.mkdir(parents=True, exist_ok=True)
         started_at, t0 = now(), time.monotonic()
         row = new_row(ctx, cell, attempt)
         proofs: list[dict] = []
-        split, split_sha = self.split(ctx.root, suite)
+        split, split_sha = self.split(ctx.root, hosted)
         result: dict = {"namespace": namespace, "condition": cell.condition, "split": split[cell.task],
                         "split_sha256": split_sha, "step_seconds": {}}
         steps_t = result["step_seconds"]

@@ -7,40 +7,18 @@ session's output. What the two containers add to the benchmark's runner is in do
 """
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from runner.grading.checker import GRACE_SECONDS, grade_in_container, grading_inputs
-from runner.plan.spec import DEFAULT_SUITE, SuiteSpec, project_root, suite_named
-from runner.sources.base import SourceFormat, last_json
-from runner.sources.registry import source_format
+from runner.sources.registry import HostedSuite
 from runner.units.two_session import HostedCase
 
 PUBLISHED = "published"  # a hosted case's one condition: the benchmark as published
 
 
-@dataclass(frozen=True)
-class HostedSuite:
-    """What a run of a hosted suite keeps (Protocol.prepare): the suite by name, resolved in each checkout."""
-    suite: str
-    format: str
-    digest: str  # every case's digest, so the lock shows the suite it ran
-
-    def folder(self, root: Path | None) -> Path:
-        return (root or project_root()) / "tasks" / self.suite
-
-    def source(self) -> SourceFormat:
-        return source_format(self.format)
-
-    def cases(self, root: Path | None) -> dict[str, HostedCase]:
-        return self.source().hosted_cases(self.folder(root))
-
-
-def hosted_suite(grid, grid_path, root: Path | None = None) -> SuiteSpec | None:
-    """The grid's hosted suite; None for memgrid's generated cases (no suite named)."""
-    if grid.suite == DEFAULT_SUITE:
-        return None
-    return suite_named(root or project_root(), grid.suite, grid_path, "suite")
+def hosted_cases(hosted: HostedSuite, root: Path | None) -> dict[str, HostedCase]:
+    """The suite's cases, by id, checked to be the source as imported."""
+    return hosted.source().hosted_cases(hosted.folder(root))
 
 
 GRADER_FILE = "grader.json"  # in the run folder: the benchmark's own grader over each agent x arm's cells
@@ -68,7 +46,7 @@ def grade_run(ctx, hosted: HostedSuite, rows: list[dict], log=print) -> list[dic
                                                 request.timeout_seconds + GRACE_SECONDS, run_id=ctx.run_id,
                                                 cell_id=f"grader-{agent}-{arm}", limits=ctx.limits)
         judged_ok = grade is not None and grade["checker"]["exit"] == 0 and not grade["checker"]["timed_out"]
-        verdict = last_json(grade["checker"]["output"]) if judged_ok else None
+        verdict = source.grader_verdict(grade["checker"]["output"]) if judged_ok else None
         graded.append({"agent": agent, "arm": arm, "cases": len(cells), "verdict": verdict,
                        "output": None if verdict else log_text.strip()[-2000:]})
     (ctx.run_dir / GRADER_FILE).write_text(json.dumps(graded, indent=2) + "\n")

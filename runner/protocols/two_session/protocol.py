@@ -37,10 +37,10 @@ from runner.plan.grid import CellSpec
 from runner.plan.spec import DEFAULT_SUITE, ArmSpec, GridSpec, TaskSpec
 from runner.protocols.base import Protocol
 from runner.protocols.two_session import cases as casegen
-from runner.protocols.two_session.hosted import (GRADER_FILE, PUBLISHED, HostedSuite, grade_run, hosted_suite,
-                                                 judge_session)
+from runner.protocols.two_session.hosted import GRADER_FILE, PUBLISHED, grade_run, hosted_cases, judge_session
 from runner.protocols.two_session.judge import judge
 from runner.results.ledger import LedgerRow
+from runner.sources.registry import HostedSuite, hosted_suite
 
 AGENT_SECONDS = 300
 CONTROL_AGENT = "reader"  # starts the arm's server on a store no agent touched: an MCP client whose record is memgrid's
@@ -159,7 +159,7 @@ def exit_code_of(transcript: Transcript) -> int:
 def hosted_unit(hosted: HostedSuite, ctx: TrialContext, case_id: str, arm: ArmSpec) -> CaseUnit:
     """A hosted case. The reference agents and the scripted model are handed its expected answer to remember under
     the case's id in step 1 (as a model that derived it would), and look for that id in step 2."""
-    case = hosted.cases(ctx.root)[case_id]
+    case = hosted_cases(hosted, ctx.root)[case_id]
 
     def score(ctx, cell, transcript: Transcript) -> tuple[dict, bool]:
         verdict, log = judge_session(ctx, cell, hosted, transcript.output, exit_code_of(transcript))
@@ -185,15 +185,7 @@ class TwoSessionProtocol(Protocol):
 
     def hosted(self, grid: GridSpec, grid_path) -> HostedSuite | None:
         """The grid's hosted suite (its cases as published), or None: memgrid's generated cases."""
-        suite = hosted_suite(grid, grid_path)
-        if suite is None:
-            return None
-        if suite.protocol != self.name:
-            raise SpecError(grid_path, "suite", f"names '{suite.name}', a suite of the {suite.protocol} protocol",
-                            f"name a suite that memgrid task import hosts in the {self.name} protocol")
-        fmt = suite.source.get("format", "")
-        cases = HostedSuite(suite.name, fmt, "").cases(None)
-        return HostedSuite(suite.name, fmt, sha256_json(sorted((c.id, c.digest) for c in cases.values())))
+        return hosted_suite(grid, grid_path, self.name)
 
     def unit_ids(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> list[str]:
         return list(self.units(grid, tasks, grid_path))
@@ -201,7 +193,7 @@ class TwoSessionProtocol(Protocol):
     def units(self, grid: GridSpec, tasks: dict[str, TaskSpec], grid_path) -> dict[str, str]:
         hosted = self.hosted(grid, grid_path)
         if hosted is not None:
-            cases = hosted.cases(None)
+            cases = hosted_cases(hosted, None)
             chosen = list(cases) if grid.tasks == "all" else list(grid.tasks)
             for cid in chosen:
                 if cid not in cases:
@@ -220,8 +212,11 @@ class TwoSessionProtocol(Protocol):
         return self.hosted(grid, grid_path)
 
     def lock_entries(self, setup: HostedSuite | None) -> dict:
-        return {} if setup is None else {"hosted_suite": {"suite": setup.suite, "format": setup.format,
-                                                          "cases_digest": setup.digest}}
+        if setup is None:
+            return {}
+        cases = hosted_cases(setup, None)  # the lock shows the suite it ran
+        return {"hosted_suite": {**setup.lock_entry(),
+                                 "cases_digest": sha256_json(sorted((c.id, c.digest) for c in cases.values()))}}
 
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         super().check(grid, grid_path, arms, agent_classes)
@@ -235,7 +230,7 @@ class TwoSessionProtocol(Protocol):
             references = [n for n, cls in agent_classes.items() if not issubclass(cls, CommandAgent)]
             if references:
                 hosted = self.hosted(grid, grid_path)
-                missing = [c.id for c in hosted.cases(None).values() if c.reference is None]
+                missing = [c.id for c in hosted_cases(hosted, None).values() if c.reference is None]
                 if missing:
                     raise SpecError(grid_path, "agents", f"names '{references[0]}', which is handed each case's "
                                     f"expected answer to remember, and suite '{grid.suite}' has none for "
