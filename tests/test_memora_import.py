@@ -221,10 +221,19 @@ def test_a_dry_run_writes_nothing(checkout, project):
     assert list((project / "tasks").iterdir()) == []
 
 
+def relink(path: Path) -> None:
+    """`path` moved out of the project (beside it) and a link to it left in its place."""
+    outside = next(p for p in path.parents if p.name == "tasks").parent.parent / f"moved-{path.name}"
+    path.rename(outside)
+    path.symlink_to(outside, target_is_directory=outside.is_dir())
+
+
 @pytest.mark.parametrize("tamper,problem", [
     (lambda s: s.write_text(s.read_text().replace("spelt only", "rye only")), "differs from Memora as imported"),
     (lambda s: s.unlink(), "is missing"),
     (lambda s: (s.parent / "session_0009.json").write_text("{}"), "is not a file of Memora as imported"),
+    (lambda s: relink(s), "differs from Memora as imported"),  # the same bytes, through a link
+    (lambda s: relink(s.parent.parent), "leads to .*, outside the hosted Memora suite"),
 ])
 def test_a_hosted_unit_is_read_only_as_imported(checkout, project, tamper, problem):
     import_memora(checkout, project, "memora", log=quiet)

@@ -14,7 +14,6 @@ file is read at import and a malformed one refuses its persona and period in one
 others go on.
 """
 
-import hashlib
 import json
 import re
 import shutil
@@ -30,7 +29,8 @@ from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.results.reward import RewardMapping
 from runner.units.personal import Question, Record, SubQuestion, Unit
-from runner.sources.base import ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
+from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
+                                 suite_folder)
 
 REPOSITORY = "https://github.com/geniesinc/Memora"
 PERIODS = ("weekly", "monthly", "quarterly")
@@ -398,15 +398,14 @@ def hosted_unit(folder: Path, persona: str, period: str) -> Unit:
         raise SpecError(folder / "provenance.json", "units", f"hosts no {period}/{persona}",
                         f"use a persona and period it hosts (memgrid task list --suite {folder.name})")
     source = Source(folder / "source", "hosted Memora suite")
-    unit_dir = folder / "source" / period / persona
+    try:  # a folder linked out of the suite is refused, never read
+        unit_dir = source.inside(folder / "source" / period / persona, "units")
+    except Refused as e:
+        raise SpecError(folder / "source" / period / persona, "(folder)", e.problem,
+                        "restore the suite as imported: import Memora again into a new suite") from None
     present = {p.relative_to(folder / "source").as_posix() for p in unit_dir.rglob("*") if p.is_file() or p.is_symlink()}
-    for rel in sorted(present | set(recorded)):
-        p = source.inside(folder / "source" / rel) if rel in present else folder / "source" / rel
-        if rel not in recorded or rel not in present or p.is_symlink() \
-                or hashlib.sha256(p.read_bytes()).hexdigest() != recorded[rel]:
-            problem = ("is not a file of Memora as imported" if rel not in recorded else "is missing"
-                       if rel not in present else "differs from Memora as imported (its sha256 is in provenance.json)")
-            raise SpecError(p, "(file)", problem, "restore the suite as imported: import Memora again into a new suite")
+    hosted_files(folder / "source", recorded, present, "Memora",
+                 "restore the suite as imported: import Memora again into a new suite")
     try:
         return read_unit(source, folder / "source", period, persona, folder.name).unit
     except Refused as e:  # the digests matched, so only a change to this reader can refuse a file it imported
