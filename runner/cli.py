@@ -15,6 +15,7 @@ from rich.table import Table
 
 from runner.errors import UserError
 from runner.plan.spec import DEFAULT_SUITE, project_root
+from runner.sources import registry as sources  # the formats' names and help: the CLI names none itself
 
 app = typer.Typer(help="memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own "
                        "container, prove the treatment, grade the artifact, and ledger it all.",
@@ -470,10 +471,7 @@ def compare(
 @app.command("export")
 def export_run(
     run: str = typer.Argument(..., help="Run id (a folder under --runs-dir) or a run folder path."),
-    fmt: str = typer.Option(..., "--format", help="Whose records: memora (a personal run as the eval_report_*.json "
-                                                  "tree Memora's evals/model_eval/aggregate_results.py reads) or smriti "
-                                                  "(a planted run as the results JSONL SMRITI's scorer.py reads, a file "
-                                                  "per agent x arm)."),
+    fmt: str = typer.Option(..., "--format", help=sources.exports_help()),
     output: Path = typer.Option(..., "--output", help="The folder the records are written under (created if missing; "
                                                       "a file another run or tool wrote there is never replaced)."),
     runs_dir: Path = typer.Option(Path("runs"), help="Where run folders are written."),
@@ -839,39 +837,32 @@ def planted_task_check(suite, task_id: str | None, static_only: bool) -> None:
         raise typer.Exit(1)
 
 
+# Each format's import option (sources.base.SourceFormat.options) and its flag here; tests/test_cli checks the two agree.
+IMPORT_OPTIONS = {"render": "--render-unrecorded", "periods": "--periods", "personas": "--personas"}
+
+
 @task_app.command("import")
 def task_import(
-    path: Path = typer.Argument(..., help="The source: for amb, an agent-memory-bench task folder (tasks/<id>/) or its "
-                                          "tasks/ folder; for traptask, a trapstreet task folder (with traptask.yaml); "
-                                          "for memora, a Memora checkout or its data/ folder; for smriti, "
-                                          "benchmarks/smriti/ of a chitta checkout."),
-    fmt: str = typer.Option("amb", "--format", help="The source format: amb (agent-memory-bench), traptask "
-                                                    "(a trapstreet task, hosted in the two-session protocol), memora "
-                                                    "(Memora's personas, hosted in the personal protocol) or smriti "
-                                                    "(SMRITI-Bench's tasks, hosted in the planted protocol)."),
+    path: Path = typer.Argument(..., help=sources.sources_help()),
+    fmt: str = typer.Option(sources.DEFAULT_FORMAT, "--format", help=sources.formats_help()),
     suite: Optional[str] = typer.Option(None, help="The suite the source is written into, tasks/<suite>/, created if "
-                                                   "new (default: amb; a trap task's folder name; memora; smriti). Never memgrid's own: an "
+                                                   "new (default: the format's, e.g. its name). Never memgrid's own: an "
                                                    "import changes no other suite's benchmark."),
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be imported or refused; write nothing."),
-    render_unrecorded: bool = typer.Option(False, "--render-unrecorded",
-                                           help="amb: render a staged but unrecorded session from its prompt, stage "
-                                                "files and followup instead of refusing the task."),
-    periods: Optional[str] = typer.Option(None, help="memora: comma-separated periods to import (weekly, monthly, "
-                                                     "quarterly; default: every one in PATH)."),
-    personas: Optional[str] = typer.Option(None, help="memora: comma-separated personas to import (default: every one "
-                                                      "in PATH)."),
+    render_unrecorded: bool = typer.Option(False, "--render-unrecorded", help=sources.option_help("render")),
+    periods: Optional[str] = typer.Option(None, help=sources.option_help("periods")),
+    personas: Optional[str] = typer.Option(None, help=sources.option_help("personas")),
 ):
     """Host a published benchmark as a suite of its own, unchanged (one line per unit: imported or refused, and
     why). The last lines say what to do next."""
     from runner.sources.registry import source_format
 
     source = source_format(fmt)
-    given = {"render": ("--render-unrecorded", render_unrecorded or None), "periods": ("--periods", _csv(periods)),
-             "personas": ("--personas", _csv(personas))}
-    options = {name: value for name, (_, value) in given.items() if value is not None}
+    given = {"render": render_unrecorded or None, "periods": _csv(periods), "personas": _csv(personas)}
+    options = {name: value for name, value in given.items() if value is not None}
     for name in options:
         if name not in source.options:
-            raise UserError(f"{given[name][0]}: format {fmt} has no such option — fix: drop it")
+            raise UserError(f"{IMPORT_OPTIONS[name]}: format {fmt} has no such option — fix: drop it")
     suite = suite or source.default_suite(path)
     result = source.import_source(path, project_root(), suite, dry_run=dry_run, **options)
     verb = "would import" if dry_run else "imported"

@@ -37,13 +37,15 @@ class CommandSpec:
     base: Path | None = None  # a folder delivered whole: files keep their paths relative to it; None: by name
 
 
-def load_command_agents(data: dict, root: Path, grid_path) -> dict[str, CommandSpec]:
+def load_command_agents(data: dict, root: Path, grid_path, solutions: dict | None = None) -> dict[str, CommandSpec]:
     """The grid spec's `command_agents` mapping, each file checked to be inside the project and to exist (the
-    schema checked the shape). Its files are copied into the sandbox and so into what the cell records."""
+    schema checked the shape). Its files are copied into the sandbox and so into what the cell records.
+    `solutions`: the source formats that read a benchmark's own solution folder, by the key naming it
+    (sources/registry.SOLUTIONS, handed in by the run: agents import no format)."""
     agents = {}
     for name, spec in data.items():
-        if "trap_solution" in spec:
-            agents[name] = trap_solution_agent(name, spec["trap_solution"], root, grid_path)
+        if key := next((k for k in solutions or {} if k in spec), None):
+            agents[name] = solution_agent(name, key, spec[key], root, grid_path, solutions[key]())
             continue
         files = []
         for i, f in enumerate(spec.get("files", [])):
@@ -58,14 +60,13 @@ def load_command_agents(data: dict, root: Path, grid_path) -> dict[str, CommandS
     return agents
 
 
-def trap_solution_agent(name: str, named: str, root: Path, grid_path) -> CommandSpec:
-    """A trap solution folder (its trap.yaml) as a command agent (runner/sources/traptask.py solution_agent)."""
-    from runner.sources.traptask import solution_agent
-
-    field = f"command_agents.{name}.trap_solution"
+def solution_agent(name: str, key: str, named: str, root: Path, grid_path, source) -> CommandSpec:
+    """A benchmark's solution folder (e.g. a trap solution's, `trap_solution:`) as a command agent, read by
+    `source`, the source format that defines `key`."""
+    field = f"command_agents.{name}.{key}"
     folder = inside_project(root / named, root, grid_path, field, named,
                             "name a folder inside the project, relative to its root (a copy, not a link out of it)")
-    command, files = solution_agent(folder, grid_path, field)
+    command, files = source.solution_agent(folder, grid_path, field)
     return CommandSpec(name, command, tuple(files.values()), base=folder)
 
 

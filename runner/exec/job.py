@@ -25,6 +25,7 @@ from runner.exec.run import (RunPlan, RunSummary, amend_lock, check_run_id, corp
 from runner.errors import SpecError
 from runner.plan.spec import GridSpec, grid_tasks, image_arm, load_all_arms, provider
 from runner.exec.trial import TrialContext
+from runner.sources.registry import SOLUTIONS
 
 
 @dataclass
@@ -143,7 +144,7 @@ def check_agents(grid: GridSpec, grid_path: Path, root: Path, arms: dict) -> tup
     """The grid's protocol, and its agents by name (built-in or its own command agents), refused by name
     when unknown or unable to play the protocol; the protocol then checks the arms it can host."""
     protocol = protocol_named(grid.protocol, grid_path)
-    command_agents = load_command_agents(grid.command_agents, root, grid_path)
+    command_agents = load_command_agents(grid.command_agents, root, grid_path, SOLUTIONS)
     check_agent_names(grid, grid_path)
     protocol.check(grid, grid_path, arms, {a: agent_class(a, command_agents) for a in grid.agents})
     return protocol, command_agents

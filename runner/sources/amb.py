@@ -39,7 +39,6 @@ import yaml
 
 from runner.digest import sha256_bytes, sha256_json, tree_files
 from runner.errors import SpecError, UserError
-from runner.corpus.build import events_text, load_settings
 from runner.plan.spec import suite_of_task, validate
 from runner.sources.base import ImportResult, Refusal, Refused, Source, SourceFormat, suite_folder
 
@@ -903,6 +902,8 @@ def spec_documents(task_id: str, amb_id: str, prompt: str, terms: tuple[str, ...
 
 def decoded_text(data: bytes) -> str:
     """A transcript's text as written (runner/corpus/build.py session_text, over bytes not yet on disk)."""
+    from runner.corpus.build import events_text  # the corpus builder, only when a source is read (the CLI starts fast)
+
     return events_text([json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()])
 
 
@@ -1031,6 +1032,8 @@ def create_suite(project: Path, suite: str, src: Source) -> list[str]:
         written.append(f"tasks/{suite}/suite.yaml")
     corpus = project / "corpus" / "suites" / suite / "corpus.yaml"
     if not corpus.is_file():
+        from runner.corpus.build import load_settings
+
         own = load_settings(project)
         settings = {"scale": own.scale, "seeds": list(own.seeds), "salt": f"{suite}-corpus-v1",
                     "start": own.start.isoformat(), "end": own.end.isoformat()}
@@ -1086,7 +1089,8 @@ class AmbFormat(SourceFormat):
     name = "amb"
     protocol = "coding"
     about = "an agent-memory-bench task folder (tasks/<id>/) or its tasks/ folder"
-    options = frozenset({"render"})
+    options = {"render": "render a staged but unrecorded session from its prompt, stage files and followup instead of "
+                         "refusing the task."}
 
     def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False,
                       render: bool = False) -> ImportResult:

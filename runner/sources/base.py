@@ -159,7 +159,11 @@ class SourceFormat:
     name: ClassVar[str]
     protocol: ClassVar[str]  # the protocol its suites run in (their suite.yaml's protocol)
     about: ClassVar[str]  # one line for --help: what PATH is
-    options: ClassVar[frozenset[str]] = frozenset()  # the import options (keyword arguments) it takes
+    # The import options it takes (keyword arguments of import_source), each with its --help: the CLI's text for
+    # `memgrid task import` comes from here (cli.IMPORT_OPTIONS names each option's flag).
+    options: ClassVar[dict[str, str]] = {}
+    # What `memgrid export --format NAME` writes and which of the benchmark's own tools reads it; None: no export.
+    export_about: ClassVar[str | None] = None
     # How the format reads a hosted suite when a run plans and runs it, as a number that enters each hosted unit's
     # identity beside the unit as read (never the module's bytes, so code can move without re-identifying a run):
     # bump it when a change of the reading changes what a unit means; tests/test_source_identity.py pins each
@@ -219,6 +223,14 @@ class SourceFormat:
         """How the benchmark's own grader gives a run's verdict over its judged cases (`judged`: per case its id,
         the judge's verdict or None, seconds, cost); None when it has no grader."""
         return None
+
+    # The key under a grid's command_agents that names a solution folder in the benchmark's own solution format
+    # (trap_solution: a trapstreet solution), read by solution_agent; None: the benchmark has none.
+    solution_key: ClassVar[str | None] = None
+
+    def solution_agent(self, folder: Path, where: Path, field: str) -> tuple[tuple[str, ...], dict[str, Path]]:
+        """A solution folder as a command agent: its command and its files by path relative to the folder."""
+        raise NotImplementedError
 
     def grader_verdict(self, grader_output: str) -> dict | None:
         """The grader's verdict over a run from what it printed (its last JSON line); None when it gave none."""

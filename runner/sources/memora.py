@@ -419,7 +419,10 @@ class MemoraFormat(SourceFormat):
     # the reward Memora's card defines: reference quality b and anchor a (results/reward.py)
     reward = RewardMapping(reference=0.3712215103709065, anchor=20)
     about = "a checkout of github.com/geniesinc/Memora (or its data/ folder), hosted in the personal protocol"
-    options = frozenset({"periods", "personas"})
+    options = {"periods": "comma-separated periods to import (weekly, monthly, quarterly; default: every one in PATH).",
+               "personas": "comma-separated personas to import (default: every one in PATH)."}
+    export_about = ("a personal run as the eval_report_*.json tree Memora's evals/model_eval/aggregate_results.py "
+                    "reads")
 
     def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
         return import_memora(path, project, suite, dry_run=dry_run, **options)

@@ -14,6 +14,8 @@ from runner.sources.smriti import SmritiFormat
 from runner.sources.traptask import TrapTaskFormat
 
 FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat, SmritiFormat)}
+SOLUTIONS: dict[str, type[SourceFormat]] = {cls.solution_key: cls for cls in FORMATS.values() if cls.solution_key}
+DEFAULT_FORMAT = AmbFormat.name  # memgrid task import without --format: the format of coding suites
 
 
 def source_format(name: str) -> SourceFormat:
@@ -22,11 +24,15 @@ def source_format(name: str) -> SourceFormat:
     return FORMATS[name]()
 
 
+def exporting() -> list[str]:
+    """The formats whose benchmark has tools of its own that read runs (memgrid export --format)."""
+    return [n for n, cls in FORMATS.items() if cls.export is not SourceFormat.export]
+
+
 def export_format(name: str) -> SourceFormat:
     """A format whose benchmark has tools of its own that read runs (memgrid export --format)."""
-    exporting = [n for n, cls in FORMATS.items() if cls.export is not SourceFormat.export]
-    if name not in exporting:
-        raise UserError(f"--format: '{name}' is not a format memgrid exports — fix: use one of {', '.join(exporting)}")
+    if name not in exporting():
+        raise UserError(f"--format: '{name}' is not a format memgrid exports — fix: use one of {', '.join(exporting())}")
     return FORMATS[name]()
 
 
@@ -69,3 +75,24 @@ def hosted_suite(grid, grid_path, protocol: str, root: Path | None = None) -> Ho
         raise SpecError(grid_path, "suite", f"names '{suite.name}', a suite of the {suite.protocol} protocol, not "
                         f"{protocol}", f"name a suite that memgrid task import {formats} wrote, or drop suite")
     return HostedSuite(suite.name, fmt.name)
+
+
+def formats_help() -> str:
+    """`memgrid task import --format`'s --help: every format and the protocol it hosts in."""
+    return "The source format: " + "; ".join(f"{n} (a {cls.protocol} suite)" for n, cls in FORMATS.items()) + "."
+
+
+def sources_help() -> str:
+    """`memgrid task import PATH`'s --help: what PATH is for each format."""
+    return "The source: " + "; ".join(f"for {n}, {cls.about}" for n, cls in FORMATS.items()) + "."
+
+
+def option_help(option: str) -> str:
+    """An import option's --help: the format that takes it, then what it does."""
+    owner = next(n for n, cls in FORMATS.items() if option in cls.options)
+    return f"{owner}: {FORMATS[owner].options[option]}"
+
+
+def exports_help() -> str:
+    """`memgrid export --format`'s --help: what each exporting format writes."""
+    return "Whose records: " + "; ".join(f"{n} ({FORMATS[n].export_about})" for n in exporting()) + "."

@@ -344,6 +344,7 @@ class SmritiFormat(SourceFormat):
     protocol = "planted"
     reader_version = 1
     about = "SMRITI-Bench: benchmarks/smriti/ of a genomewalker/chitta checkout, hosted in the planted protocol"
+    export_about = "a planted run as the results JSONL SMRITI's scorer.py reads, a file per agent x arm"
 
     def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
         return import_smriti(path, project, suite, dry_run=dry_run)

@@ -498,6 +498,7 @@ class TrapTaskFormat(SourceFormat):
     name = "traptask"
     protocol = "two-session"
     reader_version = 1
+    solution_key = "trap_solution"
     about = "a trapstreet task folder (tasks/<name>/ with traptask.yaml)"
 
     def default_suite(self, path: Path) -> str:
@@ -511,6 +512,9 @@ class TrapTaskFormat(SourceFormat):
 
     def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
         return [(c["id"], c["description"]) for c in hosted(folder)["cases"]]
+
+    def solution_agent(self, folder: Path, where: Path, field: str) -> tuple[tuple[str, ...], dict[str, Path]]:
+        return solution_agent(folder, where, field)
 
     def hosted_cases(self, folder: Path) -> dict[str, HostedCase]:
         return hosted_case_list(folder)
