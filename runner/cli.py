@@ -877,8 +877,26 @@ def task_import(
     console.print(f"{verb} {len(result.plans)} into suite {suite}, refused {len(result.refusals)}", soft_wrap=True)
     for line in source.closing_lines(result, suite, dry_run):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if result.plans and not dry_run:
+        print_next_run(source, suite)
     if result.refusals:
         raise typer.Exit(1)
+
+
+def print_next_run(source, suite: str) -> None:
+    """After an import: the grid spec that runs the suite, and the export its benchmark's own tools read."""
+    import yaml
+
+    spec = source.grid_example(project_root() / "tasks" / suite, suite)
+    if spec is not None:
+        console.print("a grid that runs it (save it as grid.yaml, then: memgrid grid --spec grid.yaml):", markup=False,
+                      highlight=False)
+        console.print("  " + yaml.safe_dump(spec, sort_keys=False, width=100, default_flow_style=None).rstrip().replace("\n", "\n  "),
+                      markup=False, highlight=False, soft_wrap=True)
+    if source.export_about:
+        console.print(f"after the run: memgrid export RUN --format {source.name} --output DIR writes "
+                      f"{source.export_about}; it prints the command of the benchmark's own tool",
+                      markup=False, highlight=False, soft_wrap=True)
 
 
 @corpus_app.command("build")

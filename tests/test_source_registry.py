@@ -3,13 +3,24 @@ added to sources/registry.FORMATS shows in `memgrid task import --help` and `mem
 of cli.py, its import options are flags of `task import`, and the schemas researchers read name it."""
 
 import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
 
+import pytest
 import typer.main
+import yaml
 
 from runner import cli
+from runner.exec.job import check_agents
+from runner.plan.spec import load_all_arms, load_grid
+from runner.sources import memora, smriti, traptask
 from runner.sources.registry import FORMATS, SOLUTIONS, exporting
 
 from conftest import REPO
+from smriti_fixture import write_smriti
 
 
 def command(*path: str):
@@ -47,3 +58,47 @@ def test_the_schemas_name_every_hosted_format_and_its_solution_key():
             assert f"--format {name}" in protocol_help and f"--format {name}" in suite_help, name
     command_agent = grid["properties"]["command_agents"]["additionalProperties"]["properties"]
     assert set(SOLUTIONS) <= set(command_agent), "a format's solution key is not in the grid schema"
+
+
+def imported(name: str, tmp_path) -> tuple[Path, str]:
+    """A project holding only one format's fixture, imported as its own suite: (project root, suite)."""
+    root = tmp_path / "project"
+    (root / "tasks").mkdir(parents=True)
+    if name == "memora":
+        memora.import_memora(REPO / "tests" / "data" / "memora", root, "memora", log=lambda m: None)
+        return root, "memora"
+    if name == "smriti":
+        smriti.import_smriti(write_smriti(tmp_path / "chitta"), root, "smriti", log=lambda m: None)
+        return root, "smriti"
+    task = tmp_path / "src" / "pair_recall"
+    shutil.copytree(REPO / "tests" / "data" / "traptask" / "pair_recall", task,
+                    ignore=shutil.ignore_patterns("__pycache__", "inputs", "expected"))
+    subprocess.run([sys.executable, "-B", "build_cases.py"], cwd=task, check=True, capture_output=True, timeout=60)
+    traptask.import_task(task, root, "pair_recall", log=lambda m: None)
+    return root, "pair_recall"
+
+
+@pytest.mark.parametrize("name", ["memora", "smriti", "traptask"])
+def test_the_grid_an_import_prints_passes_every_check_before_the_engine(name, tmp_path, monkeypatch):
+    """What `memgrid task import` prints as the grid that runs the suite is a grid memgrid accepts: its protocol,
+    agents, arms, conditions and units all check (exec.job.check_agents, Protocol.units), and it runs every unit."""
+    root, suite = imported(name, tmp_path)
+    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+    spec = FORMATS[name]().grid_example(root / "tasks" / suite, suite)
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    grid = load_grid(path)
+    protocol, _ = check_agents(grid, path, root, load_all_arms(REPO))
+    units = protocol.units(grid, {}, path)
+    assert sorted(units) == sorted(u for u, _ in FORMATS[name]().hosted_units(root / "tasks" / suite))
+
+
+def test_no_grid_is_printed_for_a_trap_task_whose_case_states_no_answer(tmp_path, monkeypatch):
+    """It can say none: a trap task with a case that states no answer gets no reader grid (only a command agent of
+    the user's plays it), rather than one the grid check would refuse."""
+    root, suite = imported("traptask", tmp_path)
+    cases = traptask.hosted_case_list(root / "tasks" / suite)
+    assert all(c.reference for c in cases.values())
+    first = next(iter(cases.values()))
+    monkeypatch.setattr(traptask, "hosted_case_list", lambda folder: {**cases, first.id: replace(first, reference=None)})
+    assert traptask.TrapTaskFormat().grid_example(root / "tasks" / suite, suite) is None

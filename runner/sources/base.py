@@ -245,6 +245,11 @@ class SourceFormat:
         benchmark has no such tools does not override it."""
         raise NotImplementedError
 
+    def grid_example(self, folder: Path, suite: str) -> dict | None:
+        """A grid spec that runs the suite as imported (`folder`: tasks/<suite>/), printed after an import and checked
+        by tests/test_source_registry.py; None when none runs it as it stands (closing_lines say what to do)."""
+        return None
+
     def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
         """What the import wrote beside the suite and what to do next, printed after its count."""
         return []

@@ -447,6 +447,12 @@ class MemoraFormat(SourceFormat):
         hosted_unit(folder, unit_id, condition)  # refuses a changed, added or missing file by name
         return {rel: d for rel, d in provenance_of(folder)["files"].items() if rel.startswith(f"{condition}/{unit_id}/")}
 
+    def grid_example(self, folder: Path, suite: str) -> dict | None:
+        hosted = {u["period"] for u in provenance_of(folder)["units"]}
+        return {"name": suite, "protocol": self.protocol, "suite": suite, "tasks": "all",
+                "conditions": [p for p in PERIODS if p in hosted], "arms": ["bare", "full_context", "oracle_memory", "recall"],
+                "agents": ["extractive"], "seeds": 1}
+
     def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
         from runner.sources.memora_export import export_run  # the ledger's reader, only for an export
 

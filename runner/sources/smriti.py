@@ -358,6 +358,12 @@ class SmritiFormat(SourceFormat):
     def planted_split(self, folder: Path) -> tuple[dict[str, str], str]:
         return hosted_split(folder)
 
+    def grid_example(self, folder: Path, suite: str) -> dict | None:
+        ids = [t["id"] for t in provenance_of(folder)["tasks"]]
+        return {"name": suite, "protocol": self.protocol, "suite": suite, "tasks": "all", "conditions": ["off", "on"],
+                "arms": ["recall"], "agents": ["reader"], "seeds": 1,
+                "unisolated_checkers": ids}  # SMRITI's check runs beside the agent's code: accepted by name
+
     def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
         from runner.sources.smriti_export import export_run  # the ledger's reader, only for an export
 

@@ -516,6 +516,14 @@ class TrapTaskFormat(SourceFormat):
     def solution_agent(self, folder: Path, where: Path, field: str) -> tuple[tuple[str, ...], dict[str, Path]]:
         return solution_agent(folder, where, field)
 
+    def grid_example(self, folder: Path, suite: str) -> dict | None:
+        """Played by the reader when every case states its answer (it remembers it in step 1); else by a command
+        agent of the user's (docs/hosted-trap-tasks.md), which no spec printed here can name."""
+        if any(c.reference is None for c in hosted_case_list(folder).values()):
+            return None
+        return {"name": suite, "protocol": self.protocol, "suite": suite, "tasks": "all", "conditions": ["published"],
+                "arms": ["bare", "notes"], "agents": ["reader"], "seeds": 1}
+
     def hosted_cases(self, folder: Path) -> dict[str, HostedCase]:
         return hosted_case_list(folder)
 
