@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from runner.digest import sha256_json
-from runner.sources import memora, smriti, traptask
+from runner.sources import locomo, memora, smriti, traptask
 from runner.sources.registry import FORMATS
 from runner.units.personal import unit_digest
 
@@ -19,6 +19,7 @@ from smriti_fixture import write_smriti
 # format -> (its reader_version, the digest of its fixture's units as read). Renew with the digest a failure prints,
 # after bumping the format's reader_version when the reading changed what a unit means.
 PINNED = {
+    "locomo": (1, "fe14c00231759f22a2f5d2f9339cdecdb4b8d2c3e7d77f65ec1678697bf14b78"),
     "memora": (1, "9aac18a8dcb2c211e3a69a6c90f81ac3c3c436a7d1b823fc30e7b7585fb366b5"),
     "smriti": (1, "c293c074ed80e1355ac4bc478fc255caef97ba41f2e8c10874cf4f026a551a29"),
     "traptask": (1, "458b7233abac101408d1cca3f8a96d17f8c947cf39d250ee48cf9f9fcf3a94bf"),
@@ -33,6 +34,14 @@ def memora_read(tmp_path) -> str:
     units = memora.provenance_of(folder)["units"]
     return sha256_json({f"{u['period']}/{u['persona']}": unit_digest(memora.hosted_unit(folder, u["persona"], u["period"]))
                         for u in units})
+
+
+def locomo_read(tmp_path) -> str:
+    root = tmp_path / "locomo-project"
+    (root / "tasks").mkdir(parents=True)
+    locomo.import_locomo(REPO / "tests" / "data" / "locomo", root, "locomo", log=lambda m: None)
+    folder = root / "tasks" / "locomo"
+    return sha256_json({s: unit_digest(u) for s, (u, _) in locomo.hosted_samples(folder).items()})
 
 
 def smriti_read(tmp_path) -> str:
@@ -54,7 +63,7 @@ def traptask_read(tmp_path) -> str:
     return sha256_json({i: [c.title, c.prompts, c.secrets, c.reference] for i, c in cases.items()})
 
 
-READ = {"memora": memora_read, "smriti": smriti_read, "traptask": traptask_read}
+READ = {"locomo": locomo_read, "memora": memora_read, "smriti": smriti_read, "traptask": traptask_read}
 
 
 def pin_problem(name: str, digest: str) -> str | None:

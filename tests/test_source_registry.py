@@ -3,6 +3,7 @@ added to sources/registry.FORMATS shows in `memgrid task import --help` and `mem
 of cli.py, its import options are flags of `task import`, and the schemas researchers read name it."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -14,9 +15,10 @@ import typer.main
 import yaml
 
 from runner import cli
+from runner.errors import SpecError
 from runner.exec.job import check_agents
 from runner.plan.spec import load_all_arms, load_grid
-from runner.sources import memora, smriti, traptask
+from runner.sources import locomo, memora, smriti, traptask
 from runner.sources.registry import FORMATS, SOLUTIONS, exporting
 
 from conftest import REPO
@@ -67,6 +69,9 @@ def imported(name: str, tmp_path) -> tuple[Path, str]:
     if name == "memora":
         memora.import_memora(REPO / "tests" / "data" / "memora", root, "memora", log=lambda m: None)
         return root, "memora"
+    if name == "locomo":
+        locomo.import_locomo(REPO / "tests" / "data" / "locomo", root, "locomo", log=lambda m: None)
+        return root, "locomo"
     if name == "smriti":
         smriti.import_smriti(write_smriti(tmp_path / "chitta"), root, "smriti", log=lambda m: None)
         return root, "smriti"
@@ -78,7 +83,7 @@ def imported(name: str, tmp_path) -> tuple[Path, str]:
     return root, "pair_recall"
 
 
-@pytest.mark.parametrize("name", ["memora", "smriti", "traptask"])
+@pytest.mark.parametrize("name", ["memora", "locomo", "smriti", "traptask"])
 def test_the_grid_an_import_prints_passes_every_check_before_the_engine(name, tmp_path, monkeypatch):
     """What `memgrid task import` prints as the grid that runs the suite is a grid memgrid accepts: its protocol,
     agents, arms, conditions and units all check (exec.job.check_agents, Protocol.units), and it runs every unit."""
@@ -91,6 +96,29 @@ def test_the_grid_an_import_prints_passes_every_check_before_the_engine(name, tm
     protocol, _ = check_agents(grid, path, root, load_all_arms(REPO))
     units = protocol.units(grid, {}, path)
     assert sorted(units) == sorted(u for u, _ in FORMATS[name]().hosted_units(root / "tasks" / suite))
+
+
+@pytest.mark.parametrize("name, conditions, message", [
+    (None, ["weekly", "daily"], "names 'daily', which is not a condition memgrid's generated persons have — fix: use "
+                                "weekly, monthly, quarterly"),
+    ("memora", ["weekly", "quarterly"], "names 'quarterly', which is not a condition suite 'memora' hosts — fix: use "
+                                        "monthly, weekly"),
+    ("locomo", ["weekly"], "names 'weekly', which is not a condition suite 'locomo' hosts — fix: use published"),
+])
+def test_a_personal_condition_no_person_has_is_refused_before_the_engine(name, conditions, message, tmp_path,
+                                                                        monkeypatch):
+    """A condition no person is held in would plan no cell of it and pass every check (issue 70's quarterly)."""
+    if name is None:
+        root, spec = REPO, {"name": "g", "protocol": "personal", "cases": 1, "arms": ["bare"], "agents": ["reader"],
+                            "seeds": 1}
+    else:
+        root, suite = imported(name, tmp_path)
+        spec = FORMATS[name]().grid_example(root / "tasks" / suite, suite)
+    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump({**spec, "conditions": conditions}))
+    with pytest.raises(SpecError, match=re.escape(f"conditions: {message}")):
+        check_agents(load_grid(path), path, root, load_all_arms(REPO))
 
 
 def test_no_grid_is_printed_for_a_trap_task_whose_case_states_no_answer(tmp_path, monkeypatch):

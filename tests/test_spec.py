@@ -29,8 +29,8 @@ def write(path: Path, text: str) -> Path:
     (GOOD_GRID.replace("arms: [bare]", "arms: [bare"), "line", "fix the YAML syntax"),
     (GOOD_GRID + "judges: [scripted]\n", "judges", "only with protocol: personal"),
     (GOOD_GRID + "cases: 3\n", "cases", "remove it"),
-    ("name: p\nprotocol: personal\ncases: 2\narms: [bare]\nagents: [reader]\nseeds: 1\nconditions: [daily]\n",
-     "conditions[0]", "weekly, monthly, quarterly"),
+    ("name: p\nprotocol: personal\ncases: 2\narms: [bare]\nagents: [reader]\nseeds: 1\nconditions: [Daily!]\n",
+     "conditions[0]", "weekly, monthly, quarterly, or the conditions the grid's suite hosts"),
     # YAML 1.1 reads unquoted on/off as booleans: the fix says to quote them
     ("name: p\nprotocol: planted\ntasks: all\narms: [recall]\nagents: [reader]\nseeds: 1\nconditions: [off, on]\n",
      "is read as", 'quote it, e.g. conditions: ["off", "on"]'),

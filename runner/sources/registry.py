@@ -9,11 +9,13 @@ from runner.plan.spec import DEFAULT_SUITE, project_root, suite_named
 from runner.results.reward import RewardMapping
 from runner.sources.amb import AmbFormat
 from runner.sources.base import SourceFormat
+from runner.sources.locomo import LocomoFormat
 from runner.sources.memora import MemoraFormat
 from runner.sources.smriti import SmritiFormat
 from runner.sources.traptask import TrapTaskFormat
 
-FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat, SmritiFormat)}
+FORMATS: dict[str, type[SourceFormat]] = {cls.name: cls for cls in (AmbFormat, TrapTaskFormat, MemoraFormat, SmritiFormat,
+                                                                   LocomoFormat)}
 SOLUTIONS: dict[str, type[SourceFormat]] = {cls.solution_key: cls for cls in FORMATS.values() if cls.solution_key}
 DEFAULT_FORMAT = AmbFormat.name  # memgrid task import without --format: the format of coding suites
 

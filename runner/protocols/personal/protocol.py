@@ -307,8 +307,20 @@ class PersonalProtocol(Protocol):
             return setup.hosted.source().personal_unit(setup.hosted.folder(ctx.root), cell.task, cell.condition)
         return unit_of(cell.task, cell.condition)
 
+    def check_conditions(self, grid: GridSpec, grid_path) -> None:
+        """Each condition is a horizon of the generated persons, or one the grid's suite hosts a person in: a
+        condition no person has would plan no cell of it, silently."""
+        hosted = self.hosted(grid, grid_path)
+        held = sorted({c for cs in self.hosted_periods(hosted).values() for c in cs}) if hosted else list(gen.HORIZONS)
+        for c in grid.conditions:
+            if c not in held:
+                whose = f"suite '{grid.suite}' hosts" if hosted else "memgrid's generated persons have"
+                raise SpecError(grid_path, "conditions", f"names '{c}', which is not a condition {whose}",
+                                f"use {', '.join(held)}")
+
     def check(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
         super().check(grid, grid_path, arms, agent_classes)
+        self.check_conditions(grid, grid_path)
         if self.hosted(grid, grid_path) is not None:
             if grid.cases is not None:
                 raise SpecError(grid_path, "cases", f"is set, but suite '{grid.suite}' brings its own persons",

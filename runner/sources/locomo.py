@@ -1,0 +1,330 @@
+"""LoCoMo (github.com/snap-research/LoCoMo) as published, hosted in the personal protocol.
+
+LoCoMo's `data/locomo10.json` is a list of samples, each a long conversation between two people and the questions
+asked of it: `sample_id`; `conversation` with `speaker_a`, `speaker_b`, and per session N `session_N_date_time`
+("1:56 pm on 8 May, 2023") and `session_N`, its turns in order (`speaker`, `dia_id` "D<session>:<turn>", `text`;
+an image turn adds `img_url` and `blip_caption`); `qa`, each with `question`, `answer`, `evidence` (dia_ids) and
+`category` 1-5 (category 5, adversarial, carries `adversarial_answer` and mostly no `answer`). memgrid's personal
+protocol has the same parts: persons = samples (one condition, `published`: a sample is asked once, after its last
+session), records = turns, questions with their answer and evidence.
+
+A turn becomes one record whose text is the one LoCoMo's own retrieval prompts show of it
+(task_eval/gpt_utils.py, rag_mode dialog): `<speaker> said, "<text>"`, and for an image turn ` and shared
+<blip_caption>` after it (the image itself is not hosted: no answerer of LoCoMo's sees it). The arm's ingest gets
+the turn with role `user` for speaker_a and `assistant` for speaker_b (the roles its input format knows); the text
+names the speaker.
+
+The import copies locomo10.json unchanged into tasks/<suite>/source/ and records the checkout's commit and the
+file's sha256 in tasks/<suite>/provenance.json; a run reads the suite from there (`hosted_unit`), the file checked
+against its digest, so a hosted sample is the one imported or it is refused by name. Every sample is read at
+import; a malformed one is refused in one line (file, field, fix) and the others go on.
+"""
+
+import json
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+
+from runner.digest import sha256_bytes, sha256_json
+from runner.errors import SpecError, UserError
+from runner.units.personal import Criterion, Question, Record, Unit
+from runner.sources.base import (ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files, suite_folder,
+                                 write_hosted_suite)
+
+REPOSITORY = "https://github.com/snap-research/LoCoMo"
+DATA_FILE = "locomo10.json"
+CONDITION = "published"  # a sample has no periods: its questions are asked once, after its last session
+# The categories as LoCoMo's own scoring names them (task_eval/evaluation.py, eval_question_answering's comments);
+# other readers label 1 and 4 the other way round (mem0 issue 2609, LoCoMo issue 29).
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+ROLES = ("user", "assistant")  # speaker_a, speaker_b as the arm's ingest input names them
+SESSION_KEY = re.compile(r"^session_(\d+)$")
+DIA_ID = re.compile(r"^D(\d+):(\d+)$")
+CITED = re.compile(r"D\d+:\d+")  # a dia_id inside an evidence entry ("D8:6; D9:17" cites two)
+DATE_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+SAMPLE_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class Turn(Record):
+    """One turn of a LoCoMo conversation as one record."""
+    dia_id: str = ""
+    role: str = "user"
+
+    def turns(self) -> tuple[tuple[str, str], ...]:
+        return ((self.role, self.text),)
+
+
+@dataclass
+class SamplePlan:
+    """A sample as it is (or, on a dry run, would be) hosted."""
+    sample_id: str
+    suite: str
+    unit: Unit
+    sessions: int
+    uncited: list[str] = field(default_factory=list)  # evidence entries that name no turn of the sample as written
+
+    def line(self) -> str:
+        counts = {n: sum(q.kind == name for q in self.unit.questions) for n, name in CATEGORIES.items()}
+        return (f"import {self.sample_id} -> tasks/{self.suite}/: {self.sessions} sessions, {len(self.unit.records)} "
+                f"turns, {len(self.unit.questions)} questions (category " + ", ".join(
+                    f"{n} {c}" for n, c in counts.items()) + ")" + (
+                    f"; {len(self.uncited)} evidence entries name no turn as written ({', '.join(self.uncited)}): "
+                    "oracle_memory releases the turns found in them" if self.uncited else ""))
+
+    def unisolated_line(self) -> None:
+        return None  # the answer is scored from its text alone; no code of the agent's runs outside its container
+
+
+def record_id(sample_id: str, dia_id: str) -> str:
+    """A turn's record id, a file name everywhere it is one ("conv-26-D1-3")."""
+    return f"{sample_id}-{dia_id.replace(':', '-')}"
+
+
+def data_file(path: Path) -> tuple[Source, Path]:
+    """The checkout (or the json file alone) and locomo10.json: PATH may be either."""
+    path = path.resolve()
+    if path.is_file():
+        root = path.parent.parent if path.parent.name == "data" and (path.parent.parent / ".git").exists() else path.parent
+        return Source(root, "LoCoMo"), path
+    if (path / "data" / DATA_FILE).is_file():
+        return Source(path, "LoCoMo"), path / "data" / DATA_FILE
+    raise UserError(f"{path}: holds no LoCoMo data (no data/{DATA_FILE}) — fix: give a checkout of "
+                    f"github.com/snap-research/LoCoMo or its data/{DATA_FILE}")
+
+
+def need(value, kind, where: str, name: str, fix: str):
+    """`value` when it is of `kind`, else the sample is refused naming the field."""
+    if not isinstance(value, kind) or isinstance(value, bool):
+        shown = "missing" if value is None else f"{type(value).__name__} {json.dumps(value)[:60]}"
+        raise Refused(where, name, f"is {shown}", fix)
+    return value
+
+
+def session_date(value, where: str, name: str) -> str:
+    text = need(value, str, where, name, "give the session's date and time as LoCoMo writes it (1:56 pm on 8 May, 2023)")
+    try:
+        return datetime.strptime(text, DATE_TIME).date().isoformat()
+    except ValueError:
+        raise Refused(where, name, f"{text!r} is not a date and time as LoCoMo writes them",
+                      "write it as 1:56 pm on 8 May, 2023") from None
+
+
+def read_turns(sample_id: str, conversation: dict, where: str) -> tuple[list[Turn], int]:
+    speakers = {need(conversation.get(k), str, where, f"conversation.{k}", "name the speaker"): role
+                for k, role in zip(("speaker_a", "speaker_b"), ROLES)}
+    sessions = sorted(int(m.group(1)) for k in conversation if (m := SESSION_KEY.match(k)))
+    if not sessions:
+        raise Refused(where, "conversation", "holds no session_N", "restore the sample's sessions as published")
+    turns, seen = [], set()
+    for n in sessions:
+        at = f"conversation.session_{n}"
+        day = session_date(conversation.get(f"session_{n}_date_time"), where, f"{at}_date_time")
+        for i, turn in enumerate(need(conversation[f"session_{n}"], list, where, at, "give the session's turns as a list")):
+            t = f"{at}[{i}]"
+            turn = need(turn, dict, where, t, "give each turn as an object with speaker, dia_id and text")
+            speaker = need(turn.get("speaker"), str, where, f"{t}.speaker", "name one of the two speakers")
+            if speaker not in speakers:
+                raise Refused(where, f"{t}.speaker", f"is {speaker!r}, neither speaker_a nor speaker_b",
+                              "restore the turn as published")
+            dia_id = need(turn.get("dia_id"), str, where, f"{t}.dia_id", "give the turn's dia_id")
+            found = DIA_ID.match(dia_id)
+            if not found or int(found.group(1)) != n or dia_id in seen:
+                raise Refused(where, f"{t}.dia_id", f"{dia_id!r} is not D{n}:<turn> or is repeated",
+                              "restore the turn as published")
+            seen.add(dia_id)
+            said = f'{speaker} said, "{need(turn.get("text"), str, where, f"{t}.text", "give the turn text")}"'
+            if "blip_caption" in turn:
+                said += " and shared " + need(turn["blip_caption"], str, where, f"{t}.blip_caption", "give the caption")
+            role = speakers[speaker]
+            turns.append(Turn(record_id(sample_id, dia_id), sample_id, n, day, said,
+                              said if role == "user" else "", said if role == "assistant" else "", dia_id, role))
+    return turns, len(sessions)
+
+
+def read_questions(sample_id: str, qa, turns: list[Turn], where: str) -> tuple[list[Question], list[str]]:
+    by_dia = {t.dia_id: t.id for t in turns}
+    last = max(t.session for t in turns)
+    questions, uncited = [], []
+    for i, item in enumerate(need(qa, list, where, "qa", "give the sample's questions as a list")):
+        at = f"qa[{i}]"
+        item = need(item, dict, where, at, "give each question as an object")
+        text = need(item.get("question"), str, where, f"{at}.question", "give the question's text")
+        category = item.get("category")
+        if category not in CATEGORIES or isinstance(category, bool):
+            raise Refused(where, f"{at}.category", f"is {category!r}", "use one of LoCoMo's categories 1-5")
+        evidence = need(item.get("evidence"), list, where, f"{at}.evidence", "list the dia_ids the answer rests on")
+        cited = []
+        for e in evidence:
+            named = CITED.findall(need(e, str, where, f"{at}.evidence", "give each dia_id as text"))
+            if e not in by_dia:
+                uncited.append(e)
+            cited += [by_dia[d] for d in named if d in by_dia]
+        if category == 5:  # the answer should say it is not known; it should not give the adversarial answer
+            trap = need(item.get("adversarial_answer"), str, where, f"{at}.adversarial_answer",
+                        "give the adversarial answer a category-5 question carries")
+            presence, forgetting = (), (Criterion(trap),)
+        else:
+            answer = item.get("answer")
+            answer = str(need(answer, (str, int, float), where, f"{at}.answer", "give the gold answer"))
+            presence, forgetting = (Criterion(answer),), ()
+        questions.append(Question(f"{sample_id}-q{i + 1:04d}", CATEGORIES[category], text, (), last, presence,
+                                  forgetting, tuple(dict.fromkeys(cited))))
+    return questions, uncited
+
+
+def read_sample(sample, index: int, file: str, suite: str) -> SamplePlan:
+    where = f"{file}[{index}]"
+    sample = need(sample, dict, where, "(sample)", "restore the sample as published")
+    sample_id = need(sample.get("sample_id"), str, where, "sample_id", "give the sample its id")
+    if not SAMPLE_ID.match(sample_id):
+        raise Refused(where, "sample_id", f"{sample_id!r} is not a plain id", "use letters, digits, _ . - (1-64)")
+    where = f"{file} sample {sample_id}"
+    conversation = need(sample.get("conversation"), dict, where, "conversation", "give the sample's conversation")
+    turns, sessions = read_turns(sample_id, conversation, where)
+    questions, uncited = read_questions(sample_id, sample.get("qa"), turns, where)
+    names = f"{conversation['speaker_a']} and {conversation['speaker_b']}"
+    return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions), sessions, uncited)
+
+
+def read_samples(raw: bytes, file: str, suite: str) -> tuple[list[SamplePlan], list[tuple[str, str]]]:
+    """Every sample of the file: those read, and (sample, why) for those refused."""
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise UserError(f"{file}: is not JSON ({e}) — fix: restore the file as published") from None
+    if not isinstance(doc, list):
+        raise UserError(f"{file}: is {type(doc).__name__}, not a list of samples — fix: restore the file as published")
+    plans, refused, seen = [], [], set()
+    for i, sample in enumerate(doc):
+        try:
+            plan = read_sample(sample, i, file, suite)
+            if plan.sample_id in seen:
+                raise Refused(file, f"[{i}].sample_id", f"{plan.sample_id!r} is repeated", "give each sample its own id")
+        except Refused as e:
+            name = sample.get("sample_id") if isinstance(sample, dict) and isinstance(sample.get("sample_id"), str) else f"[{i}]"
+            refused.append((name, str(e)))
+            continue
+        seen.add(plan.sample_id)
+        plans.append(plan)
+    return plans, refused
+
+
+def import_locomo(path: Path, project: Path, suite: str, *, dry_run: bool = False, log=None) -> ImportResult:
+    log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+    into = suite_folder(project, suite)
+    if into.exists():
+        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
+                        "import LoCoMo again")
+    source, file = data_file(path)
+    source.inside(file)
+    raw = file.read_bytes()
+    log(f"reading {source.rel(file)} ({len(raw):,} bytes)")
+    plans, refused = read_samples(raw, source.rel(file), suite)
+    result = ImportResult(plans, [Refusal(Path(name), why) for name, why in refused])
+    if plans and not dry_run:
+        staging = project / "tasks" / f".memgrid-import-{suite}"
+        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            (staging / "source").mkdir(parents=True)
+            (staging / "source" / DATA_FILE).write_bytes(raw)
+            origin = source.origin(REPOSITORY)
+            provenance = {"source": origin, "format": LocomoFormat.name,
+                          "units": [{"sample_id": p.sample_id, "sessions": p.sessions, "turns": len(p.unit.records),
+                                     "questions": len(p.unit.questions)} for p in plans],
+                          "files": {DATA_FILE: sha256_bytes(raw)}}
+            doc = {"name": suite, "title": f"LoCoMo from {origin['repository']}, hosted as published by memgrid task "
+                                           "import --format locomo",
+                   "protocol": LocomoFormat.protocol, "source": {"format": LocomoFormat.name, **origin}}
+            write_hosted_suite(staging, "# LoCoMo as published: source/locomo10.json unchanged; provenance.json records "
+                               "its sha256\n# and the samples hosted (runner/sources/locomo.py).\n", doc, provenance)
+            staging.rename(into)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        result.created = [f"tasks/{suite}/suite.yaml", f"tasks/{suite}/provenance.json",
+                          f"tasks/{suite}/source/{DATA_FILE}"]
+    return result
+
+
+def provenance_of(folder: Path) -> dict:
+    path = folder / "provenance.json"
+    try:
+        provenance = json.loads(path.read_text())
+        dict(provenance["files"]), list(provenance["units"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SpecError(path, "files", f"cannot be read ({e})",
+                        "import LoCoMo again (memgrid task import --format locomo)") from None
+    return provenance
+
+
+def hosted_samples(folder: Path) -> dict[str, tuple[Unit, str]]:
+    """The suite's samples as hosted, by id, each with the sha256 of the sample as published: the folder checked
+    against provenance.json first (read again only when its listing or the file changes: a run asks for each sample
+    many times, and the file is 2.8 MB)."""
+    root = folder / "source"
+    present = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()) \
+        if root.is_dir() else frozenset()
+    try:
+        stat = (root / DATA_FILE).stat()
+    except OSError:
+        stat = None
+    return _hosted_samples(folder, present, stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
+
+
+@cache
+def _hosted_samples(folder: Path, present: frozenset[str], mtime_ns: int, size: int) -> dict[str, tuple[Unit, str]]:
+    provenance = provenance_of(folder)
+    raw = hosted_files(folder / "source", provenance["files"], set(present), "LoCoMo",
+                       "restore the suite as imported: import LoCoMo again into a new suite")[DATA_FILE]
+    plans, refused = read_samples(raw, f"tasks/{folder.name}/source/{DATA_FILE}", folder.name)
+    hosted = {u["sample_id"] for u in provenance["units"]}
+    if bad := [why for name, why in refused if name in hosted]:  # the digest matched: only a change of this reader
+        raise SpecError(folder / "source" / DATA_FILE, "(file)", bad[0], "import LoCoMo again")
+    published = {s["sample_id"]: sha256_json(s) for s in json.loads(raw) if isinstance(s, dict) and s.get("sample_id") in hosted}
+    return {p.sample_id: (p.unit, published[p.sample_id]) for p in plans if p.sample_id in hosted}
+
+
+def hosted_unit(folder: Path, sample_id: str) -> tuple[Unit, str]:
+    samples = hosted_samples(folder)
+    if sample_id not in samples:
+        raise SpecError(folder / "provenance.json", "units", f"hosts no sample {sample_id}",
+                        f"use a sample it hosts (memgrid task list --suite {folder.name})")
+    return samples[sample_id]
+
+
+class LocomoFormat(SourceFormat):
+    name = "locomo"
+    protocol = "personal"
+    reader_version = 1
+    about = "a checkout of github.com/snap-research/LoCoMo (or its data/locomo10.json), hosted in the personal protocol"
+
+    def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
+        return import_locomo(path, project, suite, dry_run=dry_run, **options)
+
+    def hosted_units(self, folder: Path) -> list[tuple[str, str]]:
+        return [(u["sample_id"], f"LoCoMo sample: {u['sessions']} sessions, {u['turns']} turns, {u['questions']} "
+                 "questions") for u in provenance_of(folder)["units"]]
+
+    def unit_conditions(self, folder: Path) -> dict[str, list[str]]:
+        return {u["sample_id"]: [CONDITION] for u in provenance_of(folder)["units"]}
+
+    def personal_unit(self, folder: Path, unit_id: str, condition: str) -> Unit:
+        return hosted_unit(folder, unit_id)[0]
+
+    def unit_files(self, folder: Path, unit_id: str, condition: str) -> dict[str, str]:
+        # one file holds every sample: a sample's identity is its own part of it, so that another's does not enter it
+        return {f"{DATA_FILE}#{unit_id}": hosted_unit(folder, unit_id)[1]}
+
+    def grid_example(self, folder: Path, suite: str) -> dict | None:
+        return {"name": suite, "protocol": self.protocol, "suite": suite, "tasks": "all", "conditions": [CONDITION],
+                "arms": ["bare", "full_context", "oracle_memory", "recall"], "agents": ["extractive"], "seeds": 1}
+
+    def closing_lines(self, result: ImportResult, suite: str, dry_run: bool) -> list[str]:
+        if not result.plans or dry_run:
+            return []
+        return [f"suite {suite} runs in the {self.protocol} protocol (persons = samples, one condition: {CONDITION}); "
+                f"{DATA_FILE}'s sha256 is in tasks/{suite}/provenance.json"]
