@@ -83,14 +83,14 @@ def test_questions_keep_their_category_answer_and_evidence(checkout, project):
     import_locomo(checkout, project, "locomo", log=quiet)
     questions = {q.id: q for q in hosted_unit(project / "tasks" / "locomo", "test-ada")[0].questions}
     single = questions["test-ada-q0001"]
-    assert (single.kind, single.text, single.cutoff_session) == ("single-hop", "What is the name of Ada's cat?", 2)
+    assert (single.kind, single.text, single.cutoff_session) == ("4 single-hop", "What is the name of Ada's cat?", 2)
     assert [c.value for c in single.presence] == ["Pixel"] and single.evidence == ("test-ada-D1-1",)
-    assert questions["test-ada-q0002"].kind == "multi-hop" and questions["test-ada-q0003"].kind == "temporal"
-    assert questions["test-ada-q0004"].kind == "open-domain"
+    assert questions["test-ada-q0002"].kind == "1 multi-hop" and questions["test-ada-q0003"].kind == "2 temporal"
+    assert questions["test-ada-q0004"].kind == "3 open-domain"
     year = questions["test-ada-q0005"]  # a number as the gold answer, as LoCoMo has six; an entry citing two turns
     assert [c.value for c in year.presence] == ["2024"] and year.evidence == ("test-ada-D2-2", "test-ada-D1-1")
     adversarial = questions["test-ada-q0006"]  # no answer: it should not give the adversarial one
-    assert adversarial.kind == "adversarial" and adversarial.presence == ()
+    assert adversarial.kind == "5 adversarial" and adversarial.presence == ()
     assert [c.value for c in adversarial.forgetting] == ["grey with white paws"]
     cyd = {q.id: q for q in hosted_unit(project / "tasks" / "locomo", "test-cyd")[0].questions}
     assert cyd["test-cyd-q0002"].evidence == ()  # "D" names no turn: nothing for an oracle to release
@@ -182,3 +182,29 @@ def test_the_cli_imports_and_prints_the_grid_that_runs_it(checkout, project, mon
     again = CliRunner().invoke(cli.app, ["task", "import", "--format", "locomo", str(checkout)])
     # main() prints a UserError as its one line; the app raises it
     assert isinstance(again.exception, UserError) and str(again.exception).startswith("tasks/locomo: already exists — fix:")
+
+
+def summary_row(fmt: str | None, kinds: dict[str, float], horizon: str) -> dict:
+    """What analysis.summarise gives per agent x arm x condition, as far as the kind tables read it."""
+    return {"agent": "extractive", "arm": "oracle_memory", "horizon": horizon, "cells": 1, "admitted": 1,
+            "questions": 4, "fama": 0.5, "fama_low": None, "fama_high": None, "mpa": 0.5, "faa": 1.0, "lambda": 0.2,
+            "by_kind": kinds, "table3": kinds, "suite": "s" if fmt else None, "format": fmt, "evidence_recall": 1.0,
+            "violations": 0}
+
+
+def test_a_locomo_run_is_reported_by_its_own_categories_and_beside_no_memora_rows():
+    """The personal tables follow the units' own question kinds, and set beside a run only its own format's
+    published rows: a LoCoMo run printed Memora's Table 3 and Memora's published rows as if it were Memora."""
+    from runner.protocols.personal.analysis import published_table, table, table3, table3_title
+
+    locomo = [summary_row("locomo", {"1 multi-hop": 0.25, "4 single-hop": 0.75}, CONDITION)]
+    columns, lines = table(locomo)
+    assert columns[10:12] == ["1 multi-hop", "4 single-hop"] and lines[0][10:12] == ["0.25", "0.75"]
+    assert table3(locomo)[0] == ["agent", "arm", "1 multi-hop published", "4 single-hop published"]
+    assert "Memora" not in table3_title(locomo)[0] and published_table(locomo)[1] == []
+    memora = [summary_row("memora", {"remembering": 0.5, "reasoning": 0.25, "recommending": None}, "weekly")]
+    assert table(memora)[0][10:13] == ["rem", "rea", "rec"]
+    assert table3_title(memora)[0] == "FAMA x 100 as Memora's Table 3 (task x period)"
+    rows = published_table(memora)[1]
+    assert rows[0][:2] == ["LangMem", "published (Memora)"] and rows[-1] == ["oracle_memory", "memgrid (extractive)",
+                                                                            "50", "-", "-"]

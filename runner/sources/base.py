@@ -172,6 +172,11 @@ class SourceFormat:
     reader_version: ClassVar[int | None] = None
 
     reward: ClassVar[RewardMapping | None] = None  # the reward its card defines over raw quality (results/reward.py)
+    # personal: the published rows a run's report sets beside its own (system -> value per condition, percent) and
+    # what they measure, e.g. {"Mem0": (40, 21, 20)}; empty: the benchmark published none memgrid reproduces.
+    published: ClassVar[dict[str, tuple[float, ...]]] = {}
+    published_about: ClassVar[str] = ""
+    published_source: ClassVar[str] = ""  # whose rows: the paper or card they are from
 
     def reader_identity(self) -> dict:
         """What of the format enters a hosted unit's identity."""

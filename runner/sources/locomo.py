@@ -69,7 +69,7 @@ class SamplePlan:
     uncited: list[str] = field(default_factory=list)  # evidence entries that name no turn of the sample as written
 
     def line(self) -> str:
-        counts = {n: sum(q.kind == name for q in self.unit.questions) for n, name in CATEGORIES.items()}
+        counts = {n: sum(q.kind == kind_of(n) for q in self.unit.questions) for n in CATEGORIES}
         return (f"import {self.sample_id} -> tasks/{self.suite}/: {self.sessions} sessions, {len(self.unit.records)} "
                 f"turns, {len(self.unit.questions)} questions (category " + ", ".join(
                     f"{n} {c}" for n, c in counts.items()) + ")" + (
@@ -78,6 +78,11 @@ class SamplePlan:
 
     def unisolated_line(self) -> None:
         return None  # the answer is scored from its text alone; no code of the agent's runs outside its container
+
+
+def kind_of(category: int) -> str:
+    """A question's kind as reports show it: LoCoMo's category by number and name ("1 multi-hop")."""
+    return f"{category} {CATEGORIES[category]}"
 
 
 def record_id(sample_id: str, dia_id: str) -> str:
@@ -172,7 +177,7 @@ def read_questions(sample_id: str, qa, turns: list[Turn], where: str) -> tuple[l
             answer = item.get("answer")
             answer = str(need(answer, (str, int, float), where, f"{at}.answer", "give the gold answer"))
             presence, forgetting = (Criterion(answer),), ()
-        questions.append(Question(f"{sample_id}-q{i + 1:04d}", CATEGORIES[category], text, (), last, presence,
+        questions.append(Question(f"{sample_id}-q{i + 1:04d}", kind_of(category), text, (), last, presence,
                                   forgetting, tuple(dict.fromkeys(cited))))
     return questions, uncited
 

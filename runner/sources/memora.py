@@ -418,6 +418,11 @@ class MemoraFormat(SourceFormat):
     reader_version = 1
     # the reward Memora's card defines: reference quality b and anchor a (results/reward.py)
     reward = RewardMapping(reference=0.3712215103709065, anchor=20)
+    # Memora's published FAMA for remembering questions, weekly / monthly / quarterly (percent).
+    published = {"LangMem": (71, 42, 39), "A-Mem": (72, 42, 41), "Mem0": (40, 21, 20),
+                 "frontier model, full context": (25, 20, 23)}
+    published_about = "remembering FAMA %"
+    published_source = "Memora"
     about = "a checkout of github.com/geniesinc/Memora (or its data/ folder), hosted in the personal protocol"
     options = {"periods": "comma-separated periods to import (weekly, monthly, quarterly; default: every one in PATH).",
                "personas": "comma-separated personas to import (default: every one in PATH)."}

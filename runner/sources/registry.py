@@ -43,6 +43,14 @@ def reward_mapping(name: str | None) -> RewardMapping | None:
     return FORMATS[name].reward if name in FORMATS else None
 
 
+def published_rows(name: str | None) -> tuple[dict[str, tuple[float, ...]], str, str]:
+    """The published rows a personal run is set beside, what they measure and whose they are: its hosted format's
+    (none when it published none memgrid reproduces), and for memgrid's generated persons, which are modelled on
+    Memora's FAMA, Memora's (read as not comparable)."""
+    cls = FORMATS.get(name, MemoraFormat) if name else MemoraFormat
+    return cls.published, cls.published_about, cls.published_source
+
+
 def hosting(protocol: str) -> list[str]:
     """The formats whose suites run in `protocol`."""
     return [n for n, cls in FORMATS.items() if cls.protocol == protocol]

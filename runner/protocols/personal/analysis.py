@@ -9,12 +9,9 @@ from dataclasses import asdict
 
 from runner.protocols.personal.corpus import HORIZONS
 from runner.protocols.personal.metrics import mean_with_interval
-from runner.sources.registry import reward_mapping
+from runner.sources.registry import published_rows, reward_mapping
 
-KINDS = ("remembering", "reasoning", "recommending")
-# Memora's published FAMA for remembering questions, weekly / monthly / quarterly (percent).
-PUBLISHED = {"LangMem": (71, 42, 39), "A-Mem": (72, 42, 41), "Mem0": (40, 21, 20),
-             "frontier model, full context": (25, 20, 23)}
+KINDS = ("remembering", "reasoning", "recommending")  # Memora's tasks, as memgrid's generated persons have them too
 NOT_COMPARABLE = ("Not directly comparable: the published rows answer Memora's own questions over its own "
                   "conversations with an LLM answerer and LLM judges; memgrid's rows answer its generated "
                   "persons with each row's agent (the LLM-free reader, or a submission's own answerer) and "
@@ -31,6 +28,19 @@ def comparability(summary: list[dict]) -> str:
     """What the published rows can be set beside: memgrid's generated persons, or Memora's own as hosted."""
     suites = sorted({s["suite"] for s in summary if s.get("suite")})
     return HOSTED_NOTE.format(suites=", ".join(suites)) if suites else NOT_COMPARABLE
+
+
+def kinds_of(summary: list[dict]) -> list[str]:
+    """The question kinds the run's units have, Memora's tasks in their order first, then a hosted benchmark's own
+    (LoCoMo's categories) as its units name them."""
+    seen = {k for s in summary for k in s["by_kind"]}
+    return [k for k in KINDS if k in seen] + sorted(seen - set(KINDS))
+
+
+def memora_shaped(summary: list[dict]) -> bool:
+    """Whether the run's questions are Memora's tasks (Memora hosted, or memgrid's generated persons): then its
+    Table 3 and its published rows are the layout to read it by."""
+    return set(kinds_of(summary)) <= set(KINDS)
 
 
 def person_first(questions: list[tuple[str, dict]], kind: str) -> float | None:
@@ -58,6 +68,8 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
         scored = [r for r in rs if r["admitted"] and r.get("result")]
         results = [json.loads(r["result"]) for r in scored]
         questions = [(r["task"], q) for r, res in zip(scored, results) for q in res["questions"]]
+        asked = {q["kind"] for _, q in questions}
+        kinds = list(KINDS) if asked <= set(KINDS) else sorted(asked)  # a hosted benchmark's own kinds, in its order
         modelled = [q for res in results if res.get("panel") == "model" for q in res["questions"]]
         by_person: dict[str, list[float]] = {}
         for person, q in questions:
@@ -68,9 +80,10 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
             "questions": len(questions), "fama": fama, "fama_low": low, "fama_high": high,
             "mpa": _mean([q["mpa"] for _, q in questions]), "faa": _mean([q["faa"] for _, q in questions]),
             "lambda": _mean([q["lam"] for _, q in questions]),
-            "by_kind": {k: _mean([q["fama"] for _, q in questions if q["kind"] == k]) for k in KINDS},
-            "table3": {k: person_first(questions, k) for k in KINDS},
+            "by_kind": {k: _mean([q["fama"] for _, q in questions if q["kind"] == k]) for k in kinds},
+            "table3": {k: person_first(questions, k) for k in kinds},
             "suite": next((res["suite"] for res in results if res.get("suite")), None),
+            "format": next((res["format"] for res in results if res.get("format")), None),
             "violations": sum(q["violations"] for _, q in questions),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             **evidence_split([q for _, q in questions]),
@@ -270,19 +283,26 @@ def _f(x: float | None, digits: int = 2) -> str:
 def table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
     lines = [[s["agent"], s["arm"], s["horizon"], f"{s['admitted']}/{s['cells']}", str(s["questions"]),
               _f(s["fama"]), "-" if s["fama_low"] is None else f"{s['fama_low']:.2f}-{s['fama_high']:.2f}",
-              _f(s["mpa"]), _f(s["faa"]), _f(s["lambda"]), *(_f(s["by_kind"][k]) for k in KINDS),
+              _f(s["mpa"]), _f(s["faa"]), _f(s["lambda"]), *(_f(s["by_kind"].get(k)) for k in kinds_of(summary)),
               _f(s["evidence_recall"]), str(s["violations"])] for s in summary]
-    return (["agent", "arm", "horizon", "cells", "qs", "FAMA", "95 %", "MPA", "FAA", "λ", "rem", "rea", "rec", "evid",
-             "viol"], lines)
+    return (["agent", "arm", "horizon", "cells", "qs", "FAMA", "95 %", "MPA", "FAA", "λ",
+             *(kind_label(k) for k in kinds_of(summary)), "evid", "viol"], lines)
+
+
+def kind_label(kind: str) -> str:
+    return kind[:3] if kind in KINDS else kind
 
 
 def published_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
     """Remembering FAMA per horizon, in percent: the published rows, then memgrid's arms on its own corpus."""
     horizons = list(HORIZONS)
-    lines = [[name, "published (Memora)", *map(str, values)] for name, values in PUBLISHED.items()]
+    rows, _, source = published_rows(next((s["format"] for s in summary if s.get("format")), None))
+    if not rows or not memora_shaped(summary):
+        return ["system", "source", *horizons], []
+    lines = [[name, f"published ({source})", *map(str, values)] for name, values in rows.items()]
     arms: dict[tuple[str, str], dict[str, float | None]] = {}
     for s in summary:
-        arms.setdefault((s["agent"], s["arm"]), {})[s["horizon"]] = s["table3"]["remembering"]
+        arms.setdefault((s["agent"], s["arm"]), {})[s["horizon"]] = s["table3"].get("remembering")
     for (agent, arm), by_h in arms.items():
         lines.append([arm, f"memgrid ({agent})", *("-" if by_h.get(h) is None else f"{100 * by_h[h]:.0f}" for h in horizons)])
     return ["system", "source", *horizons], lines
@@ -290,14 +310,25 @@ def published_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 def table3(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
     """FAMA x 100 laid out as Memora's Table 3: a row per agent x arm, a column per task x period."""
-    horizons = [h for h in HORIZONS if any(s["horizon"] == h for s in summary)]
+    order = list(HORIZONS)
+    horizons = sorted({s["horizon"] for s in summary}, key=lambda h: (order.index(h) if h in order else len(order), h))
+    kinds = kinds_of(summary)
     cells: dict[tuple[str, str], dict[tuple[str, str], float | None]] = {}
     for s in summary:
-        for k in KINDS:
-            cells.setdefault((s["agent"], s["arm"]), {})[(k, s["horizon"])] = s["table3"][k]
-    lines = [[agent, arm, *("-" if by.get((k, h)) is None else f"{100 * by[(k, h)]:.2f}" for k in KINDS for h in horizons)]
+        for k in kinds:
+            cells.setdefault((s["agent"], s["arm"]), {})[(k, s["horizon"])] = s["table3"].get(k)
+    lines = [[agent, arm, *("-" if by.get((k, h)) is None else f"{100 * by[(k, h)]:.2f}" for k in kinds for h in horizons)]
              for (agent, arm), by in cells.items()]
-    return ["agent", "arm", *(f"{k[:3]} {h}" for k in KINDS for h in horizons)], lines
+    return ["agent", "arm", *(f"{kind_label(k)} {h}" for k in kinds for h in horizons)], lines
+
+
+def table3_title(summary: list[dict]) -> tuple[str, str]:
+    """The per-kind table's title and note: Memora's Table 3 for Memora's tasks, else per question kind."""
+    if memora_shaped(summary):
+        return "FAMA x 100 as Memora's Table 3 (task x period)", TABLE3_NOTE
+    return ("FAMA x 100 per question kind (kind x condition)", "Per arm, question kind and condition, each person's "
+            "mean per-question FAMA over the questions of that kind, then the mean over the persons with such "
+            "questions, x 100 (the layout of Memora's Table 3, over this benchmark's own question kinds).")
 
 
 def panel_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:

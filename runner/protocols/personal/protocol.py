@@ -710,20 +710,22 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE, TABLE3_NOTE,
-                                                        comparability, contract_table, evidence_table, judged_by,
-                                                        panel_table, published_table, reward_note, reward_table,
-                                                        stores_table, table3)
+        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE, comparability,
+                                                        contract_table, evidence_table, judged_by, panel_table,
+                                                        published_table, reward_note, reward_table, stores_table,
+                                                        table3, table3_title)
 
         tables = []
         columns, lines = reward_table(summary)
         if lines:
             tables.append(("reward as the hosted benchmark's card defines it", columns, lines, reward_note(summary)))
-        tables += [("FAMA x 100 as Memora's Table 3 (task x period)", *table3(summary),
-                   f"{TABLE3_NOTE} {judged_by(summary)}".strip()),
-                  ("remembering FAMA %, published rows beside memgrid's", *published_table(summary),
-                   comparability(summary)),
-                  ("evidence: what the search returned, and FAMA split by it", *evidence_table(summary), EVIDENCE_NOTE)]
+        title, note = table3_title(summary)
+        tables.append((title, *table3(summary), f"{note} {judged_by(summary)}".strip()))
+        columns, lines = published_table(summary)
+        if lines:
+            tables.append(("remembering FAMA %, published rows beside memgrid's", columns, lines, comparability(summary)))
+        tables.append(("evidence: what the search returned, and FAMA split by it", *evidence_table(summary),
+                       EVIDENCE_NOTE))
         columns, lines = stores_table(summary)
         if lines:
             tables.append(("stores: built by the arm's own ingest, once per person and period", columns, lines,

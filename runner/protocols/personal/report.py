@@ -10,9 +10,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,  # noqa: E402
-                                                TABLE3_NOTE, comparability, contract_table, evidence_table,
-                                                panel_table, published_table, reward_note, reward_table, stores_table,
-                                                table, table3)
+                                                comparability, contract_table, evidence_table, panel_table,
+                                                published_table, reward_note, reward_table, stores_table, table, table3,
+                                                table3_title)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -24,7 +24,8 @@ def fama_plot(summary: list[dict]) -> bytes:
     series: dict[str, dict[str, dict]] = {}
     for s in summary:
         series.setdefault(f"{s['agent']} x {s['arm']}", {})[s["horizon"]] = s
-    horizons = [h for h in HORIZONS if any(h in by_h for by_h in series.values())]
+    held = {h for by_h in series.values() for h in by_h}  # memgrid's horizons in their order, then a suite's own
+    horizons = [h for h in HORIZONS if h in held] + sorted(held - set(HORIZONS))
     fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(horizons) * max(1, len(series)) / 2), 3.6))
     width = 0.8 / max(1, len(series))
     for i, (name, by_h) in enumerate(series.items()):
@@ -54,8 +55,8 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         "<h2>FAMA per arm and horizon</h2>"
         "<p>Per question: MPA = presence criteria met / Np; FAA = forgetting criteria met / Nf; λ = Nf / (Np + Nf); "
         "FAMA = max(0, MPA − λ(1 − FAA)). A criterion is met when a strict majority of the valid judges agree with "
-        "what it expects. The interval resamples persons (2,000 resamples). '95 %': the interval over persons. 'rem', 'rea', "
-        "'rec': FAMA of remembering, reasoning and recommending questions. 'evid': the share of the records "
+        "what it expects. The interval resamples persons (2,000 resamples). '95 %': the interval over persons. A column per question "
+        "kind: its FAMA ('rem', 'rea', 'rec': Memora's remembering, reasoning and recommending). 'evid': the share of the records "
         "stating the current facts that the search released to the answer. 'viol' (violations): record ids the search "
         "returned that are not the person's records up to the cutoff (dropped, never shown to the answerer).</p>",
         html_table(columns, lines, table_id="personal"),
@@ -63,10 +64,11 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         f"src=\"data:image/png;base64,{png}\"></figure>",
         *(["<h2>Reward as the hosted benchmark's card defines it</h2>",
            html_table(*rewards, table_id="reward"), f"<p>{escape(reward_note(summary))}</p>"] if rewards[1] else []),
-        "<h2>FAMA as Memora's Table 3</h2>", html_table(*table3(summary), table_id="table3"),
-        f"<p>{escape(TABLE3_NOTE)}</p>",
-        "<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
-        html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(comparability(summary))}</p>",
+        f"<h2>{escape(table3_title(summary)[0])}</h2>", html_table(*table3(summary), table_id="table3"),
+        f"<p>{escape(table3_title(summary)[1])}</p>",
+        *(["<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
+           html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(comparability(summary))}</p>"]
+          if p_lines else []),
         "<h2>Evidence: what the search returned, and FAMA split by it</h2>",
         html_table(*evidence_table(summary), table_id="evidence"), f"<p>{escape(EVIDENCE_NOTE)}</p>",
         "<h2>Stores</h2>", html_table(*stores_table(summary), table_id="stores"), f"<p>{escape(STORES_NOTE)}</p>",
