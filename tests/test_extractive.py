@@ -25,7 +25,8 @@ def reader():
 
 
 def record(rid: str, date: str, *turns: str) -> dict:
-    return {"id": rid, "date": date, "text": "\n".join(turns)}
+    """A record as an answer request carries it: its text, and its turns by role."""
+    return {"id": rid, "date": date, "text": "\n".join(turns), "turns": [t.split(": ", 1) for t in turns]}
 
 
 TODOS = [
@@ -63,6 +64,17 @@ def test_the_blind_spot_a_statement_later_withdrawn_in_other_words_is_still_said
     """Documented, not hidden: the sentence that ends a fact is left out, the earlier one stating it is not."""
     answer = reader.extract_answer("What tasks remain on my todo list?", TODOS[:2])
     assert "buy groceries" in answer
+
+
+def test_it_answers_from_every_speaker_the_request_names_as_a_person_asked_about(reader):
+    """LoCoMo's two speakers are both persons its questions ask about: the request names both roles (Memora's names
+    only the user), and their turns are read as written, a speaker's name leading each."""
+    chat = [{"id": "c-D1-1", "date": "2024-03-03", "text": "", "turns": [["user", 'Ada said, "I adopted a cat."']]},
+            {"id": "c-D1-2", "date": "2024-03-03", "text": "",
+             "turns": [["assistant", 'Brook said, "I started pottery classes on Tuesday."']]}]
+    assert "pottery classes" in reader.extract_answer("When did Brook start pottery classes?", chat,
+                                                      ["user", "assistant"])
+    assert "pottery" not in reader.extract_answer("When did Brook start pottery classes?", chat, ["user"])
 
 
 def hosted_grid(tmp_path, agents):

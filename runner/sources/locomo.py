@@ -193,7 +193,7 @@ def read_sample(sample, index: int, file: str, suite: str) -> SamplePlan:
     turns, sessions = read_turns(sample_id, conversation, where)
     questions, uncited = read_questions(sample_id, sample.get("qa"), turns, where)
     names = f"{conversation['speaker_a']} and {conversation['speaker_b']}"
-    return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions), sessions, uncited)
+    return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions, ROLES), sessions, uncited)
 
 
 def read_samples(raw: bytes, file: str, suite: str) -> tuple[list[SamplePlan], list[tuple[str, str]]]:

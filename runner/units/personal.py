@@ -59,6 +59,9 @@ class Unit:
     horizon: str
     records: list[Record] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
+    # The roles whose turns are what the persons asked about said themselves: Memora's user (its assistant's words
+    # are not the persona's); both of LoCoMo's speakers, each a person its questions ask about.
+    speakers: tuple[str, ...] = ("user",)
 
     @property
     def id(self) -> str:
@@ -71,4 +74,5 @@ class Unit:
 
 def unit_digest(unit: Unit) -> str:
     """The data of a person over a horizon (records and answer key), apart from the code that made it."""
-    return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions]})
+    return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions],
+                        **({"speakers": list(unit.speakers)} if unit.speakers != ("user",) else {})})

@@ -436,8 +436,10 @@ class PersonalProtocol(Protocol):
         entries = [Entry("agent/prompt.txt", ANSWER_PROMPT.encode()),
                    Entry("agent/config.json", json.dumps(agent_config(cell, ISOLATED), sort_keys=True, indent=2).encode())]
         for q in unit.questions:
-            request = {"question": q.id, "text": q.text,
-                       "records": [{"id": i, "date": by_id[i].date, "text": by_id[i].text} for i in kept[q.id]]}
+            # each record's text as a whole, and its turns by role, with the roles that speak for the persons asked
+            request = {"question": q.id, "text": q.text, "speakers": list(unit.speakers),
+                       "records": [{"id": i, "date": by_id[i].date, "text": by_id[i].text,
+                                    "turns": [list(t) for t in by_id[i].turns()]} for i in kept[q.id]]}
             entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
         return bundle_of(entries)
 
