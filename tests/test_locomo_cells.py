@@ -1,0 +1,65 @@
+"""LoCoMo as published in the personal protocol (issue 69, step 2): a grid naming a suite that `memgrid task import
+--format locomo` wrote runs its samples in the one condition, published; a cell searches the sample's turns and the
+isolated answerer sees only the turns released to it. The suite is tests/data/locomo/ (our own fixture in LoCoMo's
+shape), imported into a project copy."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.exec.trial import TrialContext
+from runner.plan.grid import CellSpec
+from runner.plan.spec import load_all_arms, load_grid
+from runner.protocols.personal.protocol import PersonalSetup
+from runner.protocols.registry import PROTOCOLS
+from runner.sources.locomo import import_locomo
+from runner.sources.registry import HostedSuite
+
+from conftest import REPO
+
+PROTOCOL = PROTOCOLS["personal"]
+
+
+@pytest.fixture
+def locomo_project(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "hosted"
+    (root / "tasks").mkdir(parents=True)
+    import_locomo(REPO / "tests" / "data" / "locomo", root, "locomo", log=lambda m: None)
+    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+    return root
+
+
+def test_a_locomo_grid_runs_each_sample_once_in_the_published_condition(locomo_project, tmp_path):
+    spec = {"name": "locomo", "protocol": "personal", "suite": "locomo", "tasks": "all", "arms": ["bare"],
+            "agents": ["extractive"], "seeds": 1, "conditions": ["published"]}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    grid = load_grid(path)
+    units = PROTOCOL.units(grid, {}, path)
+    assert list(units) == ["test-ada", "test-cyd"]
+    assert PROTOCOL.pairs(grid, list(units), {}) == [("test-ada", "published"), ("test-cyd", "published")]
+
+
+@pytest.mark.docker
+def test_the_extractive_answerer_answers_a_locomo_sample_from_both_speakers_turns(engine, images, locomo_project,
+                                                                                  tmp_path, run_id, no_leftovers):
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
+                       protocol_setup=PersonalSetup(None, HostedSuite("locomo", "locomo")), root=locomo_project)
+    verdicts = {}
+    for arm in ("bare", "oracle_memory"):
+        row = PROTOCOL.run_cell(ctx, CellSpec("test-ada", arm, 0, "published", "extractive", f"{arm}-x", 0), 1)
+        assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+        verdict = json.loads((tmp_path / "run" / "cells" / f"{arm}-x" / "verdict.json").read_text())
+        verdicts[arm] = {q["question"]: q for q in verdict["questions"]}
+    assert {q["answer"] for q in verdicts["bare"].values()} == {"I don't know."}
+    oracle = verdicts["oracle_memory"]
+    # the oracle memory is the turns the sample's questions cite (as for Memora: every question's evidence, the one
+    # not cited, D1:2, left out), and the answer is said from them
+    cited = ["test-ada-D1-1", "test-ada-D1-3", "test-ada-D2-1", "test-ada-D2-2", "test-ada-D2-3"]
+    assert all(sorted(q["released"]) == cited for q in oracle.values())
+    assert "her name is Pixel" in oracle["test-ada-q0001"]["answer"]
+    # a fact only the second speaker (ingested as role assistant) states
+    assert "Oslo and Bergen" in oracle["test-ada-q0002"]["answer"]
+    assert all(c["correct"] for c in oracle["test-ada-q0001"]["criteria"])
