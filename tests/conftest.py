@@ -299,3 +299,12 @@ def files_holding(run_dir: Path, secret: str) -> tuple[list[Path], int]:
                 found.append(path)
             scanned += 1
     return found, scanned
+
+
+def fake_checkout(root: Path, commit: str, url: str) -> Path:
+    """`root` as a git checkout of `url` at `commit` reads to an import (its .git's HEAD, ref and origin; no git run)."""
+    (root / ".git" / "refs" / "heads").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".git" / "refs" / "heads" / "main").write_text(commit + "\n")
+    (root / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {url}\n')
+    return root

@@ -16,7 +16,7 @@ from runner.errors import SpecError, UserError
 from runner.plan.spec import load_suites
 from runner.sources.locomo import CONDITION, LocomoFormat, hosted_unit, import_locomo
 
-from conftest import REPO
+from conftest import REPO, fake_checkout
 
 FIXTURE = REPO / "tests" / "data" / "locomo"
 
@@ -26,11 +26,7 @@ def checkout(tmp_path) -> Path:
     """A private copy of the fixture as a git checkout holds it: data/locomo10.json and a .git naming its commit."""
     root = tmp_path / "LoCoMo"
     shutil.copytree(FIXTURE, root)
-    (root / ".git" / "refs" / "heads").mkdir(parents=True)
-    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (root / ".git" / "refs" / "heads" / "main").write_text("3eb6f2c0" * 5 + "\n")
-    (root / ".git" / "config").write_text('[remote "origin"]\n\turl = https://github.com/snap-research/LoCoMo.git\n')
-    return root
+    return fake_checkout(root, "3eb6f2c0" * 5, "https://github.com/snap-research/LoCoMo.git")
 
 
 @pytest.fixture

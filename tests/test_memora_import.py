@@ -16,6 +16,8 @@ from runner.errors import SpecError, UserError
 from runner.plan.spec import load_suites
 from runner.sources.memora import MemoraFormat, hosted_unit, import_memora
 
+from conftest import fake_checkout
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "data" / "memora"
 UNITS = [("weekly", "test_baker"), ("weekly", "test_pilot"), ("monthly", "test_baker"), ("monthly", "test_pilot")]
@@ -26,11 +28,7 @@ def checkout(tmp_path) -> Path:
     """A private copy of the fixture as a git checkout would hold it: data/ and a .git naming its commit."""
     root = tmp_path / "Memora"
     shutil.copytree(FIXTURE, root)
-    (root / ".git" / "refs" / "heads").mkdir(parents=True)
-    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (root / ".git" / "refs" / "heads" / "main").write_text("a6493188" * 5 + "\n")
-    (root / ".git" / "config").write_text('[remote "origin"]\n\turl = https://github.com/geniesinc/Memora.git\n')
-    return root
+    return fake_checkout(root, "a6493188" * 5, "https://github.com/geniesinc/Memora.git")
 
 
 @pytest.fixture

@@ -142,6 +142,28 @@ def write_hosted_suite(staging: Path, header: str, doc: dict, provenance: dict, 
     (staging / "provenance.json").write_text(json.dumps(provenance, indent=indent) + "\n")
 
 
+def new_suite_folder(project: Path, suite: str, what: str) -> Path:
+    """tasks/<suite>/ for a hosted import (`what`: how its source is named), refused when it exists: an import never
+    writes into a suite it did not make."""
+    into = suite_folder(project, suite)
+    if into.exists():
+        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
+                        f"import {what} again")
+    return into
+
+
+def read_provenance(path: Path, fields: dict[str, type], what: str, fmt: str) -> dict:
+    """A hosted suite's provenance.json, each of `fields` of its kind, or one SpecError naming the fix."""
+    try:
+        provenance = json.loads(path.read_text())
+        for name, kind in fields.items():
+            kind(provenance[name])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SpecError(path, "files", f"cannot be read ({e})",
+                        f"import {what} again (memgrid task import --format {fmt})") from None
+    return provenance
+
+
 def suite_folder(project: Path, suite: str) -> Path:
     """tasks/<suite>/, checked: never memgrid's own suite, never a task's folder."""
     if suite == DEFAULT_SUITE:

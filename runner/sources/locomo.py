@@ -32,8 +32,8 @@ from pathlib import Path
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.units.personal import Criterion, Question, Record, Unit
-from runner.sources.base import (ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files, suite_folder,
-                                 write_hosted_suite)
+from runner.sources.base import (ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files, new_suite_folder,
+                                 read_provenance, write_hosted_suite)
 
 REPOSITORY = "https://github.com/snap-research/LoCoMo"
 DATA_FILE = "locomo10.json"
@@ -221,10 +221,7 @@ def read_samples(raw: bytes, file: str, suite: str) -> tuple[list[SamplePlan], l
 
 def import_locomo(path: Path, project: Path, suite: str, *, dry_run: bool = False, log=None) -> ImportResult:
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-    into = suite_folder(project, suite)
-    if into.exists():
-        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
-                        "import LoCoMo again")
+    into = new_suite_folder(project, suite, "LoCoMo")
     source, file = data_file(path)
     source.inside(file)
     raw = file.read_bytes()
@@ -256,14 +253,7 @@ def import_locomo(path: Path, project: Path, suite: str, *, dry_run: bool = Fals
 
 
 def provenance_of(folder: Path) -> dict:
-    path = folder / "provenance.json"
-    try:
-        provenance = json.loads(path.read_text())
-        dict(provenance["files"]), list(provenance["units"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SpecError(path, "files", f"cannot be read ({e})",
-                        "import LoCoMo again (memgrid task import --format locomo)") from None
-    return provenance
+    return read_provenance(folder / "provenance.json", {"files": dict, "units": list}, "LoCoMo", LocomoFormat.name)
 
 
 def hosted_samples(folder: Path) -> dict[str, tuple[Unit, str]]:

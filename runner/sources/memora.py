@@ -30,7 +30,7 @@ from runner.errors import SpecError, UserError
 from runner.results.reward import RewardMapping
 from runner.units.personal import Question, Record, SubQuestion, Unit
 from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
-                                 suite_folder)
+                                 new_suite_folder, read_provenance)
 
 REPOSITORY = "https://github.com/geniesinc/Memora"
 PERIODS = ("weekly", "monthly", "quarterly")
@@ -318,10 +318,7 @@ def chosen(data: Path, periods: tuple[str, ...] | None, personas: tuple[str, ...
 def import_memora(path: Path, project: Path, suite: str, *, dry_run: bool = False, periods=None, personas=None,
                   log=None) -> ImportResult:
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-    into = suite_folder(project, suite)
-    if into.exists():
-        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
-                        "import Memora again")
+    into = new_suite_folder(project, suite, "Memora")
     source, data = data_root(path)
     units = chosen(data, periods, personas)
     result = ImportResult()
@@ -378,13 +375,7 @@ def provenance_of(folder: Path) -> dict:
 
 @cache
 def _provenance(path: Path, mtime_ns: int, size: int) -> dict:
-    try:
-        provenance = json.loads(path.read_text())
-        dict(provenance["files"]), list(provenance["units"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SpecError(path, "files", f"cannot be read ({e})",
-                        "import Memora again (memgrid task import --format memora)") from None
-    return provenance
+    return read_provenance(path, {"files": dict, "units": list}, "Memora", MemoraFormat.name)
 
 
 @cache

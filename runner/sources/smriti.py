@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from runner.digest import sha256_bytes, sha256_json, tree_digest
-from runner.errors import SpecError, UserError
+from runner.errors import UserError
 from runner.plan.spec import DEFAULT_SUITE, project_root
 from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
-                                 suite_folder, write_hosted_suite)
+                                 new_suite_folder, read_provenance, write_hosted_suite)
 from runner.units.planted import Memory, PlantedTask, load_planted_tasks
 
 REPOSITORY = "https://github.com/genomewalker/chitta"
@@ -216,10 +216,7 @@ def read_task(src: Source, task_dir: Path, suite: str, split: dict[str, str], le
 
 def import_smriti(path: Path, project: Path, suite: str, *, dry_run: bool = False, log=None) -> ImportResult:
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-    into = suite_folder(project, suite)
-    if into.exists():
-        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
-                        "import SMRITI again")
+    into = new_suite_folder(project, suite, "SMRITI")
     src = smriti_root(path)
     split, split_hash = read_split(src)
     leaks = read_leak_terms(src)
@@ -270,13 +267,8 @@ def write_suite(project: Path, into: Path, suite: str, src: Source, split: dict[
 
 
 def provenance_of(folder: Path) -> dict:
-    try:
-        provenance = json.loads((folder / "provenance.json").read_text())
-        dict(provenance["files"]), list(provenance["tasks"]), dict(provenance["split"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SpecError(folder / "provenance.json", "files", f"cannot be read ({e})",
-                        "import SMRITI again (memgrid task import --format smriti)") from None
-    return provenance
+    return read_provenance(folder / "provenance.json", {"files": dict, "tasks": list, "split": dict}, "SMRITI",
+                           SmritiFormat.name)
 
 
 def verified(folder: Path) -> dict:

@@ -31,7 +31,7 @@ from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.env.archive import Entry
 from runner.sources.base import (SUITE_NAME, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
-                                 last_json, suite_folder, write_hosted_suite)
+                                 last_json, new_suite_folder, write_hosted_suite)
 from runner.units.two_session import HostedCase, JudgeRequest
 
 SPEC = "traptask.yaml"
@@ -299,10 +299,7 @@ def write_suite(plan: SuitePlan, project: Path) -> list[str]:
 def import_task(path: Path, project: Path, suite: str, *, dry_run: bool = False, log=print,
                 run_id: str | None = None) -> ImportResult:
     """Host the trap task at `path` as suite `suite`; `run_id` labels its build's container (default: a new id)."""
-    into = suite_folder(project, suite)
-    if into.exists():
-        raise UserError(f"tasks/{suite}: already exists — fix: choose another --suite, or remove tasks/{suite}/ to "
-                        "import the task again")
+    new_suite_folder(project, suite, "the task")
     src = find_task(path)
     result = ImportResult()
     try:
