@@ -63,3 +63,8 @@ def test_the_extractive_answerer_answers_a_locomo_sample_from_both_speakers_turn
     # a fact only the second speaker (ingested as role assistant) states
     assert "Oslo and Bergen" in oracle["test-ada-q0002"]["answer"]
     assert all(c["correct"] for c in oracle["test-ada-q0001"]["criteria"])
+    # LoCoMo's own F1 beside the judges, from the answer alone: bare's "I don't know." is 0 on a fact and 0 on the
+    # adversarial question too (it says neither "not mentioned" nor "no information available")
+    assert verdicts["bare"]["test-ada-q0001"]["own_scores"] == {"f1": 0.0}
+    assert verdicts["bare"]["test-ada-q0006"]["own_scores"] == {"f1": 0.0}
+    assert 0 < oracle["test-ada-q0001"]["own_scores"]["f1"] < 1  # 'Pixel' within a longer statement

@@ -19,7 +19,7 @@ from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE
 from runner.results.reward import RewardMapping
-from runner.units.personal import Unit
+from runner.units.personal import Question, Unit
 from runner.units.planted import PlantedTask
 from runner.units.two_session import HostedCase, JudgeRequest
 
@@ -229,6 +229,11 @@ class SourceFormat:
     def unit_files(self, folder: Path, unit_id: str, condition: str) -> dict[str, str]:
         """personal: the files that define a person over a period (path -> sha256 as imported)."""
         raise NotImplementedError
+
+    def answer_scores(self, question: Question, answer: str) -> dict[str, float]:
+        """personal: the benchmark's own scores of an answer, kept beside the judges' verdicts (LoCoMo's F1); none
+        for a benchmark judged by its criteria alone."""
+        return {}
 
     def planted_tasks(self, folder: Path) -> dict[str, PlantedTask]:
         """planted: the suite's tasks as the planted protocol runs them."""

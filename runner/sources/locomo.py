@@ -23,11 +23,15 @@ import; a malformed one is refused in one line (file, field, fix) and the others
 import json
 import re
 import shutil
+import string
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from pathlib import Path
+
+from nltk.stem import PorterStemmer
 
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
@@ -291,6 +295,44 @@ def hosted_unit(folder: Path, sample_id: str) -> tuple[Unit, str]:
     return samples[sample_id]
 
 
+# LoCoMo's own answer scoring, task_eval/evaluation.py at 3eb6f2c (eval_question_answering and what it calls), rule for
+# rule: tests/test_locomo_score.py holds values its own function gives on answers of ours.
+ABSTAINS = ("no information available", "not mentioned")  # a category-5 answer that says so is right
+
+
+def normalize_answer(text: str) -> str:
+    """evaluation.normalize_answer: commas dropped, lower case, punctuation dropped, a/an/the/and dropped, spaces
+    collapsed."""
+    text = text.replace(",", "").lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the|and)\b", " ", text).split())
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """evaluation.f1_score: F1 over Porter-stemmed normalized tokens."""
+    stem = PorterStemmer().stem
+    predicted = [stem(w) for w in normalize_answer(prediction).split()]
+    wanted = [stem(w) for w in normalize_answer(gold).split()]
+    same = sum((Counter(predicted) & Counter(wanted)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(wanted)
+    return 2 * precision * recall / (precision + recall)
+
+
+def locomo_f1(prediction: str, gold: str | None, category: int) -> float:
+    """A prediction's score as eval_question_answering gives it: categories 2-4 F1 against the gold (category 3's cut at
+    its first ';'), category 1 the mean over the gold's comma-separated parts of the best F1 of any of the
+    prediction's parts, category 5 1 when the prediction says the information is not there (the gold is not read)."""
+    if category == 5:
+        return float(any(a in prediction.lower() for a in ABSTAINS))
+    gold = gold.split(";")[0].strip() if category == 3 else gold
+    if category == 1:
+        parts = [p.strip() for p in prediction.split(",")]
+        return sum(max(token_f1(p, g.strip()) for p in parts) for g in gold.split(",")) / len(gold.split(","))
+    return token_f1(prediction, gold)
+
+
 class LocomoFormat(SourceFormat):
     name = "locomo"
     protocol = "personal"
@@ -313,6 +355,10 @@ class LocomoFormat(SourceFormat):
     def unit_files(self, folder: Path, unit_id: str, condition: str) -> dict[str, str]:
         # one file holds every sample: a sample's identity is its own part of it, so that another's does not enter it
         return {f"{DATA_FILE}#{unit_id}": hosted_unit(folder, unit_id)[1]}
+
+    def answer_scores(self, question: Question, answer: str) -> dict[str, float]:
+        category = int(question.kind.split(" ", 1)[0])
+        return {"f1": locomo_f1(answer, question.presence[0].value if question.presence else None, category)}
 
     def grid_example(self, folder: Path, suite: str) -> dict | None:
         return {"name": suite, "protocol": self.protocol, "suite": suite, "tasks": "all", "conditions": [CONDITION],

@@ -85,6 +85,7 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
             "suite": next((res["suite"] for res in results if res.get("suite")), None),
             "format": next((res["format"] for res in results if res.get("format")), None),
             "violations": sum(q["violations"] for _, q in questions),
+            "own_scores": own_scores([q for _, q in questions]),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             **evidence_split([q for _, q in questions]),
             **stores_of([res["store"] for res in results if res.get("store")]),
@@ -98,6 +99,28 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
             **reward_of(rs, results, fama, partial_run(len(rows), planned)),
         })
     return out
+
+
+def own_scores(questions: list[dict]) -> dict[str, dict[str, float | None]]:
+    """The hosted benchmark's own per-question scores (LoCoMo's F1), each a mean per question kind: what its own
+    scorer prints per category."""
+    names = sorted({n for q in questions for n in q.get("own", {})})
+    kinds = sorted({q["kind"] for q in questions})
+    return {n: {k: _mean([q["own"][n] for q in questions if q["kind"] == k and n in q.get("own", {})]) for k in kinds}
+            for n in names}
+
+
+OWN_NOTE = ("The benchmark's own score of each answer, from its answer alone, as its own scorer computes it (LoCoMo: "
+            "eval_question_answering's F1, category 5 credited when the answer says the information is not there), "
+            "a mean per question kind; the judges' FAMA above is memgrid's, beside it.")
+
+
+def own_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per agent x arm x condition and score: the benchmark's own score per question kind."""
+    kinds = sorted({k for s in summary for by_kind in s.get("own_scores", {}).values() for k in by_kind})
+    lines = [[s["agent"], s["arm"], s["horizon"], name, *(_f(by_kind.get(k)) for k in kinds)]
+             for s in summary for name, by_kind in s.get("own_scores", {}).items()]
+    return ["agent", "arm", "horizon", "score", *kinds], lines
 
 
 def partial_run(finished: int, planned: int | None) -> str | None:

@@ -648,10 +648,13 @@ class PersonalProtocol(Protocol):
                                              {"mode": "judge"} if setup.scripted else None, guard_image=setup.guard_image)
                     endpoint.start(attempt)
                     gateway.url = f"http://{gateway_address(endpoint)}:8080"
+        hosted = ctx.protocol_setup.hosted if ctx.protocol_setup is not None else None
+        source = hosted.source() if hosted else None
         try:
             questions, detail = [], []
             for q in unit.questions:
                 answer, cut = judged_part(answers.get(q.id, ""))
+                own = source.answer_scores(q, answers.get(q.id, "")) if source else {}  # the benchmark's own scorer
                 panel = OFFLINE_PANEL if setup is None else model_judges(setup, gateway, cache, q.text)
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
                 judged = [judge_criterion(answer, c, e, panel) for c, e in criteria]
@@ -675,8 +678,9 @@ class PersonalProtocol(Protocol):
                                   "undecided": sum(not j.decided for j in judged),
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
                                   "panels_compared": len(compared),
-                                  **({"answer_cut_at": JUDGED_CHARS} if cut else {})})
+                                  **({"answer_cut_at": JUDGED_CHARS} if cut else {}), **({"own": own} if own else {})})
                 detail.append({"question": q.id, "text": q.text, "answer": answer, "released": list(kept[q.id]),
+                               **({"own_scores": own} if own else {}),
                                "violations": release[q.id].violations,
                                "dropped": {k: list(v) for k, v in release[q.id].dropped.items()},
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
@@ -690,7 +694,6 @@ class PersonalProtocol(Protocol):
             if endpoint is not None:
                 endpoint.collect(cell_dir)
                 endpoint.stop()
-        hosted = ctx.protocol_setup.hosted if ctx.protocol_setup is not None else None
         write_json(cell_dir / "verdict.json", {"judges": [j.name for j in panel], "questions": detail})
         n = len(questions)
         return {"fama": sum(q["fama"] for q in questions) / n, "mpa": sum(q["mpa"] for q in questions) / n,
@@ -713,7 +716,8 @@ class PersonalProtocol(Protocol):
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
         from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE, comparability,
-                                                        contract_table, evidence_table, judged_by, panel_table,
+                                                        OWN_NOTE, contract_table, evidence_table, judged_by,
+                                                        own_table, panel_table,
                                                         published_table, reward_note, reward_table, stores_table,
                                                         table3, table3_title)
 
@@ -728,6 +732,9 @@ class PersonalProtocol(Protocol):
             tables.append(("remembering FAMA %, published rows beside memgrid's", columns, lines, comparability(summary)))
         tables.append(("evidence: what the search returned, and FAMA split by it", *evidence_table(summary),
                        EVIDENCE_NOTE))
+        columns, lines = own_table(summary)
+        if lines:
+            tables.append(("the benchmark's own score per question kind", columns, lines, OWN_NOTE))
         columns, lines = stores_table(summary)
         if lines:
             tables.append(("stores: built by the arm's own ingest, once per person and period", columns, lines,

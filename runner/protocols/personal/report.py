@@ -9,8 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,  # noqa: E402
-                                                comparability, contract_table, evidence_table, panel_table,
+from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, OWN_NOTE, STORES_NOTE,  # noqa: E402
+                                                comparability, own_table, contract_table, evidence_table, panel_table,
                                                 published_table, reward_note, reward_table, stores_table, table, table3,
                                                 table3_title)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
@@ -69,6 +69,8 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         *(["<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
            html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(comparability(summary))}</p>"]
           if p_lines else []),
+        *(["<h2>The benchmark's own score per question kind</h2>", html_table(*own_table(summary), table_id="own"),
+           f"<p>{escape(OWN_NOTE)}</p>"] if own_table(summary)[1] else []),
         "<h2>Evidence: what the search returned, and FAMA split by it</h2>",
         html_table(*evidence_table(summary), table_id="evidence"), f"<p>{escape(EVIDENCE_NOTE)}</p>",
         "<h2>Stores</h2>", html_table(*stores_table(summary), table_id="stores"), f"<p>{escape(STORES_NOTE)}</p>",
