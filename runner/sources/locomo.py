@@ -70,6 +70,7 @@ class SamplePlan:
     suite: str
     unit: Unit
     sessions: int
+    published: str  # the sha256 of the sample as published: its identity, apart from the other samples of the file
     uncited: list[str] = field(default_factory=list)  # evidence entries that name no turn of the sample as written
 
     def line(self) -> str:
@@ -197,7 +198,8 @@ def read_sample(sample, index: int, file: str, suite: str) -> SamplePlan:
     turns, sessions = read_turns(sample_id, conversation, where)
     questions, uncited = read_questions(sample_id, sample.get("qa"), turns, where)
     names = f"{conversation['speaker_a']} and {conversation['speaker_b']}"
-    return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions, ROLES), sessions, uncited)
+    return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions, ROLES), sessions,
+                      sha256_json(sample), uncited)
 
 
 def read_samples(raw: bytes, file: str, suite: str) -> tuple[list[SamplePlan], list[tuple[str, str]]]:
@@ -283,8 +285,7 @@ def _hosted_samples(folder: Path, present: frozenset[str], mtime_ns: int, size: 
     hosted = {u["sample_id"] for u in provenance["units"]}
     if bad := [why for name, why in refused if name in hosted]:  # the digest matched: only a change of this reader
         raise SpecError(folder / "source" / DATA_FILE, "(file)", bad[0], "import LoCoMo again")
-    published = {s["sample_id"]: sha256_json(s) for s in json.loads(raw) if isinstance(s, dict) and s.get("sample_id") in hosted}
-    return {p.sample_id: (p.unit, published[p.sample_id]) for p in plans if p.sample_id in hosted}
+    return {p.sample_id: (p.unit, p.published) for p in plans if p.sample_id in hosted}
 
 
 def hosted_unit(folder: Path, sample_id: str) -> tuple[Unit, str]:
@@ -298,6 +299,7 @@ def hosted_unit(folder: Path, sample_id: str) -> tuple[Unit, str]:
 # LoCoMo's own answer scoring, task_eval/evaluation.py at 3eb6f2c (eval_question_answering and what it calls), rule for
 # rule: tests/test_locomo_score.py holds values its own function gives on answers of ours.
 ABSTAINS = ("no information available", "not mentioned")  # a category-5 answer that says so is right
+STEMMER = PorterStemmer()  # NLTK's default mode, as evaluation.py's module-level `ps`
 
 
 def normalize_answer(text: str) -> str:
@@ -310,7 +312,7 @@ def normalize_answer(text: str) -> str:
 
 def token_f1(prediction: str, gold: str) -> float:
     """evaluation.f1_score: F1 over Porter-stemmed normalized tokens."""
-    stem = PorterStemmer().stem
+    stem = STEMMER.stem
     predicted = [stem(w) for w in normalize_answer(prediction).split()]
     wanted = [stem(w) for w in normalize_answer(gold).split()]
     same = sum((Counter(predicted) & Counter(wanted)).values())

@@ -30,11 +30,15 @@ def comparability(summary: list[dict]) -> str:
     return HOSTED_NOTE.format(suites=", ".join(suites)) if suites else NOT_COMPARABLE
 
 
+def ordered_kinds(asked: set[str]) -> list[str]:
+    """Question kinds as the tables show them: Memora's three tasks (every one, in their order) when the questions
+    are of those, else a hosted benchmark's own (LoCoMo's numbered categories) in their order."""
+    return list(KINDS) if asked <= set(KINDS) else sorted(asked)
+
+
 def kinds_of(summary: list[dict]) -> list[str]:
-    """The question kinds the run's units have, Memora's tasks in their order first, then a hosted benchmark's own
-    (LoCoMo's categories) as its units name them."""
-    seen = {k for s in summary for k in s["by_kind"]}
-    return [k for k in KINDS if k in seen] + sorted(seen - set(KINDS))
+    """The question kinds the run's units have."""
+    return ordered_kinds({k for s in summary for k in s["by_kind"]})
 
 
 def memora_shaped(summary: list[dict]) -> bool:
@@ -68,8 +72,7 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
         scored = [r for r in rs if r["admitted"] and r.get("result")]
         results = [json.loads(r["result"]) for r in scored]
         questions = [(r["task"], q) for r, res in zip(scored, results) for q in res["questions"]]
-        asked = {q["kind"] for _, q in questions}
-        kinds = list(KINDS) if asked <= set(KINDS) else sorted(asked)  # a hosted benchmark's own kinds, in its order
+        kinds = ordered_kinds({q["kind"] for _, q in questions})
         modelled = [q for res in results if res.get("panel") == "model" for q in res["questions"]]
         by_person: dict[str, list[float]] = {}
         for person, q in questions:

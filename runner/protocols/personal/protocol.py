@@ -715,11 +715,10 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE, comparability,
-                                                        OWN_NOTE, contract_table, evidence_table, judged_by,
-                                                        own_table, panel_table,
-                                                        published_table, reward_note, reward_table, stores_table,
-                                                        table3, table3_title)
+        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, OWN_NOTE, STORES_NOTE,
+                                                        comparability, contract_table, evidence_table, judged_by,
+                                                        own_table, panel_table, published_table, reward_note,
+                                                        reward_table, stores_table, table3, table3_title)
 
         tables = []
         columns, lines = reward_table(summary)

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, OWN_NOTE, STORES_NOTE,  # noqa: E402
-                                                comparability, own_table, contract_table, evidence_table, panel_table,
+                                                comparability, contract_table, evidence_table, own_table, panel_table,
                                                 published_table, reward_note, reward_table, stores_table, table, table3,
                                                 table3_title)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
@@ -46,6 +46,8 @@ def fama_plot(summary: list[dict]) -> bytes:
 def render(run_id: str, lock: dict, summary: list[dict]) -> str:
     columns, lines = table(summary)
     p_columns, p_lines = published_table(summary)
+    t_title, t_note = table3_title(summary)
+    own = own_table(summary)
     flags = [f"<li><b>{escape(s['agent'])} x {escape(s['arm'])} ({escape(s['horizon'])})</b>: {escape(f)}</li>"
              for s in summary for f in s["flags"]]
     png = base64.b64encode(fama_plot(summary)).decode()
@@ -64,13 +66,12 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         f"src=\"data:image/png;base64,{png}\"></figure>",
         *(["<h2>Reward as the hosted benchmark's card defines it</h2>",
            html_table(*rewards, table_id="reward"), f"<p>{escape(reward_note(summary))}</p>"] if rewards[1] else []),
-        f"<h2>{escape(table3_title(summary)[0])}</h2>", html_table(*table3(summary), table_id="table3"),
-        f"<p>{escape(table3_title(summary)[1])}</p>",
+        f"<h2>{escape(t_title)}</h2>", html_table(*table3(summary), table_id="table3"), f"<p>{escape(t_note)}</p>",
         *(["<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
            html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(comparability(summary))}</p>"]
           if p_lines else []),
-        *(["<h2>The benchmark's own score per question kind</h2>", html_table(*own_table(summary), table_id="own"),
-           f"<p>{escape(OWN_NOTE)}</p>"] if own_table(summary)[1] else []),
+        *(["<h2>The benchmark's own score per question kind</h2>", html_table(*own, table_id="own"),
+           f"<p>{escape(OWN_NOTE)}</p>"] if own[1] else []),
         "<h2>Evidence: what the search returned, and FAMA split by it</h2>",
         html_table(*evidence_table(summary), table_id="evidence"), f"<p>{escape(EVIDENCE_NOTE)}</p>",
         "<h2>Stores</h2>", html_table(*stores_table(summary), table_id="stores"), f"<p>{escape(STORES_NOTE)}</p>",
