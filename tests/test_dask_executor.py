@@ -305,10 +305,12 @@ def test_a_worker_killed_mid_cell_its_cell_reruns_and_is_recorded_once(engine, i
     # one replica, and killing the worker that holds it would cancel every cell on every node with it.
     from distributed import Client
 
+    from runner.exec.executors.dask import live_workers
+
     with Client(cluster.address, timeout=30, set_as_default=False) as probe:
         held = [str(key) for keys in probe.has_what().values() for key in keys]
         unpacked = probe.run(lambda: sorted(__import__("runner.exec.celljob", fromlist=["_PROJECTS"])._PROJECTS),
-                             workers=[w for w, info in probe.scheduler_info(n_workers=-1)["workers"].items()
+                             workers=[w for w, info in live_workers(probe).items()
                                       if info["name"] in ("node-a", "node-b")])
     assert not [key for key in held if key.startswith("project-")], held
     assert len(unpacked) == 2 and all(len(digests) >= 1 for digests in unpacked.values()), unpacked
@@ -534,6 +536,24 @@ def test_a_store_that_comes_back_unlike_its_digest_is_refused(engine, images, tm
                                 pack([Entry("store.json", b'{"documents": 1}')])))
         taken = build(arm, images.base, tmp_path / "corpus", "present", 0)
         assert isinstance(taken, StoreSnapshot) and taken.report["node"] == "node-x"
+
+
+def test_the_controller_reads_the_clusters_workers_from_the_scheduler_not_the_clients_cached_copy():
+    """The client's own periodic update stores an identity with no workers; `scheduler_info()` returns whatever is
+    stored when it returns, so on a loaded controller it could read an empty cluster and end the run ("every admitted
+    worker has left the cluster", CI of 2026-12-07). Here the update runs every millisecond: the cached reading
+    goes empty within a few hundred reads, the controller's reading never in 2,000."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from runner.exec.executors.dask import live_workers
+
+    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}), \
+            LocalCluster(n_workers=2, processes=False, dashboard_address=None) as local, \
+            Client(local, set_as_default=False) as client:
+        cached = next((i for i in range(5000) if not client.scheduler_info(n_workers=-1)["workers"]), None)
+        assert cached is not None, "the cached reading never went empty: the race this test guards is gone upstream"
+        assert all(len(live_workers(client)) == 2 for _ in range(2000))
 
 
 def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path, monkeypatch):

@@ -98,9 +98,17 @@ def slots_of(info: dict) -> int:
     return int(info.get("resources", {}).get(RESOURCE, 0))
 
 
+def live_workers(client: Client) -> dict[str, dict]:
+    """address -> the scheduler's record of each worker it has now, asked of the scheduler itself. Not
+    `client.scheduler_info()`: that asks, stores the answer on the client and returns the stored one, which the
+    client's own periodic update (every 2 s, with no workers in it) can replace in between, so a loaded controller
+    read an empty cluster and gave up the run with "every admitted worker has left"."""
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
+
+
 def cell_workers(client: Client) -> dict[str, dict]:
     """address -> the scheduler's record of each worker; none at all is refused with the command that starts one."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = live_workers(client)
     if not workers:
         raise UserError("--executor dask: the scheduler has no workers: fix: start one per node with "
                         f"'DOCKER_HOST=... dask worker SCHEDULER --resources {RESOURCE}=2'")
@@ -231,7 +239,7 @@ class DaskExecutor(Executor):
 
     def _replace_lost(self, handles) -> None:
         """Nodes that left the cluster lose their admitted place; their unfinished attempts move elsewhere."""
-        alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+        alive = set(live_workers(self.client))
         for address in set(self.nodes_by_address) - alive:
             self.log(f"node {self.nodes_by_address.pop(address).name} left the cluster: its cells run again elsewhere")
         for handle in handles:
