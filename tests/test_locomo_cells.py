@@ -68,3 +68,8 @@ def test_the_extractive_answerer_answers_a_locomo_sample_from_both_speakers_turn
     assert verdicts["bare"]["test-ada-q0001"]["own_scores"] == {"f1": 0.0}
     assert verdicts["bare"]["test-ada-q0006"]["own_scores"] == {"f1": 0.0}
     assert 0 < oracle["test-ada-q0001"]["own_scores"]["f1"] < 1  # 'Pixel' within a longer statement
+    # LoCoMo's evidence recall of what was released: none on bare; every cited turn on the oracle, but the question
+    # whose one evidence entry is the composite 'D2:2; D1:1' counts none, as LoCoMo's own function counts it
+    assert {q["own_evidence_recall"] for q in verdicts["bare"].values()} == {0.0}
+    assert {k: q["own_evidence_recall"] for k, q in oracle.items() if q["own_evidence_recall"] != 1.0} == \
+        {"test-ada-q0005": 0.0}

@@ -199,6 +199,11 @@ class SourceFormat:
     published: ClassVar[dict[str, tuple[float, ...]]] = {}
     published_about: ClassVar[str] = ""
     published_source: ClassVar[str] = ""  # whose rows: the paper or card they are from
+    # personal: the benchmark's own scores (answer_scores) pooled over several question kinds, as it or its readers
+    # quote them (column -> the kinds pooled, each question counted once), and what those scores are, said once
+    # under their table.
+    own_pools: ClassVar[dict[str, tuple[str, ...]]] = {}
+    own_about: ClassVar[str] = ""
 
     def reader_identity(self) -> dict:
         """What of the format enters a hosted unit's identity."""
@@ -234,6 +239,12 @@ class SourceFormat:
         """personal: the benchmark's own scores of an answer, kept beside the judges' verdicts (LoCoMo's F1); none
         for a benchmark judged by its criteria alone."""
         return {}
+
+    def evidence_recall(self, question: Question, released: list[str]) -> float | None:
+        """personal: the share of a question's evidence the search released (`released`: record ids), by the
+        benchmark's own rule where it has one (LoCoMo's); None: it has none, and memgrid's count of the cited
+        records stands alone."""
+        return None
 
     def planted_tasks(self, folder: Path) -> dict[str, PlantedTask]:
         """planted: the suite's tasks as the planted protocol runs them."""

@@ -183,7 +183,7 @@ def read_questions(sample_id: str, qa, turns: list[Turn], where: str) -> tuple[l
             answer = str(need(answer, (str, int, float), where, f"{at}.answer", "give the gold answer"))
             presence, forgetting = (Criterion(answer),), ()
         questions.append(Question(f"{sample_id}-q{i + 1:04d}", kind_of(category), text, (), last, presence,
-                                  forgetting, tuple(dict.fromkeys(cited))))
+                                  forgetting, tuple(dict.fromkeys(cited)), evidence_entries=tuple(evidence)))
     return questions, uncited
 
 
@@ -335,10 +335,39 @@ def locomo_f1(prediction: str, gold: str | None, category: int) -> float:
     return token_f1(prediction, gold)
 
 
+def evidence_recall(entries: tuple[str, ...], sample_id: str, released: list[str]) -> float:
+    """eval_question_answering's recall of a question's evidence in a dialog context: the share of its entries, as
+    listed, that are released turns' dia_ids (a composite "D8:6; D9:17" or a mistyped entry never is); 1 for a
+    question that cites none."""
+    if not entries:
+        return 1.0
+    shown = set(released)
+    return sum(record_id(sample_id, e) in shown for e in entries if DIA_ID.match(e)) / len(entries)
+
+
+def sample_of(question: Question) -> str:
+    """The sample a question is asked of: its id is "<sample>-q<n>" (read_questions)."""
+    return question.id.rsplit("-q", 1)[0]
+
+
+OWN_ABOUT = ("LoCoMo's own scores, as task_eval/evaluation.py's eval_question_answering computes them: F1 of the answer "
+             "alone against the gold (normalized, Porter-stemmed tokens; category 1 split on commas, category 3's gold cut "
+             "at ';'); category 5 is 1 when the answer says 'no information available' or 'not mentioned', the gold not "
+             "read (444 of its 446 items carry no answer, on which LoCoMo's function at 3eb6f2c raises: memgrid applies "
+             "its category-5 rule to the answer alone). Evidence recall: the share of a question's evidence entries, as "
+             "listed, whose turn the search released (a composite entry such as 'D8:6; D9:17' never counts, as in "
+             "LoCoMo), 1 for a question citing none. '1-4': over every question of categories 1-4, category 5 apart, as "
+             "vendors quote LoCoMo; 'all': over all five, LoCoMo's own overall (evaluation_stats.py analyze_aggr_acc). "
+             "Categories are named as LoCoMo's scoring names them; other readers swap 1 and 4 (mem0 issue 2609, LoCoMo "
+             "issue 29).")
+
+
 class LocomoFormat(SourceFormat):
     name = "locomo"
     protocol = "personal"
     reader_version = 1
+    own_pools = {"1-4": tuple(kind_of(c) for c in (1, 2, 3, 4)), "all": tuple(kind_of(c) for c in CATEGORIES)}
+    own_about = OWN_ABOUT
     about = "a checkout of github.com/snap-research/LoCoMo (or its data/locomo10.json), hosted in the personal protocol"
 
     def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
@@ -361,6 +390,9 @@ class LocomoFormat(SourceFormat):
     def answer_scores(self, question: Question, answer: str) -> dict[str, float]:
         category = int(question.kind.split(" ", 1)[0])
         return {"f1": locomo_f1(answer, question.presence[0].value if question.presence else None, category)}
+
+    def evidence_recall(self, question: Question, released: list[str]) -> float | None:
+        return evidence_recall(question.evidence_entries, sample_of(question), released)
 
     def grid_example(self, folder: Path, suite: str) -> dict | None:
         return {"name": suite, "protocol": self.protocol, "suite": suite, "tasks": "all", "conditions": [CONDITION],

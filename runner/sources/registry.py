@@ -51,6 +51,12 @@ def published_rows(name: str | None) -> tuple[dict[str, tuple[float, ...]], str,
     return cls.published, cls.published_about, cls.published_source
 
 
+def own_scoring(name: str | None) -> tuple[dict[str, tuple[str, ...]], str]:
+    """How a format's own scores are pooled over question kinds, and what they are (none for memgrid's own units)."""
+    cls = FORMATS.get(name) if name else None
+    return (cls.own_pools, cls.own_about) if cls else ({}, "")
+
+
 def hosting(protocol: str) -> list[str]:
     """The formats whose suites run in `protocol`."""
     return [n for n, cls in FORMATS.items() if cls.protocol == protocol]

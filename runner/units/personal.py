@@ -49,6 +49,9 @@ class Question:
     forgetting: tuple[Criterion, ...]  # the answer should not mention any
     evidence: tuple[str, ...]  # the records that state the current values
     forgotten: tuple[str, ...] = ()  # the records that state the values the answer should no longer use
+    # The evidence as the source lists it, entry for entry, where a benchmark's own evidence recall counts those
+    # (LoCoMo's dia_ids, a composite "D8:6; D9:17" kept whole). Out of repr: units without it keep their digest.
+    evidence_entries: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass
@@ -75,4 +78,6 @@ class Unit:
 def unit_digest(unit: Unit) -> str:
     """The data of a person over a horizon (records and answer key), apart from the code that made it."""
     return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions],
-                        **({"speakers": list(unit.speakers)} if unit.speakers != ("user",) else {})})
+                        **({"speakers": list(unit.speakers)} if unit.speakers != ("user",) else {}),
+                        **({"evidence_entries": {q.id: list(q.evidence_entries) for q in unit.questions}}
+                           if any(q.evidence_entries for q in unit.questions) else {})})

@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from runner.protocols.personal.corpus import HORIZONS
 from runner.protocols.personal.metrics import mean_with_interval
-from runner.sources.registry import published_rows, reward_mapping
+from runner.sources.registry import own_scoring, published_rows, reward_mapping
 
 KINDS = ("remembering", "reasoning", "recommending")  # Memora's tasks, as memgrid's generated persons have them too
 NOT_COMPARABLE = ("Not directly comparable: the published rows answer Memora's own questions over its own "
@@ -74,6 +74,7 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
         questions = [(r["task"], q) for r, res in zip(scored, results) for q in res["questions"]]
         kinds = ordered_kinds({q["kind"] for _, q in questions})
         modelled = [q for res in results if res.get("panel") == "model" for q in res["questions"]]
+        hosted_format = next((res["format"] for res in results if res.get("format")), None)
         by_person: dict[str, list[float]] = {}
         for person, q in questions:
             by_person.setdefault(person, []).append(q["fama"])
@@ -86,9 +87,9 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
             "by_kind": {k: _mean([q["fama"] for _, q in questions if q["kind"] == k]) for k in kinds},
             "table3": {k: person_first(questions, k) for k in kinds},
             "suite": next((res["suite"] for res in results if res.get("suite")), None),
-            "format": next((res["format"] for res in results if res.get("format")), None),
+            "format": hosted_format,
             "violations": sum(q["violations"] for _, q in questions),
-            "own_scores": own_scores([q for _, q in questions]),
+            "own_scores": own_scores([q for _, q in questions], own_scoring(hosted_format)[0]),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             **evidence_split([q for _, q in questions]),
             **stores_of([res["store"] for res in results if res.get("store")]),
@@ -104,26 +105,52 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
     return out
 
 
-def own_scores(questions: list[dict]) -> dict[str, dict[str, float | None]]:
-    """The hosted benchmark's own per-question scores (LoCoMo's F1), each a mean per question kind: what its own
-    scorer prints per category."""
-    names = sorted({n for q in questions for n in q.get("own", {})})
-    kinds = sorted({q["kind"] for q in questions})
-    return {n: {k: _mean([q["own"][n] for q in questions if q["kind"] == k and n in q.get("own", {})]) for k in kinds}
-            for n in names}
+OWN_RECALL = "evidence recall"  # the row of the benchmark's own evidence recall (SourceFormat.evidence_recall)
 
 
-OWN_NOTE = ("The benchmark's own score of each answer, from its answer alone, as its own scorer computes it (LoCoMo: "
-            "eval_question_answering's F1, category 5 credited when the answer says the information is not there), "
-            "a mean per question kind; the judges' FAMA above is memgrid's, beside it.")
+def own_scores(questions: list[dict], pools: dict[str, tuple[str, ...]]) -> dict[str, dict]:
+    """The hosted benchmark's own per-question scores (LoCoMo's F1) and its own evidence recall, each a mean per
+    question kind and over each of the format's pools of kinds (each question counted once: LoCoMo's overall), and
+    each answer score split as FAMA is: among the questions whose memory evidence the search returned whole
+    ("whole") and the rest ("part")."""
+    values = {n: [(q["kind"], q["own"][n], q) for q in questions if n in q.get("own", {})]
+              for n in sorted({n for q in questions for n in q.get("own", {})})}
+    if any("own_recall" in q for q in questions):
+        values[OWN_RECALL] = [(q["kind"], q["own_recall"], q) for q in questions if "own_recall" in q]
+    out = {}
+    for name, scored in values.items():
+        kinds = {k for k, _, _ in scored}
+        by = {k: _mean([v for kind, v, _ in scored if kind == k]) for k in ordered_kinds(kinds)}
+        pooled = {label: _mean([v for kind, v, _ in scored if kind in members]) for label, members in pools.items()}
+        split = {} if name == OWN_RECALL else {
+            "whole": _mean([v for _, v, q in scored if q["evidence"] and q["evidence_released"] == q["evidence"]]),
+            "part": _mean([v for _, v, q in scored if q["evidence"] and q["evidence_released"] < q["evidence"]])}
+        out[name] = {"by_kind": by, "pooled": pooled, **split}
+    return out
+
+
+OWN_NOTE = ("The benchmark's own score of each answer and of what the search released, as its own scorer computes "
+            "them, a mean per question kind and over the benchmark's pools of kinds; the judges' FAMA above is "
+            "memgrid's, beside it. 'whole' / 'part': the answer score among the questions whose memory evidence the "
+            "search returned whole (any loss is the answerer's) and among the rest (the gap is retrieval's).")
+
+
+def own_note(summary: list[dict]) -> str:
+    about = own_scoring(next((s["format"] for s in summary if s.get("format")), None))[1]
+    return f"{OWN_NOTE} {about}".strip()
 
 
 def own_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """Per agent x arm x condition and score: the benchmark's own score per question kind."""
-    kinds = sorted({k for s in summary for by_kind in s.get("own_scores", {}).values() for k in by_kind})
-    lines = [[s["agent"], s["arm"], s["horizon"], name, *(_f(by_kind.get(k)) for k in kinds)]
-             for s in summary for name, by_kind in s.get("own_scores", {}).items()]
-    return ["agent", "arm", "horizon", "score", *kinds], lines
+    """Per agent x arm x condition and score: the benchmark's own score per question kind, pooled, and split by
+    whether the question's memory evidence was all returned."""
+    scores = [(s, name, score) for s in summary for name, score in s.get("own_scores", {}).items()]
+    kinds = ordered_kinds({k for _, _, score in scores for k in score["by_kind"]})
+    pools = list(dict.fromkeys(p for _, _, score in scores for p in score["pooled"]))
+    lines = [[s["agent"], s["arm"], s["horizon"], name, *(_f(score["by_kind"].get(k)) for k in kinds),
+              *(_f(score["pooled"].get(p)) for p in pools),
+              *((_f(score["whole"]), _f(score["part"])) if "whole" in score else ("", ""))]
+             for s, name, score in scores]
+    return ["agent", "arm", "horizon", "score", *kinds, *pools, "whole", "part"], lines
 
 
 def partial_run(finished: int, planned: int | None) -> str | None:

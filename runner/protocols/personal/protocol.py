@@ -383,7 +383,7 @@ class PersonalProtocol(Protocol):
         for name in subs:
             if not arm_image_needed(arms[name].root):
                 raise SpecError(arms[name].root / "Dockerfile", "(file)", "does not exist: a submission's build.sh, "
-                                "search.sh and answer.sh live in its image", f"memgrid arm add --kind memora-submission "
+                                "search.sh and answer.sh live in its image", "memgrid arm add --kind memora-submission "
                                 "writes one (ARG BASE / FROM ${BASE}, the scripts copied to /app)")
 
     def prepare(self, client, grid: GridSpec, grid_path, images, log=print) -> PersonalSetup:
@@ -655,6 +655,7 @@ class PersonalProtocol(Protocol):
             for q in unit.questions:
                 answer, cut = judged_part(answers.get(q.id, ""))
                 own = source.answer_scores(q, answers.get(q.id, "")) if source else {}  # the benchmark's own scorer
+                own_recall = source.evidence_recall(q, kept[q.id]) if source else None
                 panel = OFFLINE_PANEL if setup is None else model_judges(setup, gateway, cache, q.text)
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
                 judged = [judge_criterion(answer, c, e, panel) for c, e in criteria]
@@ -678,9 +679,11 @@ class PersonalProtocol(Protocol):
                                   "undecided": sum(not j.decided for j in judged),
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
                                   "panels_compared": len(compared),
-                                  **({"answer_cut_at": JUDGED_CHARS} if cut else {}), **({"own": own} if own else {})})
+                                  **({"answer_cut_at": JUDGED_CHARS} if cut else {}), **({"own": own} if own else {}),
+                                  **({"own_recall": own_recall} if own_recall is not None else {})})
                 detail.append({"question": q.id, "text": q.text, "answer": answer, "released": list(kept[q.id]),
                                **({"own_scores": own} if own else {}),
+                               **({"own_evidence_recall": own_recall} if own_recall is not None else {}),
                                "violations": release[q.id].violations,
                                "dropped": {k: list(v) for k, v in release[q.id].dropped.items()},
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
@@ -715,9 +718,9 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, OWN_NOTE, STORES_NOTE,
+        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,
                                                         comparability, contract_table, evidence_table, judged_by,
-                                                        own_table, panel_table, published_table, reward_note,
+                                                        own_note, own_table, panel_table, published_table, reward_note,
                                                         reward_table, stores_table, table3, table3_title)
 
         tables = []
@@ -733,7 +736,7 @@ class PersonalProtocol(Protocol):
                        EVIDENCE_NOTE))
         columns, lines = own_table(summary)
         if lines:
-            tables.append(("the benchmark's own score per question kind", columns, lines, OWN_NOTE))
+            tables.append(("the benchmark's own scores per question kind", columns, lines, own_note(summary)))
         columns, lines = stores_table(summary)
         if lines:
             tables.append(("stores: built by the arm's own ingest, once per person and period", columns, lines,

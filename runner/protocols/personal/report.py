@@ -9,10 +9,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, OWN_NOTE, STORES_NOTE,  # noqa: E402
-                                                comparability, contract_table, evidence_table, own_table, panel_table,
-                                                published_table, reward_note, reward_table, stores_table, table, table3,
-                                                table3_title)
+from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,  # noqa: E402
+                                                comparability, contract_table, evidence_table, own_note, own_table,
+                                                panel_table, published_table, reward_note, reward_table, stores_table,
+                                                table, table3, table3_title)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -70,8 +70,8 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
         *(["<h2>Published rows beside memgrid's (remembering, FAMA %)</h2>",
            html_table(p_columns, p_lines, table_id="published"), f"<p>{escape(comparability(summary))}</p>"]
           if p_lines else []),
-        *(["<h2>The benchmark's own score per question kind</h2>", html_table(*own, table_id="own"),
-           f"<p>{escape(OWN_NOTE)}</p>"] if own[1] else []),
+        *(["<h2>The benchmark's own scores per question kind</h2>", html_table(*own, table_id="own"),
+           f"<p>{escape(own_note(summary))}</p>"] if own[1] else []),
         "<h2>Evidence: what the search returned, and FAMA split by it</h2>",
         html_table(*evidence_table(summary), table_id="evidence"), f"<p>{escape(EVIDENCE_NOTE)}</p>",
         "<h2>Stores</h2>", html_table(*stores_table(summary), table_id="stores"), f"<p>{escape(STORES_NOTE)}</p>",
