@@ -161,7 +161,7 @@ def test_a_run_not_of_the_personal_protocol_is_refused_in_one_line(tmp_path):
 
 def test_a_format_without_an_export_is_refused_naming_those_with_one(personal_run, tmp_path):
     result = export(personal_run, tmp_path / "out", fmt="amb")
-    assert refusal(result) == "--format: 'amb' is not a format memgrid exports — fix: use one of memora, smriti"
+    assert refusal(result) == "--format: 'amb' is not a format memgrid exports — fix: use one of memora, smriti, locomo"
 
 
 def test_a_report_another_wrote_is_never_replaced_and_nothing_is_written(personal_run, tmp_path):

@@ -45,7 +45,7 @@ def test_task_import_takes_every_formats_options_and_names_every_format():
 
 def test_export_names_exactly_the_formats_that_export():
     help_text = next(p.help for p in command("export").params if p.opts and p.opts[0] == "--format")
-    assert exporting() == ["memora", "smriti"]
+    assert exporting() == ["memora", "smriti", "locomo"]
     for name in FORMATS:
         assert (f"{name} (" in help_text) == (name in exporting()), name
 

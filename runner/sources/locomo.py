@@ -31,13 +31,15 @@ from datetime import datetime
 from functools import cache
 from pathlib import Path
 
+import numpy
 from nltk.stem import PorterStemmer
 
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
+from runner.plan.spec import project_root
 from runner.units.personal import Criterion, Question, Record, Unit
-from runner.sources.base import (ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files, new_suite_folder,
-                                 read_provenance, write_hosted_suite)
+from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
+                                 new_suite_folder, read_provenance, write_hosted_suite)
 
 REPOSITORY = "https://github.com/snap-research/LoCoMo"
 DATA_FILE = "locomo10.json"
@@ -288,6 +290,20 @@ def _hosted_samples(folder: Path, present: frozenset[str], mtime_ns: int, size: 
     return {p.sample_id: (p.unit, p.published) for p in plans if p.sample_id in hosted}
 
 
+def published_qa(suite: str) -> dict[str, list[dict]]:
+    """Each hosted sample's qa items as published, from this checkout's tasks/<suite>/ (checked against its provenance):
+    what an export copies its items from."""
+    folder = project_root() / "tasks" / suite
+    provenance = provenance_of(folder)
+    root = folder / "source"
+    present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()} \
+        if root.is_dir() else set()
+    raw = hosted_files(root, provenance["files"], present, "LoCoMo",
+                       "restore the suite as imported: import LoCoMo again into a new suite")[DATA_FILE]
+    hosted = {u["sample_id"] for u in provenance["units"]}
+    return {s["sample_id"]: s["qa"] for s in json.loads(raw) if s.get("sample_id") in hosted}
+
+
 def hosted_unit(folder: Path, sample_id: str) -> tuple[Unit, str]:
     samples = hosted_samples(folder)
     if sample_id not in samples:
@@ -329,9 +345,9 @@ def locomo_f1(prediction: str, gold: str | None, category: int) -> float:
     if category == 5:
         return float(any(a in prediction.lower() for a in ABSTAINS))
     gold = gold.split(";")[0].strip() if category == 3 else gold
-    if category == 1:
+    if category == 1:  # numpy's mean, as LoCoMo's: its pairwise sum can differ from Python's in the last bit
         parts = [p.strip() for p in prediction.split(",")]
-        return sum(max(token_f1(p, g.strip()) for p in parts) for g in gold.split(",")) / len(gold.split(","))
+        return float(numpy.mean([max(token_f1(p, g.strip()) for p in parts) for g in gold.split(",")]))
     return token_f1(prediction, gold)
 
 
@@ -368,6 +384,8 @@ class LocomoFormat(SourceFormat):
     reader_version = 1
     own_pools = {"1-4": tuple(kind_of(c) for c in (1, 2, 3, 4)), "all": tuple(kind_of(c) for c in CATEGORIES)}
     own_about = OWN_ABOUT
+    export_about = ("a personal run over LoCoMo as the file its task_eval/evaluate_qa.py writes (memgrid_prediction, "
+                    "_prediction_context, _f1, _recall on every qa item), a file per agent x arm")
     about = "a checkout of github.com/snap-research/LoCoMo (or its data/locomo10.json), hosted in the personal protocol"
 
     def import_source(self, path: Path, project: Path, suite: str, *, dry_run: bool = False, **options) -> ImportResult:
@@ -393,6 +411,11 @@ class LocomoFormat(SourceFormat):
 
     def evidence_recall(self, question: Question, released: list[str]) -> float | None:
         return evidence_recall(question.evidence_entries, sample_of(question), released)
+
+    def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
+        from runner.sources.locomo_export import export_run  # the ledger's reader, only for an export
+
+        return export_run(run_dir, output, published_qa, log)
 
     def grid_example(self, folder: Path, suite: str) -> dict | None:
         return {"name": suite, "protocol": self.protocol, "suite": suite, "tasks": "all", "conditions": [CONDITION],

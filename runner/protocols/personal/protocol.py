@@ -654,7 +654,7 @@ class PersonalProtocol(Protocol):
             questions, detail = [], []
             for q in unit.questions:
                 answer, cut = judged_part(answers.get(q.id, ""))
-                own = source.answer_scores(q, answers.get(q.id, "")) if source else {}  # the benchmark's own scorer
+                own = source.answer_scores(q, answer) if source else {}  # the benchmark's own scorer, on what the judges read
                 own_recall = source.evidence_recall(q, kept[q.id]) if source else None
                 panel = OFFLINE_PANEL if setup is None else model_judges(setup, gateway, cache, q.text)
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
