@@ -204,6 +204,19 @@ def assert_nothing_left(engine, run_id: str) -> None:
 
 
 @pytest.fixture
+def locomo_project(tmp_path, monkeypatch) -> Path:
+    """A project whose tasks/ holds only tests/data/locomo (a fixture of our own in LoCoMo's shape) imported as suite
+    locomo, and memgrid pointed at it."""
+    from runner.sources.locomo import import_locomo
+
+    root = tmp_path / "hosted"
+    (root / "tasks").mkdir(parents=True)
+    import_locomo(REPO / "tests" / "data" / "locomo", root, "locomo", log=lambda m: None)
+    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+    return root
+
+
+@pytest.fixture
 def memora_project(tmp_path, monkeypatch) -> Path:
     """A project whose tasks/ holds only tests/data/memora (a fixture of our own in Memora's layout) imported as suite
     memora, and memgrid pointed at it."""

@@ -4,7 +4,6 @@ isolated answerer sees only the turns released to it. The suite is tests/data/lo
 shape), imported into a project copy."""
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,21 +13,11 @@ from runner.plan.grid import CellSpec
 from runner.plan.spec import load_all_arms, load_grid
 from runner.protocols.personal.protocol import PersonalSetup
 from runner.protocols.registry import PROTOCOLS
-from runner.sources.locomo import import_locomo
 from runner.sources.registry import HostedSuite
 
 from conftest import REPO
 
 PROTOCOL = PROTOCOLS["personal"]
-
-
-@pytest.fixture
-def locomo_project(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "hosted"
-    (root / "tasks").mkdir(parents=True)
-    import_locomo(REPO / "tests" / "data" / "locomo", root, "locomo", log=lambda m: None)
-    monkeypatch.setenv("MEMGRID_ROOT", str(root))
-    return root
 
 
 def test_a_locomo_grid_runs_each_sample_once_in_the_published_condition(locomo_project, tmp_path):

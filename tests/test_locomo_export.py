@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from runner.cli import app
 from runner.errors import UserError
-from runner.sources.locomo import evidence_recall, import_locomo, locomo_f1, record_id
+from runner.sources.locomo import evidence_recall, locomo_f1, record_id
 from runner.sources.locomo_export import rounded
 
 from conftest import REPO
@@ -29,11 +29,7 @@ ANSWERS = {
 
 
 @pytest.fixture
-def locomo_run(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "hosted"
-    (root / "tasks").mkdir(parents=True)
-    import_locomo(REPO / "tests" / "data" / "locomo", root, "locomo", log=lambda m: None)
-    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+def locomo_run(locomo_project, tmp_path) -> Path:
     run_dir = tmp_path / "runs" / "r1"
     rows = [locomo_cell(run_dir, "test-ada", arm) for arm in ("recall", "bare")]
     rows.append(cell("test-cyd", "recall", None, condition="published", agent="extractive", admitted=False,

@@ -208,7 +208,8 @@ def test_a_valid_verdict_is_asked_once_and_replayed_from_the_cache(stub, tmp_pat
 def test_the_named_panels_are_the_published_ones():
     assert openai_judges.PRESETS == {
         "memora": ("openai/gpt-4.1", "anthropic/claude-haiku-4.5", "google/gemini-2.5-flash"),
-        "seed": ("deepseek/deepseek-v4.1-flash", "qwen/qwen3.6-35b-a3b", "qwen/qwen3.5-9b")}
+        "seed": ("deepseek/deepseek-v4.1-flash", "qwen/qwen3.6-35b-a3b", "qwen/qwen3.5-9b"),
+        "mem0": ("gpt-4o-mini",)}
 
 
 # --- in the personal protocol: a cell of a hosted Memora suite judged by a named panel --------------------------

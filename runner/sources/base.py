@@ -19,7 +19,7 @@ from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE
 from runner.results.reward import RewardMapping
-from runner.units.personal import Question, Unit
+from runner.units.personal import AnswerJudgePrompt, Question, Unit
 from runner.units.planted import PlantedTask
 from runner.units.two_session import HostedCase, JudgeRequest
 
@@ -204,6 +204,11 @@ class SourceFormat:
     # under their table.
     own_pools: ClassVar[dict[str, tuple[str, ...]]] = {}
     own_about: ClassVar[str] = ""
+    # personal: the published prompts that ask a model whether an answer is right against the gold answer, the first
+    # the default: asked of the grid's model judges through the OpenAI-compatible endpoint (judge_endpoint: openai),
+    # each question with a gold answer (judged_gold) under every prompt; its label is one of the benchmark's own
+    # scores. Empty: the format's model judges judge its criteria (Memora's sub-questions).
+    answer_judges: ClassVar[tuple[AnswerJudgePrompt, ...]] = ()
 
     def reader_identity(self) -> dict:
         """What of the format enters a hosted unit's identity."""
@@ -244,6 +249,10 @@ class SourceFormat:
         """personal: the share of a question's evidence the search released (`released`: record ids), by the
         benchmark's own rule where it has one (LoCoMo's); None: it has none, and memgrid's count of the cited
         records stands alone."""
+        return None
+
+    def judged_gold(self, question: Question) -> str | None:
+        """personal: the gold answer its answer judges compare an answer with; None: the question is not asked."""
         return None
 
     def planted_tasks(self, folder: Path) -> dict[str, PlantedTask]:

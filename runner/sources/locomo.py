@@ -37,7 +37,7 @@ from nltk.stem import PorterStemmer
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.plan.spec import project_root
-from runner.units.personal import Criterion, Question, Record, Unit
+from runner.units.personal import AnswerJudgePrompt, Criterion, Question, Record, Unit
 from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
                                  new_suite_folder, read_provenance, write_hosted_suite)
 
@@ -378,12 +378,29 @@ OWN_ABOUT = ("LoCoMo's own scores, as task_eval/evaluation.py's eval_question_an
              "issue 29).")
 
 
+# The vendors' J on LoCoMo, with its prompt and model as published, and a strict prompt beside it: the same answers
+# score 91.0 % under the first and 35.0 % under the second (mem0ai/memory-benchmarks issue 29). Copied word for word
+# (trailing spaces and typographic quotes included): a prompt's sha256 is recorded with every verdict.
+MEM0_JUDGE = AnswerJudgePrompt(
+    "mem0", '\nYour task is to label an answer to a question as ’CORRECT’ or ’WRONG’. You will be given the following data:\n    (1) a question (posed by one user to another user), \n    (2) a ’gold’ (ground truth) answer, \n    (3) a generated answer\nwhich you will score as CORRECT/WRONG.\n\nThe point of the question is to ask about something one user should know about the other user based on their prior conversations.\nThe gold answer will usually be a concise and short answer that includes the referenced topic, for example:\nQuestion: Do you remember what I got the last time I went to Hawaii?\nGold answer: A shell necklace\nThe generated answer might be much longer, but you should be generous with your grading - as long as it touches on the same topic as the gold answer, it should be counted as CORRECT. \n\nFor time related questions, the gold answer will be a specific date, month, year, etc. The generated answer might be much longer or use relative time references (like "last Tuesday" or "next month"), but you should be generous with your grading - as long as it refers to the same date or time period as the gold answer, it should be counted as CORRECT. Even if the format differs (e.g., "May 7th" vs "7 May"), consider it CORRECT if it\'s the same date.\n\nNow it\'s time for the real question:\nQuestion: {question}\nGold answer: {gold_answer}\nGenerated answer: {generated_answer}\n\nFirst, provide a short (one sentence) explanation of your reasoning, then finish with CORRECT or WRONG. \nDo NOT include both CORRECT and WRONG in your response, or it will break the evaluation script.\n\nJust return the label CORRECT or WRONG in a json format with the key as "label".\n',
+    ("question", "gold_answer", "generated_answer"),
+    "github.com/mem0ai/mem0 evaluation/metrics/llm_judge.py at aae5989, its last change before the evaluation moved "
+    "to mem0ai/memory-benchmarks (ACCURACY_PROMPT; Zep's zep-papers locomo_eval asks the same)", "gpt-4o-mini", json_reply=True)
+STRICT_JUDGE = AnswerJudgePrompt(
+    "strict", 'Decide CORRECT or WRONG. Be strict — this is an adversarial audit of answer quality.\n\nMark CORRECT only if ALL of these hold:\n- The generated answer states the SAME fact(s) as the gold answer — not merely the same topic.\n- For list/multi-part gold answers, the generated answer covers the gold items (partial coverage is WRONG).\n- Dates, durations, names, numbers, and entities match the gold answer exactly (no ±tolerance).\n- No fabricated specifics, no hedging, no "not mentioned".\n\nMark WRONG if the answer is vague, only topically related, partially correct, off by any date/number,\nreferences a different entity, or adds plausible-but-unverified specifics.\n\nQuestion: {question}\nGold answer: {answer}\nGenerated answer: {response}\n\nReturn JSON with "reasoning" (one sentence) and "label" (CORRECT or WRONG).',
+    ("question", "answer", "response"),
+    "github.com/mnemoverse/mnemoverse-benchmarks-paper kit/prompts/judge_strict_ours.txt at 744ef31 (the strict prompt "
+    "of 'The Judge Is the Benchmark')", "gpt-5",
+    system='You are a STRICT, literal judge of memory-recall answers. Return JSON only. Reward only answers that are actually correct; do not give the benefit of the doubt.')
+
+
 class LocomoFormat(SourceFormat):
     name = "locomo"
     protocol = "personal"
     reader_version = 1
     own_pools = {"1-4": tuple(kind_of(c) for c in (1, 2, 3, 4)), "all": tuple(kind_of(c) for c in CATEGORIES)}
     own_about = OWN_ABOUT
+    answer_judges = (MEM0_JUDGE, STRICT_JUDGE)
     export_about = ("a personal run over LoCoMo as the file its task_eval/evaluate_qa.py writes (memgrid_prediction, "
                     "_prediction_context, _f1, _recall on every qa item), a file per agent x arm")
     about = "a checkout of github.com/snap-research/LoCoMo (or its data/locomo10.json), hosted in the personal protocol"
@@ -411,6 +428,10 @@ class LocomoFormat(SourceFormat):
 
     def evidence_recall(self, question: Question, released: list[str]) -> float | None:
         return evidence_recall(question.evidence_entries, sample_of(question), released)
+
+    def judged_gold(self, question: Question) -> str | None:
+        """Categories 1-4 against their gold answer; category 5 is not asked, as the vendors' J leaves it out."""
+        return question.presence[0].value if question.presence else None
 
     def export(self, run_dir: Path, output: Path, log=print) -> ExportResult:
         from runner.sources.locomo_export import export_run  # the ledger's reader, only for an export

@@ -81,3 +81,46 @@ def unit_digest(unit: Unit) -> str:
                         **({"speakers": list(unit.speakers)} if unit.speakers != ("user",) else {}),
                         **({"evidence_entries": {q.id: list(q.evidence_entries) for q in unit.questions}}
                            if any(q.evidence_entries for q in unit.questions) else {})})
+
+
+@dataclass(frozen=True)
+class AnswerJudgePrompt:
+    """A published prompt that asks a model whether an answer is right against the gold answer (the vendors' J on
+    LoCoMo): its text as published, where it is from, and the model its publisher asked. The user template is filled
+    with str.format as its publisher's code fills it, `fields` naming its placeholders for the question, the gold
+    answer and the answer judged; the reply is JSON with "label" CORRECT or WRONG (read_label)."""
+    name: str
+    user: str
+    fields: tuple[str, str, str]
+    source: str  # the file and commit it is copied from
+    model: str  # the model its publisher asked
+    system: str | None = None  # None: the prompt is one user message, as published
+    json_reply: bool = False  # asked with response_format json_object, as published
+
+    def messages(self, question: str, gold: str, answer: str) -> list[dict]:
+        user = self.user.format(**dict(zip(self.fields, (question, gold, answer))))
+        return ([{"role": "system", "content": self.system}] if self.system is not None else []) + \
+            [{"role": "user", "content": user}]
+
+    @property
+    def sha256(self) -> str:
+        return sha256_json({"system": self.system, "user": self.user, "json_reply": self.json_reply})
+
+
+def read_label(text: str | None) -> tuple[bool | None, str]:
+    """(CORRECT: True, WRONG: False, else None; what the reply said). Valid only as the JSON object the prompts ask
+    for, code fences allowed: a reply that is not is an invalid verdict, never a label guessed from its words."""
+    import json
+
+    body = (text or "").strip()
+    if body.startswith("```"):
+        body = body.strip("`").removeprefix("json").strip()
+    try:
+        reply = json.loads(body)
+    except json.JSONDecodeError:
+        return None, f"malformed reply (not JSON): {body[:60]!r}"
+    label = reply.get("label") if isinstance(reply, dict) else None
+    verdict = {"CORRECT": True, "WRONG": False}.get(label.strip().upper() if isinstance(label, str) else None)
+    if verdict is None:
+        return None, f"malformed reply (label is {label!r}, not CORRECT or WRONG)"
+    return verdict, f"labelled {label.strip().upper()}: {str(reply.get('reasoning', ''))[:120]}"

@@ -90,6 +90,7 @@ def summarise(rows: list[dict], planned: int | None = None) -> list[dict]:
             "format": hosted_format,
             "violations": sum(q["violations"] for _, q in questions),
             "own_scores": own_scores([q for _, q in questions], own_scoring(hosted_format)[0]),
+            "judge_sensitivity": judge_sensitivity([q for _, q in questions]),
             "evidence_recall": _mean([q["evidence_released"] / q["evidence"] for _, q in questions if q["evidence"]]),
             **evidence_split([q for _, q in questions]),
             **stores_of([res["store"] for res in results if res.get("store")]),
@@ -115,6 +116,9 @@ def own_scores(questions: list[dict], pools: dict[str, tuple[str, ...]]) -> dict
     ("whole") and the rest ("part")."""
     values = {n: [(q["kind"], q["own"][n], q) for q in questions if n in q.get("own", {})]
               for n in sorted({n for q in questions for n in q.get("own", {})})}
+    for prompt in dict.fromkeys(p for q in questions for p in q.get("own_judged", {})):
+        values[f"J ({prompt})"] = [(q["kind"], q["own_judged"][prompt], q) for q in questions
+                                   if prompt in q.get("own_judged", {})]
     if any("own_recall" in q for q in questions):
         values[OWN_RECALL] = [(q["kind"], q["own_recall"], q) for q in questions if "own_recall" in q]
     out = {}
@@ -133,6 +137,41 @@ OWN_NOTE = ("The benchmark's own score of each answer and of what the search rel
             "them, a mean per question kind and over the benchmark's pools of kinds; the judges' FAMA above is "
             "memgrid's, beside it. 'whole' / 'part': the answer score among the questions whose memory evidence the "
             "search returned whole (any loss is the answerer's) and among the rest (the gap is retrieval's).")
+
+
+def judge_sensitivity(questions: list[dict]) -> dict:
+    """The same answers under each published answer prompt: its J, the benchmark's own F1 among the answers it
+    labelled CORRECT and among those it labelled WRONG (a lenient prompt passes answers of low F1), and how often the
+    first two prompts gave the same label (a question's label: CORRECT when most of its models said so)."""
+    judged = [q for q in questions if q.get("own_judged")]
+    prompts = list(dict.fromkeys(p for q in judged for p in q["own_judged"]))
+    f1 = lambda qs: _mean([q["own"]["f1"] for q in qs if "f1" in q.get("own", {})])
+    out = {"prompts": {p: {"questions": sum(p in q["own_judged"] for q in judged),
+                           "j": _mean([q["own_judged"][p] for q in judged if p in q["own_judged"]]),
+                           "f1_correct": f1([q for q in judged if q["own_judged"].get(p, -1) > 0.5]),
+                           "f1_wrong": f1([q for q in judged if 0 <= q["own_judged"].get(p, -1) <= 0.5])}
+                       for p in prompts}}
+    if len(prompts) >= 2:
+        both = [q for q in judged if prompts[0] in q["own_judged"] and prompts[1] in q["own_judged"]]
+        out["agree"] = _mean([float((q["own_judged"][prompts[0]] > 0.5) == (q["own_judged"][prompts[1]] > 0.5))
+                              for q in both])
+    return out
+
+
+def sensitivity_table(summary: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per agent x arm x condition and answer prompt: J, F1 where it said CORRECT and where WRONG, and the first two
+    prompts' agreement."""
+    lines = [[s["agent"], s["arm"], s["horizon"], prompt, str(p["questions"]), _f(p["j"]), _f(p["f1_correct"]),
+              _f(p["f1_wrong"]), _f(s["judge_sensitivity"].get("agree"))]
+             for s in summary for prompt, p in s.get("judge_sensitivity", {}).get("prompts", {}).items()]
+    return ["agent", "arm", "horizon", "prompt", "qs", "J", "F1 | CORRECT", "F1 | WRONG", "prompts agree"], lines
+
+
+SENSITIVITY_NOTE = ("The same answers labelled by each published answer prompt (the grid's model judges, each prompt "
+                    "as published): J is the share labelled CORRECT; F1 | CORRECT and F1 | WRONG are the benchmark's "
+                    "own F1 among the answers so labelled (a prompt that passes answers of low F1 is lenient); 'prompts "
+                    "agree' is the share of questions the first two prompts labelled alike. The prompts, their sources "
+                    "and sha256 are under Judges.")
 
 
 def own_note(summary: list[dict]) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from runner.digest import sha256_bytes
-from runner.units.personal import Criterion, SubQuestion
+from runner.units.personal import AnswerJudgePrompt, Criterion, SubQuestion, read_label
 from runner.protocols.personal.judges import Verdict
 from runner.protocols.personal.panel import JudgeCache, cache_key
 
@@ -33,6 +33,9 @@ PRESETS = {
     "memora": ("openai/gpt-4.1", "anthropic/claude-haiku-4.5", "google/gemini-2.5-flash"),
     # The seed's fixed panel ("Evolving Personal Memory").
     "seed": ("deepseek/deepseek-v4.1-flash", "qwen/qwen3.6-35b-a3b", "qwen/qwen3.5-9b"),
+    # The vendors' J on LoCoMo: the one model Mem0's evaluation/metrics/llm_judge.py asks (a LoCoMo suite's answer
+    # judges, sources/locomo.py, each asked of it).
+    "mem0": ("gpt-4o-mini",),
 }
 REQUEST_SECONDS = 120
 RETRIES = 2  # the SDK's own retries (connection errors, 408/429/5xx) with backoff: Memora's client tries 3 times
@@ -116,9 +119,13 @@ class Endpoint:
         return openai.OpenAI(base_url=self.base_url, api_key=self.key, timeout=REQUEST_SECONDS, max_retries=RETRIES)
 
     def ask(self, model: str, system: str, user: str) -> str | None:
+        return self.complete(model, [{"role": "system", "content": system}, {"role": "user", "content": user}])
+
+    def complete(self, model: str, messages: list[dict], json_reply: bool = False) -> str | None:
         self.requests += 1
-        response = self.client.chat.completions.create(model=model, temperature=0.0, messages=[
-            {"role": "system", "content": system}, {"role": "user", "content": user}])
+        response = self.client.chat.completions.create(
+            model=model, temperature=0.0, messages=messages,
+            **({"response_format": {"type": "json_object"}} if json_reply else {}))
         if response.usage is not None:
             self.usage["input_tokens"] += response.usage.prompt_tokens or 0
             self.usage["output_tokens"] += response.usage.completion_tokens or 0
@@ -151,3 +158,30 @@ class OpenAIJudge:
         if said is not None:
             self.cache.put(key, said, {"judge": self.name, "model": self.model, "prompt_sha256": PROMPT_SHA256})
         return Verdict(self.name, said, self.endpoint.redact(detail))
+
+
+class AnswerJudge:
+    """One model asked one published answer prompt (a hosted benchmark's answer judge, its format's answer_judges):
+    whether an answer is right against the gold answer, each (question, gold, answer) asked once (valid labels
+    cached as the panel's verdicts are)."""
+
+    def __init__(self, prompt: AnswerJudgePrompt, model: str, endpoint: Endpoint, cache: JudgeCache):
+        self.prompt, self.model, self.endpoint, self.cache = prompt, model, endpoint, cache
+        self.name = f"{prompt.name}:{model}"
+
+    def judge(self, question: str, gold: str, answer: str) -> Verdict:
+        import openai
+
+        messages = self.prompt.messages(question, gold, answer)
+        key = cache_key(self.name, self.model, json.dumps(messages, sort_keys=True), answer)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return Verdict(self.name, cached, "cached")
+        try:
+            reply = self.endpoint.complete(self.model, messages, self.prompt.json_reply)
+        except openai.OpenAIError as e:
+            return Verdict(self.name, None, self.endpoint.redact(f"transport: {type(e).__name__}: {e}")[:200])
+        correct, detail = read_label(reply)
+        if correct is not None:
+            self.cache.put(key, correct, {"judge": self.name, "model": self.model, "prompt_sha256": self.prompt.sha256})
+        return Verdict(self.name, correct, self.endpoint.redact(detail))

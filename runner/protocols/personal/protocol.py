@@ -224,6 +224,17 @@ def model_judges(setup: PanelSetup, asked, cache: model_panel.JudgeCache, questi
     return tuple(model_panel.ModelJudge(i, m, asked, cache, question) for i, m in enumerate(setup.models))
 
 
+def answer_labels(labels: list, judges: list) -> dict[str, float]:
+    """Per answer prompt, the share of its models' valid labels that say CORRECT (1 or 0 with one model); a prompt
+    none of whose models gave a valid label has no score for the question (its invalid labels are counted)."""
+    out = {}
+    for prompt in dict.fromkeys(j.prompt.name for j in judges):
+        valid = [v.mentions for v, j in zip(labels, judges) if j.prompt.name == prompt and v.mentions is not None]
+        if valid:
+            out[prompt] = sum(valid) / len(valid)
+    return out
+
+
 def gateway_address(endpoint: ModelEndpoint) -> str:
     """The gateway's address on the cell's network, which the controller (on the host) reaches directly."""
     container = endpoint.containers["gateway"]
@@ -410,7 +421,14 @@ class PersonalProtocol(Protocol):
 
     def lock_entries(self, setup: PersonalSetup) -> dict:
         entry = {"deterministic": panel_names()}
-        if setup.panel is not None and setup.panel.endpoint == "openai":
+        published = setup.hosted.source().answer_judges if setup.hosted is not None else ()
+        if setup.panel is not None and setup.panel.endpoint == "openai" and published:
+            entry.update(models=list(setup.panel.models), panel=setup.panel.name, endpoint="openai",
+                         base_url=openai_judges.public_url(openai_judges.Endpoint.from_env().base_url),
+                         answer_prompts={p.name: {"system": p.system, "user": p.user, "sha256": p.sha256,
+                                                  "source": p.source, "publisher_model": p.model,
+                                                  "json_reply": p.json_reply} for p in published})
+        elif setup.panel is not None and setup.panel.endpoint == "openai":
             entry.update(models=list(setup.panel.models), panel=setup.panel.name, endpoint="openai",
                          base_url=openai_judges.public_url(openai_judges.Endpoint.from_env().base_url),
                          system_prompt=openai_judges.SYSTEM_PROMPT, prompt=openai_judges.USER_PROMPT,
@@ -650,16 +668,24 @@ class PersonalProtocol(Protocol):
                     gateway.url = f"http://{gateway_address(endpoint)}:8080"
         hosted = ctx.protocol_setup.hosted if ctx.protocol_setup is not None else None
         source = hosted.source() if hosted else None
+        # A format whose benchmark publishes answer judges (LoCoMo's vendors' J) has the endpoint's models ask those,
+        # every prompt of it; its criteria are then the deterministic panel's.
+        answer_judges = [openai_judges.AnswerJudge(p, m, gateway, cache) for p in source.answer_judges
+                         for m in setup.models] if setup is not None and setup.endpoint == "openai" and source else []
+        criteria_setup = None if answer_judges else setup
         try:
             questions, detail = [], []
             for q in unit.questions:
                 answer, cut = judged_part(answers.get(q.id, ""))
                 own = source.answer_scores(q, answer) if source else {}  # the benchmark's own scorer, on what the judges read
                 own_recall = source.evidence_recall(q, kept[q.id]) if source else None
-                panel = OFFLINE_PANEL if setup is None else model_judges(setup, gateway, cache, q.text)
+                gold = source.judged_gold(q) if answer_judges else None
+                labels = [j.judge(q.text, gold, answer) for j in answer_judges] if gold is not None else []
+                own_judged = answer_labels(labels, answer_judges)
+                panel = OFFLINE_PANEL if criteria_setup is None else model_judges(setup, gateway, cache, q.text)
                 criteria = [(c, True) for c in q.presence] + [(c, False) for c in q.forgetting]
                 judged = [judge_criterion(answer, c, e, panel) for c, e in criteria]
-                offline = judged if setup is None else [judge_criterion(answer, c, e) for c, e in criteria]
+                offline = judged if criteria_setup is None else [judge_criterion(answer, c, e) for c, e in criteria]
                 # agreement only where the deterministic panel could judge (a sub-question naming no value: not)
                 compared = [(j, o) for j, o in zip(judged, offline) if o.valid]
                 cp = sum(j.correct for j in judged if j.expected)
@@ -680,10 +706,13 @@ class PersonalProtocol(Protocol):
                                   "panels_agree": sum(j.correct == o.correct for j, o in compared) if compared else None,
                                   "panels_compared": len(compared),
                                   **({"answer_cut_at": JUDGED_CHARS} if cut else {}), **({"own": own} if own else {}),
-                                  **({"own_recall": own_recall} if own_recall is not None else {})})
+                                  **({"own_recall": own_recall} if own_recall is not None else {}),
+                                  **({"own_judged": own_judged} if own_judged else {}),
+                                  **({"answer_judge_invalid": sum(v.mentions is None for v in labels)} if labels else {})})
                 detail.append({"question": q.id, "text": q.text, "answer": answer, "released": list(kept[q.id]),
                                **({"own_scores": own} if own else {}),
                                **({"own_evidence_recall": own_recall} if own_recall is not None else {}),
+                               **({"answer_judgements": [vars(v) for v in labels]} if labels else {}),
                                "violations": release[q.id].violations,
                                "dropped": {k: list(v) for k, v in release[q.id].dropped.items()},
                                "criteria": [{"value": j.value, "expected_mention": j.expected, "correct": j.correct,
@@ -701,8 +730,12 @@ class PersonalProtocol(Protocol):
         n = len(questions)
         return {"fama": sum(q["fama"] for q in questions) / n, "mpa": sum(q["mpa"] for q in questions) / n,
                 "faa": sum(q["faa"] for q in questions) / n, "violations": sum(q["violations"] for q in questions),
-                "search_k": SEARCH_K, "judges": [j.name for j in panel], "panel": "model" if setup else "deterministic",
+                "search_k": SEARCH_K, "judges": [j.name for j in panel],
+                "panel": "model" if criteria_setup else "deterministic",
                 **({"judge_endpoint": setup.endpoint} if setup else {}),
+                **({"answer_judges": {j.name: {"prompt": j.prompt.name, "prompt_sha256": j.prompt.sha256,
+                                               "model": j.model} for j in answer_judges},
+                    "answer_model": cell.agent} if answer_judges else {}),
                 **(hosted.lock_entry() if hosted else {"suite": None, "format": None}),
                 **({"judge_requests": gateway.requests, "judge_usage": gateway.usage} if setup else {}),
                 "questions": questions}
@@ -718,10 +751,11 @@ class PersonalProtocol(Protocol):
         return table(summary)
 
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
-        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,
+        from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, SENSITIVITY_NOTE, STORES_NOTE,
                                                         comparability, contract_table, evidence_table, judged_by,
                                                         own_note, own_table, panel_table, published_table, reward_note,
-                                                        reward_table, stores_table, table3, table3_title)
+                                                        reward_table, sensitivity_table, stores_table, table3,
+                                                        table3_title)
 
         tables = []
         columns, lines = reward_table(summary)
@@ -737,6 +771,10 @@ class PersonalProtocol(Protocol):
         columns, lines = own_table(summary)
         if lines:
             tables.append(("the benchmark's own scores per question kind", columns, lines, own_note(summary)))
+        columns, lines = sensitivity_table(summary)
+        if lines:
+            tables.append(("judge sensitivity: the same answers under each published answer prompt", columns, lines,
+                           SENSITIVITY_NOTE))
         columns, lines = stores_table(summary)
         if lines:
             tables.append(("stores: built by the arm's own ingest, once per person and period", columns, lines,

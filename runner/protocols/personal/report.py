@@ -9,10 +9,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, STORES_NOTE,  # noqa: E402
-                                                comparability, contract_table, evidence_table, own_note, own_table,
-                                                panel_table, published_table, reward_note, reward_table, stores_table,
-                                                table, table3, table3_title)
+from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, SENSITIVITY_NOTE,  # noqa: E402
+                                                STORES_NOTE, comparability, contract_table, evidence_table, own_note,
+                                                own_table, panel_table, published_table, reward_note, reward_table,
+                                                sensitivity_table, stores_table, table, table3, table3_title)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -48,6 +48,7 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
     p_columns, p_lines = published_table(summary)
     t_title, t_note = table3_title(summary)
     own = own_table(summary)
+    sensitivity = sensitivity_table(summary)
     flags = [f"<li><b>{escape(s['agent'])} x {escape(s['arm'])} ({escape(s['horizon'])})</b>: {escape(f)}</li>"
              for s in summary for f in s["flags"]]
     png = base64.b64encode(fama_plot(summary)).decode()
@@ -72,6 +73,9 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
           if p_lines else []),
         *(["<h2>The benchmark's own scores per question kind</h2>", html_table(*own, table_id="own"),
            f"<p>{escape(own_note(summary))}</p>"] if own[1] else []),
+        *(["<h2>Judge sensitivity: the same answers under each published answer prompt</h2>",
+           html_table(*sensitivity, table_id="sensitivity"), f"<p>{escape(SENSITIVITY_NOTE)}</p>"]
+          if sensitivity[1] else []),
         "<h2>Evidence: what the search returned, and FAMA split by it</h2>",
         html_table(*evidence_table(summary), table_id="evidence"), f"<p>{escape(EVIDENCE_NOTE)}</p>",
         "<h2>Stores</h2>", html_table(*stores_table(summary), table_id="stores"), f"<p>{escape(STORES_NOTE)}</p>",
@@ -90,6 +94,14 @@ def _panel(summary: list[dict], lock: dict) -> str:
     judges = lock.get("judges", {})
     if not judges.get("models"):
         return f"<p>Deterministic panel: {escape(', '.join(judges.get('deterministic', [])))}.</p>"
+    if judges.get("answer_prompts"):
+        prompts = "".join(f"<p>Prompt {escape(name)} (sha256 <code>{escape(p['sha256'])}</code>), from {escape(p['source'])}; "
+                          f"its publisher asked {escape(p['publisher_model'])}:</p>"
+                          + "".join(f"<pre>{escape(p[k])}</pre>" for k in ("system", "user") if p.get(k))
+                          for name, p in judges["answer_prompts"].items())
+        return (f"<p>Answer judges: {escape(', '.join(judges['models']))} through the OpenAI-compatible endpoint "
+                f"{escape(judges['base_url'])}, each asked every published answer prompt; the criteria by the "
+                f"deterministic panel ({escape(', '.join(judges.get('deterministic', [])))}).</p>" + prompts)
     columns, lines = panel_table(summary)
     named = (f"the published panel {escape(judges['panel'])} " if judges.get("panel") else "") + (
         f"through the OpenAI-compatible endpoint {escape(judges['base_url'])} with the hosted benchmark's own prompt"
