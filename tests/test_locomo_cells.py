@@ -62,3 +62,36 @@ def test_the_extractive_answerer_answers_a_locomo_sample_from_both_speakers_turn
     assert {q["own_evidence_recall"] for q in verdicts["bare"].values()} == {0.0}
     assert {k: q["own_evidence_recall"] for k, q in oracle.items() if q["own_evidence_recall"] != 1.0} == \
         {"test-ada-q0005": 0.0}
+
+
+@pytest.mark.docker
+def test_the_scripted_model_labels_each_answer_under_both_published_prompts_offline(engine, images, locomo_project,
+                                                                                    tmp_path, run_id, no_leftovers):
+    """judges: [scripted] on a LoCoMo suite: the published answer prompts asked of the scripted model through a real
+    gateway (lenient under the generous prompt, strict under the other), every label a request the gateway recorded,
+    and the same cell judged again from the cache with no gateway started."""
+    from runner.env.images import ensure_derived
+    from runner.protocols.personal.protocol import PanelSetup
+
+    panel = PanelSetup(("scripted",), ensure_derived(engine, "model", images.base, lambda m: None), images.base.tag)
+    setup = PersonalSetup(panel, HostedSuite("locomo", "locomo"))
+    cell = CellSpec("test-ada", "oracle_memory", 0, "published", "extractive", "oracle-x", 0)
+    results = []
+    for run in ("run", "run-again"):
+        ctx = TrialContext(engine, run_id, tmp_path / run, images, {}, load_all_arms(REPO), protocol=PROTOCOL,
+                           protocol_setup=setup, root=locomo_project)
+        row = PROTOCOL.run_cell(ctx, cell, 1)
+        assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+        results.append(json.loads(row.result))
+    first, again = results
+    judged = {q["id"]: q["own_judged"] for q in first["questions"] if "own_judged" in q}
+    assert len(judged) == 5 and "test-ada-q0006" not in judged  # categories 1-4 only
+    assert first["judge_requests"] == 10 and first["panel"] == "deterministic"
+    gateway = (tmp_path / "run" / "cells" / "oracle-x" / "gateway.jsonl").read_text().splitlines()
+    assert sum(json.loads(line)["kind"] == "model" for line in gateway) == 10
+    assert all(j["mem0"] >= j["strict"] for j in judged.values())
+    assert judged["test-ada-q0001"] == {"mem0": 1.0, "strict": 1.0}  # 'Pixel' in the answer
+    assert any(j["mem0"] > j["strict"] for j in judged.values())  # the prompts differ on these answers
+    assert again["judge_requests"] == 0 and [q.get("own_judged") for q in again["questions"]] == \
+        [q.get("own_judged") for q in first["questions"]]
+    assert not (tmp_path / "run-again" / "cells" / "oracle-x" / "gateway.jsonl").exists()

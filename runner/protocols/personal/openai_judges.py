@@ -134,6 +134,12 @@ class Endpoint:
     def redact(self, text: str) -> str:
         return text.replace(self.key, f"[{KEY_ENV}]") if self.key else text
 
+    @property
+    def errors(self) -> tuple:
+        import openai
+
+        return (openai.OpenAIError,)
+
 
 class OpenAIJudge:
     """One judge of the panel: one model, asked each sub-question once per answer (its valid verdicts cached)."""
@@ -163,23 +169,26 @@ class OpenAIJudge:
 class AnswerJudge:
     """One model asked one published answer prompt (a hosted benchmark's answer judge, its format's answer_judges):
     whether an answer is right against the gold answer, each (question, gold, answer) asked once (valid labels
-    cached as the panel's verdicts are)."""
+    cached as the panel's verdicts are). `endpoint`: the OpenAI-compatible one, or the model gateway (panel.Gateway:
+    the scripted model offline, or Anthropic's)."""
 
-    def __init__(self, prompt: AnswerJudgePrompt, model: str, endpoint: Endpoint, cache: JudgeCache):
+    def __init__(self, prompt: AnswerJudgePrompt, model: str, endpoint, cache: JudgeCache):
         self.prompt, self.model, self.endpoint, self.cache = prompt, model, endpoint, cache
         self.name = f"{prompt.name}:{model}"
 
-    def judge(self, question: str, gold: str, answer: str) -> Verdict:
-        import openai
-
+    def key(self, question: str, gold: str, answer: str) -> str:
         messages = self.prompt.messages(question, gold, answer)
-        key = cache_key(self.name, self.model, json.dumps(messages, sort_keys=True), answer)
+        return cache_key(self.name, self.model, json.dumps(messages, sort_keys=True), answer)
+
+    def judge(self, question: str, gold: str, answer: str) -> Verdict:
+        messages = self.prompt.messages(question, gold, answer)
+        key = self.key(question, gold, answer)
         cached = self.cache.get(key)
         if cached is not None:
             return Verdict(self.name, cached, "cached")
         try:
             reply = self.endpoint.complete(self.model, messages, self.prompt.json_reply)
-        except openai.OpenAIError as e:
+        except self.endpoint.errors as e:
             return Verdict(self.name, None, self.endpoint.redact(f"transport: {type(e).__name__}: {e}")[:200])
         correct, detail = read_label(reply)
         if correct is not None:

@@ -42,6 +42,7 @@ Answer this question about the assistant's answer: <check>{check}</check>
 Reply with one word: yes or no."""
 CHECK_PROMPT_SHA256 = sha256_bytes(CHECK_PROMPT.encode())
 MAX_TOKENS = 5
+LABEL_TOKENS = 300  # an answer judge's reply: a sentence of reasoning and a JSON label
 REQUEST_SECONDS = 120
 
 
@@ -99,10 +100,19 @@ class Gateway:
     requests: int = 0
     usage: dict = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
 
+    errors = (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError)  # a request that failed
+
     def ask(self, model: str, prompt: str) -> str:
+        return self.complete(model, [{"role": "user", "content": prompt}], max_tokens=MAX_TOKENS)
+
+    def complete(self, model: str, messages: list[dict], json_reply: bool = False, max_tokens: int = LABEL_TOKENS) -> str:
+        """A reply to chat messages; a system message is the Messages API's `system` (`json_reply`: the Messages API
+        has no such switch; the prompts that ask for JSON say so)."""
         if self.url is None:
             raise ConnectionError("no model gateway for this cell")
-        body = json.dumps({"model": model, "max_tokens": MAX_TOKENS, "messages": [{"role": "user", "content": prompt}]})
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        body = json.dumps({"model": model, "max_tokens": max_tokens, **({"system": system} if system else {}),
+                           "messages": [m for m in messages if m["role"] != "system"]})
         request = urllib.request.Request(f"{self.url}/v1/messages", data=body.encode(), method="POST", headers={
             "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "sk-memgrid-placeholder"})
         self.requests += 1
@@ -111,6 +121,9 @@ class Gateway:
         for k in self.usage:
             self.usage[k] += int((message.get("usage") or {}).get(k) or 0)
         return "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
+
+    def redact(self, text: str) -> str:
+        return text  # the gateway holds the key; nothing of it reaches this process
 
 
 class ModelJudge:

@@ -422,12 +422,14 @@ class PersonalProtocol(Protocol):
     def lock_entries(self, setup: PersonalSetup) -> dict:
         entry = {"deterministic": panel_names()}
         published = setup.hosted.source().answer_judges if setup.hosted is not None else ()
-        if setup.panel is not None and setup.panel.endpoint == "openai" and published:
-            entry.update(models=list(setup.panel.models), panel=setup.panel.name, endpoint="openai",
-                         base_url=openai_judges.public_url(openai_judges.Endpoint.from_env().base_url),
+        if setup.panel is not None and published:
+            openai = setup.panel.endpoint == "openai"
+            entry.update(models=list(setup.panel.models), panel=setup.panel.name, endpoint=setup.panel.endpoint,
                          answer_prompts={p.name: {"system": p.system, "user": p.user, "sha256": p.sha256,
                                                   "source": p.source, "publisher_model": p.model,
-                                                  "json_reply": p.json_reply} for p in published})
+                                                  "json_reply": p.json_reply} for p in published},
+                         **({"base_url": openai_judges.public_url(openai_judges.Endpoint.from_env().base_url)} if openai
+                            else {"model_image": setup.panel.model_image.id}))
         elif setup.panel is not None and setup.panel.endpoint == "openai":
             entry.update(models=list(setup.panel.models), panel=setup.panel.name, endpoint="openai",
                          base_url=openai_judges.public_url(openai_judges.Endpoint.from_env().base_url),
@@ -653,25 +655,32 @@ class PersonalProtocol(Protocol):
         problems = problems or {}
         kept = {q: r.kept for q, r in release.items()}
         setup: PanelSetup | None = ctx.protocol_setup.panel if ctx.protocol_setup is not None else None
-        endpoint, gateway, cache = None, None, None
+        hosted = ctx.protocol_setup.hosted if ctx.protocol_setup is not None else None
+        source = hosted.source() if hosted else None
+        endpoint, gateway, cache, answer_judges = None, None, None, []
         if setup is not None:
             cache = model_panel.JudgeCache.open(ctx.run_dir.parent / CACHE_FILE)
-            if setup.endpoint == "openai":  # asked from this process: no gateway, the key never leaves it
-                gateway = openai_judges.Endpoint.from_env()
-            else:
-                gateway = model_panel.Gateway(None)
-                items = [(q.text, answers.get(q.id, ""), c) for q in unit.questions for c in (*q.presence, *q.forgetting)]
-                if model_panel.uncached(setup.models, cache, items):
+            # asked from this process through the OpenAI-compatible endpoint (no gateway: the key never leaves it),
+            # or through a gateway started for the cell (the scripted model offline)
+            gateway = openai_judges.Endpoint.from_env() if setup.endpoint == "openai" else model_panel.Gateway(None)
+            # A format whose benchmark publishes answer judges (LoCoMo's vendors' J) has the grid's models ask
+            # those, every prompt of it; its criteria are then the deterministic panel's.
+            answer_judges = [openai_judges.AnswerJudge(p, m, gateway, cache) for p in source.answer_judges
+                             for m in setup.models] if source is not None else []
+            if setup.endpoint != "openai":
+                if answer_judges:
+                    needed = any(cache.get(j.key(q.text, gold, judged_part(answers.get(q.id, ""))[0])) is None
+                                 for q in unit.questions if (gold := source.judged_gold(q)) is not None
+                                 for j in answer_judges)
+                else:
+                    items = [(q.text, answers.get(q.id, ""), c) for q in unit.questions
+                             for c in (*q.presence, *q.forgetting)]
+                    needed = model_panel.uncached(setup.models, cache, items)
+                if needed:
                     endpoint = ModelEndpoint(ctx.client, setup.model_image.tag, ctx.run_id, cell.cell_id, setup.models[0],
                                              {"mode": "judge"} if setup.scripted else None, guard_image=setup.guard_image)
                     endpoint.start(attempt)
                     gateway.url = f"http://{gateway_address(endpoint)}:8080"
-        hosted = ctx.protocol_setup.hosted if ctx.protocol_setup is not None else None
-        source = hosted.source() if hosted else None
-        # A format whose benchmark publishes answer judges (LoCoMo's vendors' J) has the endpoint's models ask those,
-        # every prompt of it; its criteria are then the deterministic panel's.
-        answer_judges = [openai_judges.AnswerJudge(p, m, gateway, cache) for p in source.answer_judges
-                         for m in setup.models] if setup is not None and setup.endpoint == "openai" and source else []
         criteria_setup = None if answer_judges else setup
         try:
             questions, detail = [], []

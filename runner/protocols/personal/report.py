@@ -99,8 +99,9 @@ def _panel(summary: list[dict], lock: dict) -> str:
                           f"its publisher asked {escape(p['publisher_model'])}:</p>"
                           + "".join(f"<pre>{escape(p[k])}</pre>" for k in ("system", "user") if p.get(k))
                           for name, p in judges["answer_prompts"].items())
-        return (f"<p>Answer judges: {escape(', '.join(judges['models']))} through the OpenAI-compatible endpoint "
-                f"{escape(judges['base_url'])}, each asked every published answer prompt; the criteria by the "
+        where = f"the OpenAI-compatible endpoint {judges['base_url']}" if judges.get("base_url") else "the model gateway"
+        return (f"<p>Answer judges: {escape(', '.join(judges['models']))} through {escape(where)}, each asked every "
+                f"published answer prompt; the criteria by the "
                 f"deterministic panel ({escape(', '.join(judges.get('deterministic', [])))}).</p>" + prompts)
     columns, lines = panel_table(summary)
     named = (f"the published panel {escape(judges['panel'])} " if judges.get("panel") else "") + (
