@@ -99,6 +99,12 @@ def test_each_question_is_asked_both_published_prompts_of_the_panels_model(locom
     assert lines[0][-1] == "0.80"  # the prompts agree on four of the five
     own = next(t for t in PROTOCOL.extra_tables(summary) if t[0].startswith("the benchmark's own scores"))
     assert {line[3] for line in own[2]} >= {"f1", "J (mem0)", "J (strict)"}
+    # the vendors' published J beside this run's, each with its source and why they are not alike
+    _, columns, lines, note = next(t for t in PROTOCOL.extra_tables(summary) if t[0].startswith("published figures"))
+    assert columns == ["system", "J (mem0) 1-4 %", "source"]
+    assert ["Mem0", "66.88", "Mem0 paper, arXiv 2504.19413, Table 1"] in lines
+    assert lines[-1] == ["bare", "40.00", "memgrid, this run (extractive, published)"]
+    assert note.startswith("Not directly comparable")
 
 
 def test_a_reply_that_is_not_the_label_json_is_invalid_and_counted_never_a_label(locomo_project, stub, tmp_path,
@@ -125,3 +131,16 @@ def test_a_prompt_edited_is_not_the_published_one(edit):
     from dataclasses import replace
 
     assert replace(MEM0_JUDGE, user=MEM0_JUDGE.user.replace(edit, edit.upper())).sha256 != MEM0_JUDGE.sha256
+
+
+def test_no_published_figures_are_set_beside_a_run_without_the_score():
+    """A LoCoMo run judged by no model has no J: its published figures are not printed beside nothing."""
+    from runner.protocols.personal.analysis import published_own_table
+
+    question = {"id": "q", "kind": "4 single-hop", "np": 1, "nf": 0, "cp": 0, "cf": 0, "fama": 0.0, "mpa": 0.0,
+                "faa": 1.0, "lam": 0.0, "released": 0, "violations": 0, "evidence_released": 0, "evidence": 1,
+                "own": {"f1": 0.5}}
+    summary = PROTOCOL.summary([{"agent": "extractive", "arm": "bare", "condition": "published", "task": "conv-1",
+                                 "admitted": True, "result": json.dumps({"questions": [question], "format": "locomo",
+                                                                         "suite": "locomo"})}])
+    assert published_own_table(summary)[1] == []

@@ -209,6 +209,11 @@ class SourceFormat:
     # each question with a gold answer (judged_gold) under every prompt; its label is one of the benchmark's own
     # scores. Empty: the format's model judges judge its criteria (Memora's sub-questions).
     answer_judges: ClassVar[tuple[AnswerJudgePrompt, ...]] = ()
+    # personal: published figures of one of its own scores (system -> (percent, whose figure it is)), the score and
+    # pool they are (e.g. ("J (mem0)", "1-4")), and why they are not memgrid's: set beside each arm's in the report.
+    published_own: ClassVar[dict[str, tuple[float, str]]] = {}
+    published_own_score: ClassVar[tuple[str, str] | None] = None
+    published_own_note: ClassVar[str] = ""
 
     def reader_identity(self) -> dict:
         """What of the format enters a hosted unit's identity."""

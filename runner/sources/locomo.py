@@ -401,6 +401,24 @@ class LocomoFormat(SourceFormat):
     own_pools = {"1-4": tuple(kind_of(c) for c in (1, 2, 3, 4)), "all": tuple(kind_of(c) for c in CATEGORIES)}
     own_about = OWN_ABOUT
     answer_judges = (MEM0_JUDGE, STRICT_JUDGE)
+    # The J figures vendors publish for LoCoMo (categories 1-4, Mem0's judge prompt and model), as each states it.
+    published_own = {
+        "Mem0": (66.88, "Mem0 paper, arXiv 2504.19413, Table 1"),
+        "Mem0 (graph)": (68.44, "Mem0 paper, arXiv 2504.19413, Table 1"),
+        "Zep": (65.99, "Mem0 paper, arXiv 2504.19413, Table 1"),
+        "LangMem": (58.10, "Mem0 paper, arXiv 2504.19413, Table 1"),
+        "OpenAI memory": (52.90, "Mem0 paper, arXiv 2504.19413, Table 1"),
+        "Zep (its own run, corrected)": (75.14, "Zep blog, 'Lies, Damn Lies, & Statistics', corrected figure"),
+        "Memobase": (70.91, "memodb-io/memobase docs/experiments/locomo-benchmark"),
+        "Letta (filesystem agent)": (74.0, "Letta blog, 'Benchmarking AI Agent Memory: Is a Filesystem All You Need?'"),
+    }
+    published_own_score = ("J (mem0)", "1-4")
+    published_own_note = (
+        "Not directly comparable: each published figure answers with its own model and answer prompt (no answer prompt "
+        "is standard for LoCoMo), most judge with gpt-4o-mini under Mem0's prompt, some re-ran their competitors; "
+        "memgrid's rows answer with each row's agent and are judged by this run's judges under the same prompt (the "
+        "scripted judge is an offline stand-in, never a judgement). Same data, questions (categories 1-4) and prompt; "
+        "the J of a figure moves by tens of points with the judge's prompt alone (the sensitivity table).")
     export_about = ("a personal run over LoCoMo as the file its task_eval/evaluate_qa.py writes (memgrid_prediction, "
                     "_prediction_context, _f1, _recall on every qa item), a file per agent x arm")
     about = "a checkout of github.com/snap-research/LoCoMo (or its data/locomo10.json), hosted in the personal protocol"

@@ -57,6 +57,13 @@ def own_scoring(name: str | None) -> tuple[dict[str, tuple[str, ...]], str]:
     return (cls.own_pools, cls.own_about) if cls else ({}, "")
 
 
+def published_own(name: str | None) -> tuple[dict[str, tuple[float, str]], tuple[str, str] | None, str]:
+    """A format's published figures of one of its own scores, which score and pool they are, and why they differ
+    from memgrid's (none for memgrid's own units)."""
+    cls = FORMATS.get(name) if name else None
+    return (cls.published_own, cls.published_own_score, cls.published_own_note) if cls else ({}, None, "")
+
+
 def hosting(protocol: str) -> list[str]:
     """The formats whose suites run in `protocol`."""
     return [n for n, cls in FORMATS.items() if cls.protocol == protocol]

@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from runner.protocols.personal.corpus import HORIZONS
 from runner.protocols.personal.metrics import mean_with_interval
-from runner.sources.registry import own_scoring, published_rows, reward_mapping
+from runner.sources.registry import own_scoring, published_own, published_rows, reward_mapping
 
 KINDS = ("remembering", "reasoning", "recommending")  # Memora's tasks, as memgrid's generated persons have them too
 NOT_COMPARABLE = ("Not directly comparable: the published rows answer Memora's own questions over its own "
@@ -172,6 +172,18 @@ SENSITIVITY_NOTE = ("The same answers labelled by each published answer prompt (
                     "own F1 among the answers so labelled (a prompt that passes answers of low F1 is lenient); 'prompts "
                     "agree' is the share of questions the first two prompts labelled alike. The prompts, their sources "
                     "and sha256 are under Judges.")
+
+
+def published_own_table(summary: list[dict]) -> tuple[list[str], list[list[str]], str]:
+    """The hosted benchmark's published figures of one of its own scores, then each arm's in this run (x 100), and
+    why they are not alike; no lines when the format published none or the run has no such score."""
+    figures, which, note = published_own(next((s["format"] for s in summary if s.get("format")), None))
+    columns = ["system", f"{which[0]} {which[1]} %" if which else "%", "source"]
+    ours = [[s["arm"], f"{100 * value:.2f}", f"memgrid, this run ({s['agent']}, {s['horizon']})"] for s in summary
+            if which and (value := s.get("own_scores", {}).get(which[0], {}).get("pooled", {}).get(which[1])) is not None]
+    if not figures or not ours:
+        return columns, [], note
+    return columns, [[name, f"{value:.2f}", source] for name, (value, source) in figures.items()] + ours, note
 
 
 def own_note(summary: list[dict]) -> str:

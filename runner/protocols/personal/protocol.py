@@ -762,9 +762,9 @@ class PersonalProtocol(Protocol):
     def extra_tables(self, summary: list[dict]) -> list[tuple[str, list[str], list[list[str]], str]]:
         from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, SENSITIVITY_NOTE, STORES_NOTE,
                                                         comparability, contract_table, evidence_table, judged_by,
-                                                        own_note, own_table, panel_table, published_table, reward_note,
-                                                        reward_table, sensitivity_table, stores_table, table3,
-                                                        table3_title)
+                                                        own_note, own_table, panel_table, published_own_table,
+                                                        published_table, reward_note, reward_table, sensitivity_table,
+                                                        stores_table, table3, table3_title)
 
         tables = []
         columns, lines = reward_table(summary)
@@ -780,6 +780,9 @@ class PersonalProtocol(Protocol):
         columns, lines = own_table(summary)
         if lines:
             tables.append(("the benchmark's own scores per question kind", columns, lines, own_note(summary)))
+        columns, lines, note = published_own_table(summary)
+        if lines:
+            tables.append(("published figures beside memgrid's", columns, lines, note))
         columns, lines = sensitivity_table(summary)
         if lines:
             tables.append(("judge sensitivity: the same answers under each published answer prompt", columns, lines,

@@ -11,8 +11,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from runner.protocols.personal.analysis import (CONTRACT_NOTE, EVIDENCE_NOTE, SENSITIVITY_NOTE,  # noqa: E402
                                                 STORES_NOTE, comparability, contract_table, evidence_table, own_note,
-                                                own_table, panel_table, published_table, reward_note, reward_table,
-                                                sensitivity_table, stores_table, table, table3, table3_title)
+                                                own_table, panel_table, published_own_table, published_table,
+                                                reward_note, reward_table, sensitivity_table, stores_table, table, table3,
+                                                table3_title)
 from runner.protocols.personal.corpus import HORIZONS  # noqa: E402
 from runner.protocols.personal.judges import __doc__ as JUDGES_DOC  # noqa: E402
 from runner.results.plots import png  # noqa: E402
@@ -49,6 +50,7 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
     t_title, t_note = table3_title(summary)
     own = own_table(summary)
     sensitivity = sensitivity_table(summary)
+    figures = published_own_table(summary)
     flags = [f"<li><b>{escape(s['agent'])} x {escape(s['arm'])} ({escape(s['horizon'])})</b>: {escape(f)}</li>"
              for s in summary for f in s["flags"]]
     png = base64.b64encode(fama_plot(summary)).decode()
@@ -73,6 +75,8 @@ def render(run_id: str, lock: dict, summary: list[dict]) -> str:
           if p_lines else []),
         *(["<h2>The benchmark's own scores per question kind</h2>", html_table(*own, table_id="own"),
            f"<p>{escape(own_note(summary))}</p>"] if own[1] else []),
+        *(["<h2>Published figures beside memgrid's</h2>", html_table(*figures[:2], table_id="published-own"),
+           f"<p>{escape(figures[2])}</p>"] if figures[1] else []),
         *(["<h2>Judge sensitivity: the same answers under each published answer prompt</h2>",
            html_table(*sensitivity, table_id="sensitivity"), f"<p>{escape(SENSITIVITY_NOTE)}</p>"]
           if sensitivity[1] else []),
