@@ -4,6 +4,7 @@ isolated answerer sees only the turns released to it. The suite is tests/data/lo
 shape), imported into a project copy."""
 
 import json
+import re
 
 import pytest
 import yaml
@@ -49,6 +50,9 @@ def test_the_extractive_answerer_answers_a_locomo_sample_from_both_speakers_turn
     cited = ["test-ada-D1-1", "test-ada-D1-3", "test-ada-D2-1", "test-ada-D2-2", "test-ada-D2-3"]
     assert all(sorted(q["released"]) == cited for q in oracle.values())
     assert "her name is Pixel" in oracle["test-ada-q0001"]["answer"]
+    # LoCoMo asks for a short answer: the extractive answerer gives its best statement alone (ten elsewhere)
+    assert all(len(re.split(r"(?<=[.!?])\s+", q["answer"].strip())) == 1 for q in oracle.values()), \
+        [q["answer"] for q in oracle.values()]
     # a fact only the second speaker (ingested as role assistant) states
     assert "Oslo and Bergen" in oracle["test-ada-q0002"]["answer"]
     assert all(c["correct"] for c in oracle["test-ada-q0001"]["criteria"])

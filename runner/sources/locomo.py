@@ -200,7 +200,8 @@ def read_sample(sample, index: int, file: str, suite: str) -> SamplePlan:
     turns, sessions = read_turns(sample_id, conversation, where)
     questions, uncited = read_questions(sample_id, sample.get("qa"), turns, where)
     names = f"{conversation['speaker_a']} and {conversation['speaker_b']}"
-    return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions, ROLES), sessions,
+    return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions, ROLES,
+                                                   short_answers=True), sessions,
                       sha256_json(sample), uncited)
 
 

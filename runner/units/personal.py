@@ -65,6 +65,9 @@ class Unit:
     # The roles whose turns are what the persons asked about said themselves: Memora's user (its assistant's words
     # are not the persona's); both of LoCoMo's speakers, each a person its questions ask about.
     speakers: tuple[str, ...] = ("user",)
+    # Whether the benchmark asks for a short answer (LoCoMo's QA prompt: "a short phrase"): the answer request says so,
+    # and the extractive answerer then answers with its best statement alone.
+    short_answers: bool = False
 
     @property
     def id(self) -> str:
@@ -79,6 +82,7 @@ def unit_digest(unit: Unit) -> str:
     """The data of a person over a horizon (records and answer key), apart from the code that made it."""
     return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions],
                         **({"speakers": list(unit.speakers)} if unit.speakers != ("user",) else {}),
+                        **({"short_answers": True} if unit.short_answers else {}),
                         **({"evidence_entries": {q.id: list(q.evidence_entries) for q in unit.questions}}
                            if any(q.evidence_entries for q in unit.questions) else {})})
 

@@ -458,6 +458,7 @@ class PersonalProtocol(Protocol):
         for q in unit.questions:
             # each record's text as a whole, and its turns by role, with the roles that speak for the persons asked
             request = {"question": q.id, "text": q.text, "speakers": list(unit.speakers),
+                       **({"short": True} if unit.short_answers else {}),
                        "records": [{"id": i, "date": by_id[i].date, "text": by_id[i].text,
                                     "turns": [list(t) for t in by_id[i].turns()]} for i in kept[q.id]]}
             entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
