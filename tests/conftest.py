@@ -203,30 +203,26 @@ def assert_nothing_left(engine, run_id: str) -> None:
     assert not networks, f"{len(networks)} networks of run {run_id} survived the test"
 
 
-@pytest.fixture
-def locomo_project(tmp_path, monkeypatch) -> Path:
-    """A project whose tasks/ holds only tests/data/locomo (a fixture of our own in LoCoMo's shape) imported as suite
-    locomo, and memgrid pointed at it."""
-    from runner.sources.locomo import import_locomo
+def hosted_project(tmp_path, monkeypatch, fmt: str) -> Path:
+    """A project whose tasks/ holds only tests/data/<fmt> (a fixture of our own in that benchmark's layout) imported
+    as suite <fmt> by the format's own import, and memgrid pointed at it."""
+    from runner.sources.registry import source_format
 
     root = tmp_path / "hosted"
     (root / "tasks").mkdir(parents=True)
-    import_locomo(REPO / "tests" / "data" / "locomo", root, "locomo", log=lambda m: None)
+    source_format(fmt).import_source(REPO / "tests" / "data" / fmt, root, fmt, log=lambda m: None)
     monkeypatch.setenv("MEMGRID_ROOT", str(root))
     return root
+
+
+@pytest.fixture
+def locomo_project(tmp_path, monkeypatch) -> Path:
+    return hosted_project(tmp_path, monkeypatch, "locomo")
 
 
 @pytest.fixture
 def memora_project(tmp_path, monkeypatch) -> Path:
-    """A project whose tasks/ holds only tests/data/memora (a fixture of our own in Memora's layout) imported as suite
-    memora, and memgrid pointed at it."""
-    from runner.sources.memora import import_memora
-
-    root = tmp_path / "hosted"
-    (root / "tasks").mkdir(parents=True)
-    import_memora(REPO / "tests" / "data" / "memora", root, "memora", log=lambda m: None)
-    monkeypatch.setenv("MEMGRID_ROOT", str(root))
-    return root
+    return hosted_project(tmp_path, monkeypatch, "memora")
 
 
 def write_grid(path: Path, *, tasks="all", arms=("bare",), agents=("floor", "ceiling"), seeds=1,
