@@ -265,43 +265,46 @@ def provenance_of(folder: Path) -> dict:
     return read_provenance(folder / "provenance.json", {"files": dict, "units": list}, "LoCoMo", LocomoFormat.name)
 
 
+def source_listing(folder: Path) -> frozenset[str]:
+    """The files under the suite's source/, as paths relative to it."""
+    root = folder / "source"
+    return frozenset(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()) \
+        if root.is_dir() else frozenset()
+
+
+def hosted_data(folder: Path, present: frozenset[str]) -> tuple[bytes, set[str]]:
+    """locomo10.json as imported (every file of source/ checked against provenance.json) and the samples hosted."""
+    provenance = provenance_of(folder)
+    raw = hosted_files(folder / "source", provenance["files"], set(present), "LoCoMo",
+                       "restore the suite as imported: import LoCoMo again into a new suite")[DATA_FILE]
+    return raw, {u["sample_id"] for u in provenance["units"]}
+
+
 def hosted_samples(folder: Path) -> dict[str, tuple[Unit, str]]:
     """The suite's samples as hosted, by id, each with the sha256 of the sample as published: the folder checked
     against provenance.json first (read again only when its listing or the file changes: a run asks for each sample
     many times, and the file is 2.8 MB)."""
-    root = folder / "source"
-    present = frozenset(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()) \
-        if root.is_dir() else frozenset()
     try:
-        stat = (root / DATA_FILE).stat()
+        stat = (folder / "source" / DATA_FILE).stat()
     except OSError:
         stat = None
-    return _hosted_samples(folder, present, stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
+    return _hosted_samples(folder, source_listing(folder), stat.st_mtime_ns if stat else 0, stat.st_size if stat else 0)
 
 
 @cache
 def _hosted_samples(folder: Path, present: frozenset[str], mtime_ns: int, size: int) -> dict[str, tuple[Unit, str]]:
-    provenance = provenance_of(folder)
-    raw = hosted_files(folder / "source", provenance["files"], set(present), "LoCoMo",
-                       "restore the suite as imported: import LoCoMo again into a new suite")[DATA_FILE]
+    raw, hosted = hosted_data(folder, present)
     plans, refused = read_samples(raw, f"tasks/{folder.name}/source/{DATA_FILE}", folder.name)
-    hosted = {u["sample_id"] for u in provenance["units"]}
     if bad := [why for name, why in refused if name in hosted]:  # the digest matched: only a change of this reader
         raise SpecError(folder / "source" / DATA_FILE, "(file)", bad[0], "import LoCoMo again")
     return {p.sample_id: (p.unit, p.published) for p in plans if p.sample_id in hosted}
 
 
 def published_qa(suite: str) -> dict[str, list[dict]]:
-    """Each hosted sample's qa items as published, from this checkout's tasks/<suite>/ (checked against its provenance):
+    """Each hosted sample's qa items as published, from this checkout's tasks/<suite>/ (checked as a run checks it):
     what an export copies its items from."""
     folder = project_root() / "tasks" / suite
-    provenance = provenance_of(folder)
-    root = folder / "source"
-    present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()} \
-        if root.is_dir() else set()
-    raw = hosted_files(root, provenance["files"], present, "LoCoMo",
-                       "restore the suite as imported: import LoCoMo again into a new suite")[DATA_FILE]
-    hosted = {u["sample_id"] for u in provenance["units"]}
+    raw, hosted = hosted_data(folder, source_listing(folder))
     return {s["sample_id"]: s["qa"] for s in json.loads(raw) if s.get("sample_id") in hosted}
 
 
