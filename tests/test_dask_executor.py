@@ -538,22 +538,27 @@ def test_a_store_that_comes_back_unlike_its_digest_is_refused(engine, images, tm
         assert isinstance(taken, StoreSnapshot) and taken.report["node"] == "node-x"
 
 
-def test_the_controller_reads_the_clusters_workers_from_the_scheduler_not_the_clients_cached_copy():
-    """The client's own periodic update stores an identity with no workers; `scheduler_info()` returns whatever is
-    stored when it returns, so on a loaded controller it could read an empty cluster and end the run ("every admitted
-    worker has left the cluster", CI of 2026-12-07). Here the update runs every millisecond: the cached reading
-    goes empty within a few hundred reads, the controller's reading never in 2,000."""
-    import dask
+def test_the_controller_reads_the_clusters_workers_from_the_scheduler_not_the_clients_cached_copy(monkeypatch):
+    """The client's own periodic update stores an identity with no workers; `scheduler_info()` stores its answer and
+    returns whatever is stored when it returns, so on a loaded controller it read an empty cluster and ended the run
+    ("every admitted worker has left the cluster", CI of 2026-12-07). Here the periodic update is made to land in
+    that gap every time (waiting for the race made this test as flaky as the bug): the cached reading is empty, the
+    controller's is the two workers."""
     from distributed import Client, LocalCluster
 
     from runner.exec.executors.dask import live_workers
 
-    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}), \
-            LocalCluster(n_workers=2, processes=False, dashboard_address=None) as local, \
+    ask = Client._update_scheduler_info
+
+    async def periodic_update_lands_in_between(self, n_workers=0):
+        await ask(self, n_workers=n_workers)
+        await ask(self, n_workers=0)  # what the periodic callback asks
+
+    with LocalCluster(n_workers=2, processes=False, dashboard_address=None) as local, \
             Client(local, set_as_default=False) as client:
-        cached = next((i for i in range(5000) if not client.scheduler_info(n_workers=-1)["workers"]), None)
-        assert cached is not None, "the cached reading never went empty: the race this test guards is gone upstream"
-        assert all(len(live_workers(client)) == 2 for _ in range(2000))
+        monkeypatch.setattr(Client, "_update_scheduler_info", periodic_update_lands_in_between)
+        assert client.scheduler_info(n_workers=-1)["workers"] == {}, "the interleaving this test stands for did not happen"
+        assert all(len(live_workers(client)) == 2 for _ in range(200))
 
 
 def test_dask_settings_it_cannot_run_are_refused_in_one_line(tmp_path, monkeypatch):
