@@ -201,7 +201,7 @@ def read_sample(sample, index: int, file: str, suite: str) -> SamplePlan:
     questions, uncited = read_questions(sample_id, sample.get("qa"), turns, where)
     names = f"{conversation['speaker_a']} and {conversation['speaker_b']}"
     return SamplePlan(sample_id, suite, Unit(sample_id, names, CONDITION, turns, questions, ROLES,
-                                                   short_answers=True), sessions,
+                                                   short_answers=True, oracle_per_question=True), sessions,
                       sha256_json(sample), uncited)
 
 
@@ -401,7 +401,7 @@ STRICT_JUDGE = AnswerJudgePrompt(
 class LocomoFormat(SourceFormat):
     name = "locomo"
     protocol = "personal"
-    reader_version = 1
+    reader_version = 2  # 2: its oracle gives each question its own evidence turns
     own_pools = {"1-4": tuple(kind_of(c) for c in (1, 2, 3, 4)), "all": tuple(kind_of(c) for c in CATEGORIES)}
     own_about = OWN_ABOUT
     answer_judges = (MEM0_JUDGE, STRICT_JUDGE)

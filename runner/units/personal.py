@@ -68,13 +68,18 @@ class Unit:
     # Whether the benchmark asks for a short answer (LoCoMo's QA prompt: "a short phrase"): the answer request says so,
     # and the extractive answerer then answers with its best statement alone.
     short_answers: bool = False
+    # Whether an oracle memory gives each question exactly the records that question cites (LoCoMo: each question names
+    # its own evidence turns), rather than every record any question cites (Memora: the records stating the person's
+    # current facts, which every question about them shares).
+    oracle_per_question: bool = False
 
     @property
     def id(self) -> str:
         return f"{self.person}-{self.horizon}"
 
     def oracle_evidence(self) -> list[str]:
-        """What an oracle memory returns: the records the questions cite as stating what the answer should hold."""
+        """What an oracle memory holds: the records the questions cite as stating what the answer should hold (each
+        question is given all of them, or only its own with oracle_per_question)."""
         return sorted({rid for q in self.questions for rid in q.evidence})
 
 
@@ -83,6 +88,7 @@ def unit_digest(unit: Unit) -> str:
     return sha256_json({"records": [vars(r) for r in unit.records], "questions": [repr(q) for q in unit.questions],
                         **({"speakers": list(unit.speakers)} if unit.speakers != ("user",) else {}),
                         **({"short_answers": True} if unit.short_answers else {}),
+                        **({"oracle_per_question": True} if unit.oracle_per_question else {}),
                         **({"evidence_entries": {q.id: list(q.evidence_entries) for q in unit.questions}}
                            if any(q.evidence_entries for q in unit.questions) else {})})
 

@@ -35,7 +35,7 @@ from runner.agents.reference import ExtractiveAgent, ReaderAgent
 from runner.agents.submission import SubmissionAgent
 from runner.arms import store_cache
 from runner.arms.ingest import arm_key_inputs, fill, store_receipt
-from runner.arms.kinds import STORE_DIR, CellMemory, kind_of
+from runner.arms.kinds import STORE_DIR, CellMemory, OracleKind, kind_of
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
@@ -243,9 +243,13 @@ def gateway_address(endpoint: ModelEndpoint) -> str:
 
 
 def release_all(unit: Unit, retrieved: dict[str, list[str]], search_phase: dict,
-                contract: bool = False, listed: bool = False) -> dict[str, Released]:
-    """Per question, what is released to the answer; the violations' count goes in the search's phase."""
-    out = {q.id: released(unit, q, retrieved.get(q.id, []), contract, listed) for q in unit.questions}
+                contract: bool = False, listed: bool = False, cited_only: bool = False) -> dict[str, Released]:
+    """Per question, what is released to the answer; the violations' count goes in the search's phase. `cited_only`:
+    an oracle of a unit whose questions each cite their own evidence gives each question, of the records listed,
+    exactly those it cites (the others are what that oracle does not return, not drops)."""
+    cited = {q.id: set(q.evidence) for q in unit.questions}
+    out = {q.id: released(unit, q, [i for i in retrieved.get(q.id, []) if not cited_only or i in cited[q.id]],
+                          contract, listed) for q in unit.questions}
     search_phase["violations"] = sum(len(r.violations) for r in out.values())
     return out
 
@@ -589,7 +593,9 @@ class PersonalProtocol(Protocol):
         retrieved = {e["question"]: [str(i) for i in e.get("ids", [])] for e in s.transcript.events
                      if e.get("type") == "retrieved"}
         arm = ctx.arms[cell.arm]  # an arm with no search tool is listed whole by the harness's reader
-        release = release_all(unit, retrieved, phases["search"], listed=kind_of(arm).location(arm).tool is None)
+        kind = kind_of(arm)
+        release = release_all(unit, retrieved, phases["search"], listed=kind.location(arm).tool is None,
+                              cited_only=unit.oracle_per_question and isinstance(kind, OracleKind))
         ctx.check_cancel()
         # The answer, isolated: the requests only.
         b_answer = bundle or self.bundle_answer(ctx, cell, unit, {q: r.kept for q, r in release.items()})
