@@ -219,6 +219,26 @@ def test_mempalace_store_is_its_own_chroma_palace_and_search_finds_the_fact(engi
     assert FACT in hits[0]["text"]
 
 
+def test_mempalace_files_a_session_shorter_than_its_default_minimum(engine, images, run_id, no_leftovers, tmp_path):
+    """The product's mine skips a file shorter than its min_chunk_size (50 characters by default) and exits 0, which the
+    read-back refused ("mempalace holds 368 of the 369 sessions": every LoCoMo cell of conv-30 discarded for one turn,
+    'Jon said, "Bye!"'); the arm's ingest sets the product's own setting so that every session is filed."""
+    arm, image = built(engine, images, "mempalace")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    manifest = []
+    for name, text in (("short-0", 'Jon said, "Bye!"'), ("short-1", "Gina said, \"I'll open the dance studio in June.\"")):
+        data = (json.dumps({"session": name, "ts": "2023-07-09T12:00:00Z", "role": "user", "content": text},
+                           sort_keys=True) + "\n").encode()
+        (docs / f"{name}.jsonl").write_bytes(data)
+        manifest.append(f"{sha256_bytes(data)}  docs/{name}.jsonl\n")
+    (tmp_path / MANIFEST).write_text("".join(manifest))
+    snapshot = ingest(engine, image, arm, tmp_path, "present", 0, run_id=run_id, log=lambda m: None)
+    assert snapshot.report["documents"] == 2
+    config = json.loads({e.path: e.data for e in snapshot.entries}[".mempalace/config.json"])
+    assert config["min_chunk_size"] == 1
+
+
 def test_mempalace_without_its_model_fails_loudly(engine, images, corpus, run_id, no_leftovers):
     """chromadb downloads its model at first use; with no network and no model the mine must fail, naming it."""
     _, image = built(engine, images, "mempalace")

@@ -10,6 +10,7 @@ product's store (its chroma.sqlite3, read only) after the mine, so a file the pr
 shortfall (memgrid_corpus.run_ingest); mine exits 0 when it files nothing (a missing embedding model, for
 one), so what it said is logged first.
 """
+import json
 import os
 import re
 import subprocess
@@ -26,7 +27,29 @@ def session_file(session):
     return (f"date: {session.date}\n" if session.date else "") + session.text + "\n"
 
 
+# mine skips a file whose text is shorter than the product's min_chunk_size (50 characters by default) and exits 0:
+# a one-line turn such as LoCoMo's 'Jon said, "Bye!"' would be a lost write, which the read-back refuses and the
+# cell is discarded. The product's own setting, kept in its config beside the palace (STORE/.mempalace, the
+# wrapper's MEMPALACE_CONFIG_DIR), makes it file every session it is given; longer files are chunked as by default.
+MIN_CHUNK_SIZE = 1
+
+
+def configure(store):
+    """The palace's config.json with min_chunk_size set (its other settings, if any, kept)."""
+    folder = os.path.join(store, ".mempalace")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "config.json")
+    config = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    config["min_chunk_size"] = MIN_CHUNK_SIZE
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+
+
 def write(store, found):
+    configure(store)
     with tempfile.TemporaryDirectory(prefix="mempalace-ingest-") as tmp:
         folder = os.path.join(tmp, "sessions")
         os.mkdir(folder)
