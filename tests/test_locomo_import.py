@@ -191,13 +191,18 @@ def summary_row(fmt: str | None, kinds: dict[str, float], horizon: str) -> dict:
 def test_a_locomo_run_is_reported_by_its_own_categories_and_beside_no_memora_rows():
     """The personal tables follow the units' own question kinds, and set beside a run only its own format's
     published rows: a LoCoMo run printed Memora's Table 3 and Memora's published rows as if it were Memora."""
-    from runner.protocols.personal.analysis import published_table, table, table3, table3_title
+    from runner.protocols.personal.analysis import published_table, summarise, table, table3, table3_title
 
     locomo = [summary_row("locomo", {"1 multi-hop": 0.25, "4 single-hop": 0.75}, CONDITION)]
     columns, lines = table(locomo)
     assert columns[10:12] == ["1 multi-hop", "4 single-hop"] and lines[0][10:12] == ["0.25", "0.75"]
     assert table3(locomo)[0] == ["agent", "arm", "1 multi-hop published", "4 single-hop published"]
     assert "Memora" not in table3_title(locomo)[0] and published_table(locomo)[1] == []
+    # an arm whose every cell was discarded has no questions, so no kinds: it added Memora's three columns beside
+    # LoCoMo's categories (a LoCoMo run with mempalace discarded printed 'rea', 'rec', 'rem')
+    discarded = summarise([{"agent": "extractive", "arm": "mempalace", "condition": CONDITION, "admitted": False,
+                            "result": None, "task": "conv-30", "discard_reason": "store_empty"}])
+    assert discarded[0]["by_kind"] == {} and table(locomo + discarded)[0][10:-2] == ["1 multi-hop", "4 single-hop"]
     memora = [summary_row("memora", {"remembering": 0.5, "reasoning": 0.25, "recommending": None}, "weekly")]
     assert table(memora)[0][10:13] == ["rem", "rea", "rec"]
     assert table3_title(memora)[0] == "FAMA x 100 as Memora's Table 3 (task x period)"

@@ -32,8 +32,9 @@ def comparability(summary: list[dict]) -> str:
 
 def ordered_kinds(asked: set[str]) -> list[str]:
     """Question kinds as the tables show them: Memora's three tasks (every one, in their order) when the questions
-    are of those, else a hosted benchmark's own (LoCoMo's numbered categories) in their order."""
-    return list(KINDS) if asked <= set(KINDS) else sorted(asked)
+    are of those, else a hosted benchmark's own (LoCoMo's numbered categories) in their order. No questions (a group
+    whose every cell was discarded): no kinds, so that it adds no Memora columns to another benchmark's tables."""
+    return list(KINDS) if asked and asked <= set(KINDS) else sorted(asked)
 
 
 def kinds_of(summary: list[dict]) -> list[str]:
