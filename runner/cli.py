@@ -15,23 +15,25 @@ from rich.table import Table
 
 from runner.errors import UserError
 from runner.plan.spec import DEFAULT_SUITE, project_root
+from runner.results.run_lock import load_lock
 from runner.sources import registry as sources  # the formats' names and help: the CLI names none itself
 
-app = typer.Typer(help="memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own "
+# Every group with plain help (click's), not rich: rich help printed each flag as `<bool>`, as if it took a value.
+app = typer.Typer(rich_markup_mode=None, help="memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own "
                        "container, prove the treatment, grade the artifact, and ledger it all.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-images_app = typer.Typer(help="Build the content-addressed images (base, sandbox, checker).", no_args_is_help=True)
-task_app = typer.Typer(help="The tasks under tasks/.", no_args_is_help=True)
-corpus_app = typer.Typer(help="The condition corpora of each task suite, under corpus/build/ (memgrid's own) and "
+images_app = typer.Typer(rich_markup_mode=None, help="Build the content-addressed images (base, sandbox, checker).", no_args_is_help=True)
+task_app = typer.Typer(rich_markup_mode=None, help="The tasks under tasks/.", no_args_is_help=True)
+corpus_app = typer.Typer(rich_markup_mode=None, help="The condition corpora of each task suite, under corpus/build/ (memgrid's own) and "
                               "corpus/suites/<suite>/build/ (generated; digests committed).", no_args_is_help=True)
-arm_app = typer.Typer(help="The arms under arms/.", no_args_is_help=True)
+arm_app = typer.Typer(rich_markup_mode=None, help="The arms under arms/.", no_args_is_help=True)
 app.add_typer(images_app, name="images")
 app.add_typer(task_app, name="task")
 app.add_typer(arm_app, name="arm")
 app.add_typer(corpus_app, name="corpus")
-protocol_app = typer.Typer(help="The protocols a grid runs (its spec's `protocol` field).", no_args_is_help=True)
+protocol_app = typer.Typer(rich_markup_mode=None, help="The protocols a grid runs (its spec's `protocol` field).", no_args_is_help=True)
 app.add_typer(protocol_app, name="protocol")
-stores_app = typer.Typer(help="The store cache: frozen stores kept outside runs/ by everything that determines them "
+stores_app = typer.Typer(rich_markup_mode=None, help="The store cache: frozen stores kept outside runs/ by everything that determines them "
                               "($MEMGRID_CACHE, else ~/.cache/memgrid), reused by any run with the same inputs.",
                          no_args_is_help=True)
 app.add_typer(stores_app, name="stores")
@@ -422,7 +424,7 @@ def report(
     from runner.exec.run import resolve_run_dir
     from runner.results.report import make_report
 
-    protocol = json.loads((resolve_run_dir(run, runs_dir) / "run.json").read_text())["grid"].get("protocol", "coding")
+    protocol = load_lock(resolve_run_dir(run, runs_dir))["grid"].get("protocol", "coding")
     if protocol != "coding":  # its own summary; the coding report's contrasts and plots do not apply
         if append_to_prereg is not None:
             raise UserError(f"run {run}: --append-to-prereg reports coding runs; this run is {protocol}: fix: drop it")
@@ -517,7 +519,7 @@ def _write_protocol_page(run_dir: Path, name: str, summary: list[dict], html: Op
     """The protocol's HTML page (default RUN/report.html): its own, or its tables (Protocol.page)."""
     from runner.protocols.registry import protocol_named
 
-    page = protocol_named(name).page(run_dir, json.loads((run_dir / "run.json").read_text()), summary)
+    page = protocol_named(name).page(run_dir, load_lock(run_dir), summary)
     path = html or run_dir / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
@@ -530,7 +532,7 @@ def _print_protocol_summary(run_dir: Path, name: str) -> list[dict]:
     from runner.results.ledger import Ledger, latest_attempts
 
     protocol = protocol_named(name)
-    lock = json.loads((run_dir / "run.json").read_text())
+    lock = load_lock(run_dir)
     rows = protocol.summary([r for r in latest_attempts(Ledger(run_dir).rows()).values() if r["final"]], lock.get("cells"))
     (run_dir / "summary.json").write_text(json.dumps(rows, indent=2) + "\n")
     columns, lines = protocol.summary_table(rows)
@@ -585,7 +587,7 @@ def _print_summary(run_dir: Path) -> None:
         rate = f"{passed / len(admitted):.2f}" if admitted else "-"
         table.add_row(agent_, arm_, cond, str(len(rows)), str(len(admitted)), str(passed), str(damaged), rate, str(errors))
     console.print(table)
-    for line in unisolated_lines(json.loads((run_dir / "run.json").read_text())):
+    for line in unisolated_lines(load_lock(run_dir)):
         console.print(line, style="yellow", markup=False, highlight=False)
     discards: dict[tuple[str, str], int] = {}
     for rows in groups.values():
@@ -642,7 +644,7 @@ def view(
             pass
 
 
-cell_app = typer.Typer(help="One cell of a run.", no_args_is_help=True)
+cell_app = typer.Typer(rich_markup_mode=None, help="One cell of a run.", no_args_is_help=True)
 app.add_typer(cell_app, name="cell")
 
 
@@ -1044,7 +1046,7 @@ def arm_check(
         raise typer.Exit(1)
 
 
-prereg_app = typer.Typer(help="Preregistrations under preregistration/.", no_args_is_help=True)
+prereg_app = typer.Typer(rich_markup_mode=None, help="Preregistrations under preregistration/.", no_args_is_help=True)
 app.add_typer(prereg_app, name="prereg")
 
 

@@ -264,7 +264,7 @@ def test_missing_run_folder_and_empty_ledger_are_user_errors(tmp_path):
         analyse(tmp_path / "nope")
     run = tmp_path / "empty"
     run.mkdir()
-    (run / "run.json").write_text(json.dumps({"run_id": "empty"}))
+    (run / "run.json").write_text(json.dumps({"run_id": "empty", "grid": {}, "inputs": {}}))
     (run / "ledger.jsonl").write_text("")
     with pytest.raises(UserError, match="ledger.jsonl: no finished cells"):
         analyse(run)

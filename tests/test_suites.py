@@ -134,7 +134,9 @@ def test_a_grid_names_its_suite_and_a_wrong_one_is_one_line(checkout, amb, tmp_p
                                     "seeds": 1, "conditions": ["present"]}))
     done = memgrid("grid", "--spec", str(spec), "--runs-dir", str(tmp_path / "runs"), root=checkout)
     assert done.returncode == 2 and done.stderr.strip() == (
-        f"memgrid: {spec}: suite: names unknown suite 'nope' — fix: use one of: memgrid, amb"), done.stderr
+        f"memgrid: {spec}: suite: names unknown suite 'nope' — fix: use one of: memgrid, amb; a published benchmark's "
+        "suite exists once imported: memgrid task import --format FORMAT PATH (memgrid task import --help names each "
+        "format and its source)"), done.stderr
     flag = memgrid("grid", "--suite", "nope", "--estimate", root=checkout)
     assert flag.returncode == 2 and flag.stderr.startswith("memgrid: (command line): --suite: names unknown suite 'nope'")
     # a task of another suite is not this grid's

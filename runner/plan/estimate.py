@@ -24,6 +24,7 @@ from runner.plan.spec import GridSpec, grid_tasks, load_all_arms
 from runner.protocols.registry import protocol_named
 from runner.results.costs import price_for
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.run_lock import load_lock
 
 CLASSES = ("fresh_input", "cache_read", "cache_creation", "output")
 DEFAULT_OUTPUT_ALLOWANCE = 2000  # output tokens per cell: a small coding session's edits and replies
@@ -107,7 +108,7 @@ def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: i
     if source_run is None:
         source_run, live = find_source(runs_dir, grid.model, planned)
     else:
-        live = json.loads((source_run / "run.json").read_text()).get("grid", {}).get("model") == grid.model
+        live = load_lock(source_run).get("grid", {}).get("model") == grid.model
     rows = _rows(source_run)
     by_arm: dict[str, list[dict]] = {}
     for (_, arm, *_rest), r in rows.items():

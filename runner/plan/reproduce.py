@@ -5,13 +5,13 @@ outcome) or, for a reviewer without it, the results record appended to the prere
 input digests and per agent/arm/condition counts).
 """
 
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import UserError
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.run_lock import load_lock
 from runner.plan.prereg import Prereg, read_results
 from runner.plan.spec import DEFAULT_SUITE, GridSpec
 from runner.exec.run import lock_differences
@@ -29,7 +29,7 @@ class Original:
 
 def load_original(prereg: Prereg, run_dir: Path | None) -> Original:
     if run_dir is not None:
-        lock = json.loads((run_dir / "run.json").read_text())
+        lock = load_lock(run_dir)
         ledger = run_dir / "ledger.parquet"
         if not ledger.is_file():
             raise UserError(f"{run_dir}: no ledger.parquet: fix: give a run folder whose grid finished, or omit --run "

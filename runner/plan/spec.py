@@ -868,7 +868,9 @@ def suite_named(root: Path, name: str, where=Path("(command line)"), field_name:
     """The suite called `name`; one SpecError naming `where` and `field_name` (a grid file's suite, or --suite)."""
     suites = load_suites(root)
     if name not in suites:
-        raise SpecError(where, field_name, f"names unknown suite '{name}'", f"use one of: {', '.join(suites)}")
+        raise SpecError(where, field_name, f"names unknown suite '{name}'", f"use one of: {', '.join(suites)}; a published "
+                        "benchmark's suite exists once imported: memgrid task import --format FORMAT PATH (memgrid task "
+                        "import --help names each format and its source)")
     return suites[name]
 
 

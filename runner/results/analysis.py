@@ -26,6 +26,7 @@ from statsmodels.stats.proportion import proportion_confint
 from runner.agents.base import BUDGET_EXHAUSTED, ERROR_ENDINGS
 from runner.errors import UserError
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.run_lock import load_lock
 
 # The coding protocol's analysis by arm: the baseline every ranked memory arm is compared with, the
 # floor harm is measured against, the diagnostic arms that are never ranked (DESIGN.md), and the
@@ -209,16 +210,6 @@ def cells_frame(cells: list[dict]) -> pd.DataFrame:
     df["admitted"] = df["admitted"].astype(bool)
     df["passed"] = df["admitted"] & df["checker_passed"].map(lambda v: v is True or v == 1.0)
     return df
-
-
-def load_lock(run_dir: Path) -> dict:
-    path = run_dir / "run.json"
-    if not path.is_file():
-        raise UserError(f"{path}: missing: fix: give a run id under runs/ or a run folder made by `memgrid grid`")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: not JSON ({e.msg} at line {e.lineno}): fix: restore it from the run that wrote it") from None
 
 
 def ingest_reports(run_dir: Path) -> list[IngestStats]:

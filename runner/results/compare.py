@@ -24,10 +24,11 @@ from runner.errors import UserError
 from runner.exec.run import resolve_run_dir
 from runner.plan.grid import corpus_key
 from runner.results.analysis import (BOOTSTRAP_SEED, DEFAULT_MIN_EFFECT, RESAMPLES, PairedStat, Rate, damage_rate,
-                                     grid_order, load_cells, load_lock, paired_bases, paired_frames, paired_rows_stat,
+                                     grid_order, load_cells, paired_bases, paired_frames, paired_rows_stat,
                                      wilson)
 from runner.results.page import CSS, escape, html_table, write_page
 from runner.results.report import _delta, _p, _rt
+from runner.results.run_lock import load_lock
 
 # The two sides' labels in the one frame both runs' cells are paired in (arm names never hold a colon).
 SIDE_A, SIDE_B = "run:A", "run:B"

@@ -25,6 +25,7 @@ from runner.errors import UserError
 from runner.protocols.registry import protocol_named
 from runner.results.cell_record import CellRecord, Phase, Step, Text, read_cell
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.run_lock import load_lock
 
 PAGE_STEPS = 40
 FILTERS = ("arm", "task", "condition", "agent", "outcome", "reason")
@@ -406,7 +407,7 @@ def build_site(run_dir: Path, out: Path, root: Path) -> Site:
     """Write the site for `run_dir` into `out` (replacing a site there); `root`: the checkout whose task
     fixtures the artifacts are diffed against."""
     started = time.monotonic()
-    lock = json.loads((run_dir / "run.json").read_text())
+    lock = load_lock(run_dir)
     all_rows = Ledger(run_dir).saved_rows()
     if not all_rows:
         raise UserError(f"{run_dir}: no cell has finished yet (the ledger is empty): fix: run the grid first, "

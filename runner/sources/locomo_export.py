@@ -26,6 +26,7 @@ import numpy
 
 from runner.errors import UserError
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.run_lock import load_lock
 from runner.sources.base import ExportResult
 
 MODEL = "memgrid"  # LoCoMo's <model> key: memgrid_prediction, memgrid_f1, ...
@@ -90,7 +91,7 @@ def sample(run_dir: Path, row: dict, qa: list[dict]) -> dict:
 def export_run(run_dir: Path, output: Path, published_qa: Callable[[str], dict[str, list[dict]]], log=print) -> ExportResult:
     """`published_qa(suite)`: each sample's qa items as published, read from this checkout's suite (checked against
     its provenance)."""
-    lock = json.loads((run_dir / "run.json").read_text())
+    lock = load_lock(run_dir)
     hosted = lock.get("hosted_suite") or {}
     if hosted.get("format") != "locomo":
         raise UserError(f"{run_dir}: is not a run over a LoCoMo suite: fix: export --format locomo writes runs whose "

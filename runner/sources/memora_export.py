@@ -17,6 +17,7 @@ from pathlib import Path
 
 from runner.errors import UserError
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.run_lock import load_lock
 from runner.sources.base import ExportResult
 
 TASKS = {"remembering": "Remembering", "reasoning": "Reasoning", "recommending": "Recommending"}
@@ -26,7 +27,7 @@ EXPECTED = {True: "yes", False: "no"}  # the answer a judge should give: presenc
 def export_run(run_dir: Path, output: Path, log=print) -> ExportResult:
     """Every final, scored cell of a personal run as one Memora report; cells discarded or not scored are listed in
     `skipped` (Memora's table has no place for them: memgrid's own report counts them)."""
-    lock = json.loads((run_dir / "run.json").read_text())
+    lock = load_lock(run_dir)
     grid = lock.get("grid", {})
     if grid.get("protocol", "coding") != "personal":
         raise UserError(f"{run_dir}: is a {grid.get('protocol', 'coding')} run: fix: export --format memora writes "

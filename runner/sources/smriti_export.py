@@ -27,6 +27,7 @@ from runner.agents.registry import agent_class
 from runner.errors import UserError
 from runner.plan.spec import DEFAULT_SUITE
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.run_lock import load_lock
 from runner.sources.base import ExportResult
 
 
@@ -51,7 +52,7 @@ def record(run_id: str, row: dict, memories: list[str], reply: str | None) -> di
 
 def export_run(run_dir: Path, output: Path, memories_of: Callable[[str], dict[str, list[str]]], log=print) -> ExportResult:
     """`memories_of(suite)`: each task's planted memory contents, read from this checkout as the run's cells read them."""
-    lock = json.loads((run_dir / "run.json").read_text())
+    lock = load_lock(run_dir)
     grid = lock.get("grid", {})
     if grid.get("protocol", "coding") != "planted":
         raise UserError(f"{run_dir}: is a {grid.get('protocol', 'coding')} run: fix: export --format smriti writes runs "

@@ -1,0 +1,79 @@
+"""What a newcomer meets at the command line before any run: `--help` that shows what each option takes, and a
+damaged run folder named in one line. A damaged run.json is a reviewer's first sight of a run they were sent: every
+command that reads a run folder says which file is wrong and how to fix it, never a traceback (report printed 45
+lines on invalid JSON and `KeyError: 'grid'` on `{}`); the commands that do not need the lock still work."""
+
+import json
+import sys
+
+import pytest
+
+from conftest import REPO
+from runner.results.run_lock import load_lock
+from synthetic_ledger import cell, write_run
+
+DAMAGES = {"invalid JSON": '{"run_id": "r", "grid": {', "an empty object": "{}", "a list": "[]",
+           "grid not an object": json.dumps({"run_id": "r", "grid": "coding", "inputs": {}})}
+SAYS = {"invalid JSON": "not JSON (Expecting property name enclosed in double quotes at line 1)",
+        "an empty object": "field run_id: missing", "a list": "a JSON list, not a run's lock (an object)",
+        "grid not an object": "field grid: not an object"}
+
+
+def memgrid(argv: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
+    """The console script's entry point in this process: exit code, stdout, stderr."""
+    from runner.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["memgrid", *argv])
+    monkeypatch.chdir(REPO)
+    code = 0
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    runs = {name: write_run(tmp_path / "runs" / f"r{i}", [cell("t0", "bare", True), cell("t0", "recall", False)])
+            for i, name in enumerate(DAMAGES)}
+    for name, run in runs.items():
+        (run / "run.json").write_text(DAMAGES[name])
+    return runs, write_run(tmp_path / "runs" / "sound", [cell("t0", "bare", True), cell("t0", "recall", False)])
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_every_command_that_reads_the_lock_says_which_file_in_one_line(damage, damaged, tmp_path, monkeypatch, capsys):
+    runs, sound = damaged
+    run = runs[damage]
+    lock = run / "run.json"
+    for argv in (["report", str(run)], ["view", str(run), "--out", str(tmp_path / "site")],
+                 ["export", str(run), "--format", "memora", "--output", str(tmp_path / "export")],
+                 ["compare", str(run), str(sound)], ["compare", str(sound), str(run)],
+                 ["reproduce", "preregistration/001-default-reader.md", "--run", str(run)]):
+        code, out, err = memgrid(argv, monkeypatch, capsys)
+        lines = [line for line in (out + err).splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1, (argv, out + err)
+        assert lines[0] == f"memgrid: {lock}: {SAYS[damage]}: fix: restore run.json from the run's copy (it is " \
+                           "written once, when the run starts)", (argv, lines[0])
+    # the ledger's commands do not read the lock: a damaged one does not stop them
+    for argv in (["cells", str(run)], ["cell", "show", str(run), "reader-t0-bare"]):
+        code, out, err = memgrid(argv, monkeypatch, capsys)
+        assert code == 0 and "Traceback" not in out + err and "t0" in out, (argv, out + err)
+
+
+def test_a_sound_lock_is_read_and_a_missing_one_named(damaged, tmp_path):
+    _, sound = damaged
+    assert load_lock(sound)["run_id"] == "sound"
+    with pytest.raises(Exception, match=r"run\.json: missing: fix: give a run id under runs/"):
+        load_lock(tmp_path)
+
+
+def test_help_shows_what_each_option_takes_and_no_type_for_a_flag(monkeypatch, capsys):
+    """Rich help printed every flag as `<bool>` (`--serve <bool>`, `--help <bool>`), as if it took a value."""
+    code, out, _ = memgrid(["view", "--help"], monkeypatch, capsys)
+    options = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip().startswith("--")}
+    assert code == 0 and options["--port"][0] == "<int" and options["--out"][0] == "<path>", out
+    assert options["--serve"][0] == "Then" and options["--help"][0] == "Show", out
+    assert "<bool>" not in out
