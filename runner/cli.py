@@ -266,6 +266,9 @@ def grid(
     estimate: bool = typer.Option(False, "--estimate", help="Print the grid's expected tokens per class and USD (with a "
                                   "range and where it comes from: an earlier live run of the model, else a scripted-model run "
                                   "of the same cells plus --output-allowance) and exit without running."),
+    check: bool = typer.Option(False, "--check", help="Check the spec as a run would (every name, the suite and what it "
+                               "hosts, the agents, the images) and print its cells; exit without building or running "
+                               "anything, and without an engine."),
     estimate_from: Optional[Path] = typer.Option(None, "--estimate-from", help="The run folder --estimate reads (default: "
                                                  "the newest matching run under --runs-dir)."),
     output_allowance: int = typer.Option(2000, "--output-allowance", min=1, help="Output tokens per cell --estimate assumes "
@@ -307,6 +310,9 @@ def grid(
         check_sizing(preregistration, root)
         grid_of = replace(preregistration.grid, budget_usd=max_usd) if max_usd is not None else preregistration.grid
         grid_of = _where_cells_run(grid_of, executor, scheduler)
+        if check:
+            _print_check(grid_of, prereg, root, run_id, concurrency)
+            return
         outcome = run_grid(grid_of, prereg, root=root, run_id=run_id, runs_dir=runs_dir, concurrency=concurrency,
                            progress=progress, log=progress_log, prereg=preregistration)
         _finish_grid(outcome, f"memgrid grid --prereg {prereg} --run-id {outcome.plan.run_id}")
@@ -328,12 +334,29 @@ def grid(
         grid_tasks(root, grid_spec, grid_path)
     check_names(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, suite_tasks, load_all_arms(root),
                 frozenset(overrides))
+    if check:
+        _print_check(grid_spec, grid_path, root, run_id, concurrency)
+        return
     if estimate:
         _print_estimate(grid_spec, grid_path, root, runs_dir, output_allowance, estimate_from)
         return
     outcome = run_grid(grid_spec, grid_path, root=root, run_id=run_id, runs_dir=runs_dir,
                        concurrency=concurrency, progress=progress, log=progress_log)
     _finish_grid(outcome, f"memgrid grid --run-id {outcome.plan.run_id}")
+
+
+def _print_check(grid_spec, grid_path: Path, root: Path, run_id: Optional[str], concurrency: int) -> None:
+    """--check: the run's engine-free checks and its shape; each cell-less condition, task or arm one line on stderr
+    (exit 2), else the next command."""
+    from runner.exec.check import check_spec
+
+    checked = check_spec(grid_spec, grid_path, root, run_id, concurrency)
+    for line in checked.lines(grid_path):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    for problem in checked.problems:
+        err.print(f"memgrid: {problem}", markup=False, highlight=False, soft_wrap=True)
+    if checked.problems:
+        raise typer.Exit(2)
 
 
 def _where_cells_run(grid_spec, executor: Optional[str], scheduler: Optional[str]):

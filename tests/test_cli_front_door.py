@@ -77,3 +77,52 @@ def test_help_shows_what_each_option_takes_and_no_type_for_a_flag(monkeypatch, c
     assert code == 0 and options["--port"][0] == "<int" and options["--out"][0] == "<path>", out
     assert options["--serve"][0] == "Then" and options["--help"][0] == "Show", out
     assert "<bool>" not in out
+
+
+def test_grid_check_prints_the_runs_shape_without_an_engine(monkeypatch, capsys):
+    """`--check` runs every engine-free check a run makes and prints its cells and images; nothing reaches an engine
+    (DOCKER_HOST points at a closed port: a connect would fail the command)."""
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+    code, out, err = memgrid(["grid", "--check"], monkeypatch, capsys)
+    assert code == 0, out + err
+    assert out.splitlines() == [
+        f"{REPO}/runner/defaults/default.yaml: checked, nothing run: 420 cells = 60 unit x condition pairs x 7 arm x "
+        "agent pairs x 1 seed(s)",
+        "images it builds on its first run (reused after): memgrid-base, memgrid-sandbox, memgrid-checker, "
+        "memgrid-arm-recall"]
+    # a problem a run would meet is its usual one line
+    code, out, err = memgrid(["grid", "--check", "--arms", "bare,nosuch"], monkeypatch, capsys)
+    assert code == 2 and err.startswith("memgrid: (command line): --arms: names unknown arm 'nosuch'"), out + err
+
+
+def test_grid_check_names_each_condition_and_arm_that_would_get_no_cell(monkeypatch, capsys):
+    """Checks that could pass silently: a condition no unit is run under, an arm no agent plays (the protocol's own
+    pairs and plays decide both; here they are made to leave 'absent' and 'placebo' without a cell)."""
+    from runner.protocols.registry import PROTOCOLS
+
+    coding = PROTOCOLS["coding"]
+    pairs = coding.pairs
+    monkeypatch.setattr(coding, "pairs", lambda grid, units, tasks: [p for p in pairs(grid, units, tasks) if p[1] != "absent"])
+    monkeypatch.setattr(coding, "plays", lambda arm, agent: arm.name != "placebo")
+    code, out, err = memgrid(["grid", "--check", "--conditions", "absent,present", "--arms", "bare,placebo"],
+                             monkeypatch, capsys)
+    grid = f"{REPO}/runner/defaults/default.yaml"
+    assert code == 2 and "12 cells = 12 unit x condition pairs x 1 arm x agent pairs" in out, out + err
+    assert err.splitlines() == [
+        f"memgrid: {grid}: conditions: 'absent' gets no cell: no unit of the grid is run under it — fix: drop it (its "
+        "units are run under: present)",
+        f"memgrid: {grid}: arms: 'placebo' gets no cell: no agent of the grid plays it in the coding protocol — fix: "
+        "drop it, or add an agent that plays it"]
+
+
+def test_grid_check_names_a_task_that_would_get_no_cell(monkeypatch, capsys):
+    from runner.protocols.registry import PROTOCOLS
+
+    coding = PROTOCOLS["coding"]
+    pairs = coding.pairs
+    monkeypatch.setattr(coding, "pairs", lambda grid, units, tasks: [p for p in pairs(grid, units, tasks) if p[0] != "slug_ids"])
+    code, out, err = memgrid(["grid", "--check", "--tasks", "slug_ids,api_version_header", "--conditions", "present"],
+                             monkeypatch, capsys)
+    assert code == 2 and err.splitlines() == [
+        f"memgrid: {REPO}/runner/defaults/default.yaml: tasks: 'slug_ids' gets no cell: none of the grid's conditions is "
+        "one of its own — fix: drop it, or add one of its conditions (memgrid task list shows them)"], out + err

@@ -74,13 +74,8 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     """Everything before the first cell: inputs checked, images, corpora, the plan, arm images, the lock
     (run.json), the arms' stores (ingested where the executor runs cells)."""
     executor = executor or ExecutorSettings(concurrency=concurrency, log=log)
-    all_tasks, all_arms = grid_tasks(root, grid_spec, grid_path), load_all_arms(root)
-    check_grid(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, all_tasks, all_arms)
-    protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
-    check_turn_caps(grid_spec, grid_path, all_tasks, command_agents)
-    if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
-        raise SpecError(grid_path, "budget_usd", "is set, but no agent of this grid has a priced model, so no spend "
-                        "can be counted against it", "drop budget_usd (and --max-usd), or run a model agent (claude-code)")
+    checked = check_inputs(grid_spec, grid_path, root)
+    all_tasks, all_arms, protocol, command_agents = checked.tasks, checked.arms, checked.protocol, checked.command_agents
     if run_id is not None:  # before any engine work, as every other input
         check_run_id(run_id)
     client = connect(concurrency=concurrency)
@@ -138,6 +133,28 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
                        session_limits=grid_spec.limits, protocol_setup=protocol_setup, embedder=embedder,
                        root=root)
     return PreparedRun(plan, ledger, ctx)
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    """What a grid reads before any engine work, every check passed: its tasks, the arms, its protocol and agents."""
+    tasks: dict
+    arms: dict
+    protocol: object
+    command_agents: dict
+
+
+def check_inputs(grid_spec: GridSpec, grid_path: Path, root: Path) -> CheckedInputs:
+    """Every check of a grid's inputs that needs no engine, in the order a run makes them; the first problem is
+    raised as one line (a run, and `memgrid grid --check`, which stops here)."""
+    all_tasks, all_arms = grid_tasks(root, grid_spec, grid_path), load_all_arms(root)
+    check_grid(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, all_tasks, all_arms)
+    protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
+    check_turn_caps(grid_spec, grid_path, all_tasks, command_agents)
+    if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
+        raise SpecError(grid_path, "budget_usd", "is set, but no agent of this grid has a priced model, so no spend "
+                        "can be counted against it", "drop budget_usd (and --max-usd), or run a model agent (claude-code)")
+    return CheckedInputs(all_tasks, all_arms, protocol, command_agents)
 
 
 def check_agents(grid: GridSpec, grid_path: Path, root: Path, arms: dict) -> tuple:
