@@ -190,16 +190,25 @@ def _csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
 
 @app.command()
 def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are written.")):
-    """Check the engine, its API version, the images and free disk; print the fix for each problem."""
-    from runner.env.doctor import run_checks
+    """Check the engine, the images, free disk and leftover containers, each with the grids that need it and the
+    narrowest fix. Exits 1 only when something stops the default grid (an image it lacks is built by its first run)."""
+    from runner.env.doctor import default_grid_runs, run_checks
+    from runner.exec.check import check_spec
+    from runner.plan.spec import load_grid, preset_path
 
-    checks = run_checks(runs_dir, project_root())
-    table = Table("check", "status", "detail", "fix")
+    root, default = project_root(), preset_path("default")
+    checks = run_checks(runs_dir, root, set(check_spec(load_grid(default), default, root).images))
+    table = Table("check", "status", "needed by", "detail", "fix")
     for c in checks:
-        table.add_row(c.name, "[green]ok" if c.ok else "[red]missing", c.detail, c.fix)
+        colour = "green" if c.ok else "red" if c.blocking else "yellow"
+        table.add_row(c.name, f"[{colour}]{c.status}", c.needed_by, c.detail, c.fix)
     console.print(table)
-    if not all(c.ok for c in checks):
+    if not default_grid_runs(checks):
+        console.print("the default grid cannot run here: fix the rows marked missing", markup=False, highlight=False)
         raise typer.Exit(1)
+    unbuilt = [c for c in checks if not c.ok and c.needed_by == "the default grid"]
+    console.print("the default grid can run here (make grid)" + (
+        f"; its first run builds {len(unbuilt)} image(s) it lacks" if unbuilt else ""), markup=False, highlight=False)
 
 
 @images_app.command("build")

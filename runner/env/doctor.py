@@ -45,29 +45,53 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    needed_by: str = ""  # which grids need it: "the default grid", or the arm, agent or protocol that does
+    # Whether a failure stops the grids that need it. An image a grid lacks is built by its first run (prepare_run),
+    # so a missing image only costs that run time; an engine that does not answer or a full disk stop it.
+    blocking: bool = True
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else "missing" if self.blocking else "not built"
 
 
-def run_checks(runs_dir: Path, root: Path) -> list[Check]:
+DEFAULT_GRID = "the default grid"
+BUILT_FIRST = "built by the first grid that needs it (minutes), or memgrid images build (every image)"
+
+
+def image_check(name: str, ref, tag: str | None, needed_by: str) -> Check:
+    """An image's row: its tag when it is there; else its name alone (the tag of an image not yet built depends on
+    what its build folder holds when it is built, so a tag named now may never exist) and who builds it."""
+    if ref is not None:
+        return Check(name, True, tag, "", needed_by, blocking=False)
+    fix = "built by the first make grid" if needed_by == DEFAULT_GRID else BUILT_FIRST
+    return Check(name, False, tag.split(":")[0] if tag else name, fix, needed_by, blocking=False)
+
+
+def run_checks(runs_dir: Path, root: Path, default: set[str] = frozenset()) -> list[Check]:
+    """`default`: the image names the default grid builds (`memgrid grid --check` lists them; exec.check)."""
     checks = []
     try:
         client = connect(timeout=15)
     except EngineError as e:
-        return [Check("engine", False, str(e).split(": fix:")[0], "sudo scripts/ensure-engine.sh")]
+        return [Check("engine", False, str(e).split(": fix:")[0], "sudo scripts/ensure-engine.sh", "every grid")]
     version = client.version()
-    checks.append(Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})"))
+    checks.append(Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})", "", "every grid"))
+    needs = {"model": "claude-code, codex and model judges", "embedder": "arms that embed through the shared embedder"}
     base = find_image(client, base_tag())
-    checks.append(Check("image base", base is not None, base_tag(), "" if base else "memgrid images build"))
+    checks.append(image_check("image base", base, base_tag(), DEFAULT_GRID))
     found = {}
     for role in (*DERIVED, "model", "embedder"):
-        tag = derived_tag(role, base.id) if base else f"memgrid-{role}"
-        found[role] = find_image(client, tag) if base is not None else None
-        checks.append(Check(f"image {role}", found[role] is not None, tag, "" if found[role] else "memgrid images build"))
+        found[role] = find_image(client, derived_tag(role, base.id)) if base is not None else None
+        checks.append(image_check(f"image {role}", found[role], derived_tag(role, base.id) if base else f"memgrid-{role}",
+                                  DEFAULT_GRID if f"memgrid-{role}" in default else needs.get(role, DEFAULT_GRID)))
     sandbox = ImageRef("sandbox", derived_tag("sandbox", base.id), found["sandbox"].id) if found["sandbox"] else None
     arms_dir = root / "arms"
     for arm_dir in sorted(p.parent for p in arms_dir.glob("*/Dockerfile")) if arms_dir.is_dir() else []:
         ref = existing_arm_image(client, arm_dir, sandbox) if sandbox else None
-        checks.append(Check(f"image arm {arm_dir.name}", ref is not None, ref.tag if ref else f"memgrid-arm-{arm_dir.name}",
-                            "" if ref else "memgrid images build"))
+        name = f"memgrid-arm-{arm_dir.name}"
+        checks.append(image_check(f"image arm {arm_dir.name}", ref, ref.tag if ref else name,
+                                  DEFAULT_GRID if name in default else f"grids with arm {arm_dir.name}"))
     if sandbox is not None:
         from runner.agents.registry import cli_agents
 
@@ -75,20 +99,30 @@ def run_checks(runs_dir: Path, root: Path) -> list[Check]:
             pin = agent.load_pin()
             tag = agent.image_tag(sandbox, pin)
             layer = find_image(client, tag)
-            checks.append(Check(f"image {agent.name}", layer is not None, f"{tag} (CLI {pin.version})",
-                                "" if layer else "memgrid images build (fetches the pinned CLI from the npm registry)"))
+            check = image_check(f"image {agent.name}", layer, f"{tag} (CLI {pin.version})" if layer else tag,
+                                f"grids with agent {agent.name}")
+            checks.append(check if layer else Check(check.name, False, f"{check.detail} (CLI {pin.version})",
+                                                    f"{BUILT_FIRST}; fetches the pinned CLI from the npm registry",
+                                                    check.needed_by, blocking=False))
     for name, path, free_gb in free_space(client, runs_dir):
         checks.append(Check(name, free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {path}",
-                            "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})"))
+                            "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})", "every grid"))
     try:
         leftovers = client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
     except docker.errors.APIError:
         leftovers = []
     runs = sorted({c.labels.get(RUN_LABEL) for c in leftovers})
+    # Another run's containers stop no grid (each run removes only its own), but they hold memory and disk.
     checks.append(Check("leftover containers", not leftovers,
                         f"{len(leftovers)} from runs {', '.join(runs)}" if leftovers else "none",
-                        "; ".join(f"docker rm -f $(docker ps -aq --filter label={RUN_LABEL}={r})" for r in runs)))
+                        "; ".join(f"docker rm -f $(docker ps -aq --filter label={RUN_LABEL}={r})" for r in runs),
+                        "no grid (they hold memory and disk)", blocking=False))
     return checks
+
+
+def default_grid_runs(checks: list[Check]) -> bool:
+    """Whether nothing stops the default grid: every check it needs passes, or is an image its run builds."""
+    return all(c.ok or not c.blocking for c in checks if c.needed_by in (DEFAULT_GRID, "every grid"))
 
 
 def node_checks(images: dict[str, str]) -> list[Check]:
