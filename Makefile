@@ -22,6 +22,7 @@ $(BIN)/memgrid: pyproject.toml arms/recall/pyproject.toml
 	touch $@
 
 setup: $(BIN)/memgrid
+	@echo "memgrid is $(BIN)/memgrid: '. $(BIN)/activate' puts it on PATH, as the docs call it"
 
 engine:
 	bash scripts/ensure-engine.sh

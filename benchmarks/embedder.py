@@ -85,7 +85,7 @@ def main() -> None:
         if args.quick:
             (corpus, _), args.calls = write_tiny_corpus(Path(tmp) / "corpus"), QUICK_CALLS
         elif not (args.corpus / "docs").is_dir():
-            sys.exit(f"{args.corpus}: not built: run '.venv/bin/memgrid corpus build --seeds 0'")
+            sys.exit(f"{args.corpus}: not built: run 'memgrid corpus build --seeds 0'")
         else:
             corpus = subset(args.corpus, args.documents, Path(tmp) / "corpus")
         qs = queries(arms[0], corpus, args.calls, args.seed)

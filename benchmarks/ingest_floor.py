@@ -115,7 +115,7 @@ def sample_corpus(corpus: Path, documents: int, into: Path) -> int:
     """The corpus's first `documents` sessions (by file name) as a corpus folder of their own, manifest included."""
     docs = sorted((corpus / "docs").glob("*.jsonl"))[:documents]
     if not docs:
-        sys.exit(f"{corpus}/docs: no sessions: fix: run '.venv/bin/memgrid corpus build --seeds 0'")
+        sys.exit(f"{corpus}/docs: no sessions: fix: run 'memgrid corpus build --seeds 0'")
     (into / "docs").mkdir(parents=True)
     lines = []
     for p in docs:

@@ -138,7 +138,7 @@ def main() -> None:
         if args.quick:
             (args.corpus, _), args.calls = write_tiny_corpus(Path(tmp) / "corpus"), QUICK["calls"]
         elif not (args.corpus / "docs").is_dir():
-            sys.exit(f"{args.corpus}: not built: run '.venv/bin/memgrid corpus build --seeds 0'")
+            sys.exit(f"{args.corpus}: not built: run 'memgrid corpus build --seeds 0'")
         documents = len(list((args.corpus / "docs").glob("*.jsonl")))
         print(f"corpus {args.corpus} ({documents} documents), {args.calls} calls per product, "
               f"{foreign_containers(client, run_id)} containers of other runs on the engine")

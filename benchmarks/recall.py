@@ -103,7 +103,7 @@ def main() -> None:
         if args.quick:
             args.corpus, args.calls = small_corpus(Path(tmp) / "corpus", QUICK["scale"]), QUICK["calls"]
         if not (args.corpus / "docs").is_dir():
-            sys.exit(f"{args.corpus}: not built: run '.venv/bin/memgrid corpus build --seeds 0'")
+            sys.exit(f"{args.corpus}: not built: run 'memgrid corpus build --seeds 0'")
         store_dir = Path(tmp) / "store"
         wall, receipt = ingest(args.corpus, store_dir)
         print(f"ingest {args.corpus.relative_to(ROOT) if args.corpus.is_relative_to(ROOT) else args.corpus}: "
