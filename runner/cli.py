@@ -909,23 +909,29 @@ def task_import(
     for created in result.created:
         console.print(f"new suite {suite}: wrote {created}", markup=False, highlight=False)
     console.print(f"{verb} {len(result.plans)} into suite {suite}, refused {len(result.refusals)}", soft_wrap=True)
-    for line in source.closing_lines(result, suite, dry_run):
+    closing = source.closing_lines(result, suite, dry_run)
+    for line in closing:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if result.plans and not dry_run:
-        print_next_run(source, suite)
+        print_next_run(source, suite, said_next=any(line.startswith("next:") for line in closing))
     if result.refusals:
         raise typer.Exit(1)
 
 
-def print_next_run(source, suite: str) -> None:
-    """After an import: the grid spec that runs the suite, and the export its benchmark's own tools read."""
+def print_next_run(source, suite: str, said_next: bool = False) -> None:
+    """After an import: the grid spec that runs the suite (or, where none runs it as it stands and the format's own
+    closing lines gave no next step, what to write), and the export its benchmark's own tools read."""
     import yaml
 
     spec = source.grid_example(project_root() / "tasks" / suite, suite)
     if spec is not None:
-        console.print("a grid that runs it (save it as grid.yaml, then: memgrid grid --spec grid.yaml):", markup=False,
-                      highlight=False)
+        console.print("a grid that runs it (save it as grid.yaml, check it with memgrid grid --spec grid.yaml --check, "
+                      "then run it: memgrid grid --spec grid.yaml):", markup=False, highlight=False, soft_wrap=True)
         console.print("  " + yaml.safe_dump(spec, sort_keys=False, width=100, default_flow_style=None).rstrip().replace("\n", "\n  "),
+                      markup=False, highlight=False, soft_wrap=True)
+    elif not said_next:  # no spec runs it as it stands (the format's closing lines say why): the user writes one
+        console.print(f"next: write a grid spec with protocol: {source.protocol} and suite: {suite} (memgrid protocol list; "
+                      f"runner/schemas/grid.schema.json), then check it: memgrid grid --spec grid.yaml --check",
                       markup=False, highlight=False, soft_wrap=True)
     if source.export_about:
         console.print(f"after the run: memgrid export RUN --format {source.name} --output DIR writes "

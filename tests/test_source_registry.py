@@ -121,7 +121,7 @@ def test_a_personal_condition_no_person_has_is_refused_before_the_engine(name, c
         check_agents(load_grid(path), path, root, load_all_arms(REPO))
 
 
-def test_no_grid_is_printed_for_a_trap_task_whose_case_states_no_answer(tmp_path, monkeypatch):
+def test_no_grid_is_printed_for_a_trap_task_whose_case_states_no_answer(tmp_path, monkeypatch, capsys):
     """It can say none: a trap task with a case that states no answer gets no reader grid (only a command agent of
     the user's plays it), rather than one the grid check would refuse."""
     root, suite = imported("traptask", tmp_path)
@@ -130,3 +130,13 @@ def test_no_grid_is_printed_for_a_trap_task_whose_case_states_no_answer(tmp_path
     first = next(iter(cases.values()))
     monkeypatch.setattr(traptask, "hosted_case_list", lambda folder: {**cases, first.id: replace(first, reference=None)})
     assert traptask.TrapTaskFormat().grid_example(root / "tasks" / suite, suite) is None
+    # the import still ends with a next step: what to write, and the check that reads it
+    from runner.cli import print_next_run
+
+    monkeypatch.setenv("MEMGRID_ROOT", str(root))
+    print_next_run(traptask.TrapTaskFormat(), suite)
+    said = capsys.readouterr().out
+    assert said.startswith(f"next: write a grid spec with protocol: two-session and suite: {suite} ") and \
+        "memgrid grid --spec grid.yaml --check" in said, said
+    print_next_run(traptask.TrapTaskFormat(), suite, said_next=True)  # a format that said its own next step
+    assert "next:" not in capsys.readouterr().out
