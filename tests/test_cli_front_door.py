@@ -55,8 +55,9 @@ def test_every_command_that_reads_the_lock_says_which_file_in_one_line(damage, d
         code, out, err = memgrid(argv, monkeypatch, capsys)
         lines = [line for line in (out + err).splitlines() if line.strip()]
         assert code == 2 and len(lines) == 1, (argv, out + err)
-        assert lines[0] == f"memgrid: {lock}: {SAYS[damage]}: fix: restore run.json from the run's copy (it is " \
-                           "written once, when the run starts)", (argv, lines[0])
+        assert lines[0] == f"memgrid: {lock}: {SAYS[damage]}: fix: restore run.json from where the run folder came " \
+                           "from (the machine or archive that has it): it is the run's record of its inputs, which " \
+                           "memgrid cannot rebuild", (argv, lines[0])
     # the ledger's commands do not read the lock: a damaged one does not stop them
     for argv in (["cells", str(run)], ["cell", "show", str(run), "reader-t0-bare"]):
         code, out, err = memgrid(argv, monkeypatch, capsys)

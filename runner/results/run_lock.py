@@ -7,7 +7,8 @@ from pathlib import Path
 
 from runner.errors import UserError
 
-RESTORE = "fix: restore run.json from the run's copy (it is written once, when the run starts)"
+RESTORE = ("fix: restore run.json from where the run folder came from (the machine or archive that has it): it is "
+           "the run's record of its inputs, which memgrid cannot rebuild")
 # What every reader takes from a lock without asking: the run's id, its grid and the digests of its inputs.
 REQUIRED = (("run_id", str, "a string"), ("grid", dict, "an object"), ("inputs", dict, "an object"))
 
