@@ -18,24 +18,29 @@ from runner.plan.spec import DEFAULT_SUITE, project_root
 from runner.results.run_lock import load_lock
 from runner.sources import registry as sources  # the formats' names and help: the CLI names none itself
 
-# Every group with plain help (click's), not rich: rich help printed each flag as `<bool>`, as if it took a value.
-app = typer.Typer(rich_markup_mode=None, help="memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own "
-                       "container, prove the treatment, grade the artifact, and ledger it all.",
-                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-images_app = typer.Typer(rich_markup_mode=None, help="Build the content-addressed images (base, sandbox, checker).", no_args_is_help=True)
-task_app = typer.Typer(rich_markup_mode=None, help="The tasks under tasks/.", no_args_is_help=True)
-corpus_app = typer.Typer(rich_markup_mode=None, help="The condition corpora of each task suite, under corpus/build/ (memgrid's own) and "
-                              "corpus/suites/<suite>/build/ (generated; digests committed).", no_args_is_help=True)
-arm_app = typer.Typer(rich_markup_mode=None, help="The arms under arms/.", no_args_is_help=True)
+
+
+def command_group(help: str, **options) -> typer.Typer:
+    """A command group with plain (click's) help: rich help printed each flag as `<bool>`, as if it took a value."""
+    return typer.Typer(rich_markup_mode=None, help=help, no_args_is_help=True, **options)
+
+
+app = command_group("memgrid: run every arm x task x seed x condition cell of a memory benchmark in its own container, "
+                    "prove the treatment, grade the artifact, and ledger it all.",
+                    add_completion=False, pretty_exceptions_enable=False)
+images_app = command_group("Build the content-addressed images (base, sandbox, checker).")
+task_app = command_group("The tasks under tasks/.")
+corpus_app = command_group("The condition corpora of each task suite, under corpus/build/ (memgrid's own) and "
+                           "corpus/suites/<suite>/build/ (generated; digests committed).")
+arm_app = command_group("The arms under arms/.")
 app.add_typer(images_app, name="images")
 app.add_typer(task_app, name="task")
 app.add_typer(arm_app, name="arm")
 app.add_typer(corpus_app, name="corpus")
-protocol_app = typer.Typer(rich_markup_mode=None, help="The protocols a grid runs (its spec's `protocol` field).", no_args_is_help=True)
+protocol_app = command_group("The protocols a grid runs (its spec's `protocol` field).")
 app.add_typer(protocol_app, name="protocol")
-stores_app = typer.Typer(rich_markup_mode=None, help="The store cache: frozen stores kept outside runs/ by everything that determines them "
-                              "($MEMGRID_CACHE, else ~/.cache/memgrid), reused by any run with the same inputs.",
-                         no_args_is_help=True)
+stores_app = command_group("The store cache: frozen stores kept outside runs/ by everything that determines them "
+                           "($MEMGRID_CACHE, else ~/.cache/memgrid), reused by any run with the same inputs.")
 app.add_typer(stores_app, name="stores")
 
 
@@ -192,7 +197,7 @@ def _csv(value: Optional[str]) -> Optional[tuple[str, ...]]:
 def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are written.")):
     """Check the engine, the images, free disk and leftover containers, each with the grids that need it and the
     narrowest fix. Exits 1 only when something stops the default grid (an image it lacks is built by its first run)."""
-    from runner.env.doctor import default_grid_runs, run_checks
+    from runner.env.doctor import DEFAULT_GRID, default_grid_runs, run_checks
     from runner.exec.check import check_spec
     from runner.plan.spec import load_grid, preset_path
 
@@ -206,7 +211,7 @@ def doctor(runs_dir: Path = typer.Option(Path("runs"), help="Where runs are writ
     if not default_grid_runs(checks):
         console.print("the default grid cannot run here: fix the rows marked missing", markup=False, highlight=False)
         raise typer.Exit(1)
-    unbuilt = [c for c in checks if not c.ok and c.needed_by == "the default grid"]
+    unbuilt = [c for c in checks if not c.ok and c.needed_by == DEFAULT_GRID]
     console.print("the default grid can run here (make grid)" + (
         f"; its first run builds {len(unbuilt)} image(s) it lacks" if unbuilt else ""), markup=False, highlight=False)
 
@@ -356,7 +361,7 @@ def grid(
 
 def _print_check(grid_spec, grid_path: Path, root: Path, run_id: Optional[str], concurrency: int) -> None:
     """--check: the run's engine-free checks and its shape; each cell-less condition, task or arm one line on stderr
-    (exit 2), else the next command."""
+    (exit 2)."""
     from runner.exec.check import check_spec
 
     checked = check_spec(grid_spec, grid_path, root, run_id, concurrency)
@@ -676,7 +681,7 @@ def view(
             pass
 
 
-cell_app = typer.Typer(rich_markup_mode=None, help="One cell of a run.", no_args_is_help=True)
+cell_app = command_group("One cell of a run.")
 app.add_typer(cell_app, name="cell")
 
 
@@ -1084,7 +1089,7 @@ def arm_check(
         raise typer.Exit(1)
 
 
-prereg_app = typer.Typer(rich_markup_mode=None, help="Preregistrations under preregistration/.", no_args_is_help=True)
+prereg_app = command_group("Preregistrations under preregistration/.")
 app.add_typer(prereg_app, name="prereg")
 
 

@@ -35,17 +35,11 @@ MIN_CHUNK_SIZE = 1
 
 
 def configure(store):
-    """The palace's config.json with min_chunk_size set (its other settings, if any, kept)."""
+    """The palace's config.json, written before the product's first command in a fresh store, with min_chunk_size."""
     folder = os.path.join(store, ".mempalace")
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "config.json")
-    config = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    config["min_chunk_size"] = MIN_CHUNK_SIZE
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as f:
+        json.dump({"min_chunk_size": MIN_CHUNK_SIZE}, f)
 
 
 def write(store, found):

@@ -49,23 +49,26 @@ class Check:
     # Whether a failure stops the grids that need it. An image a grid lacks is built by its first run (prepare_run),
     # so a missing image only costs that run time; an engine that does not answer or a full disk stop it.
     blocking: bool = True
+    unmet: str = "missing"  # the status when not ok: "missing", or what a row that stops no grid is ("not built")
 
     @property
     def status(self) -> str:
-        return "ok" if self.ok else "missing" if self.blocking else "not built"
+        return "ok" if self.ok else self.unmet
 
 
 DEFAULT_GRID = "the default grid"
+EVERY_GRID = "every grid"
 BUILT_FIRST = "built by the first grid that needs it (minutes), or memgrid images build (every image)"
 
 
-def image_check(name: str, ref, tag: str | None, needed_by: str) -> Check:
+def image_check(name: str, ref, tag: str, needed_by: str, note: str = "", fix_note: str = "") -> Check:
     """An image's row: its tag when it is there; else its name alone (the tag of an image not yet built depends on
-    what its build folder holds when it is built, so a tag named now may never exist) and who builds it."""
+    what its build folder holds when it is built, so a tag named now may never exist) and who builds it. `note`
+    follows the detail, `fix_note` the fix."""
     if ref is not None:
-        return Check(name, True, tag, "", needed_by, blocking=False)
-    fix = "built by the first make grid" if needed_by == DEFAULT_GRID else BUILT_FIRST
-    return Check(name, False, tag.split(":")[0] if tag else name, fix, needed_by, blocking=False)
+        return Check(name, True, tag + note, "", needed_by, blocking=False)
+    fix = ("built by the first make grid" if needed_by == DEFAULT_GRID else BUILT_FIRST) + fix_note
+    return Check(name, False, tag.split(":")[0] + note, fix, needed_by, blocking=False, unmet="not built")
 
 
 def run_checks(runs_dir: Path, root: Path, default: set[str] = frozenset()) -> list[Check]:
@@ -74,9 +77,9 @@ def run_checks(runs_dir: Path, root: Path, default: set[str] = frozenset()) -> l
     try:
         client = connect(timeout=15)
     except EngineError as e:
-        return [Check("engine", False, str(e).split(": fix:")[0], "sudo scripts/ensure-engine.sh", "every grid")]
+        return [Check("engine", False, str(e).split(": fix:")[0], "sudo scripts/ensure-engine.sh", EVERY_GRID)]
     version = client.version()
-    checks.append(Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})", "", "every grid"))
+    checks.append(Check("engine", True, f"Docker {version.get('Version')} (API {version.get('ApiVersion')})", "", EVERY_GRID))
     needs = {"model": "claude-code, codex and model judges", "embedder": "arms that embed through the shared embedder"}
     base = find_image(client, base_tag())
     checks.append(image_check("image base", base, base_tag(), DEFAULT_GRID))
@@ -98,15 +101,11 @@ def run_checks(runs_dir: Path, root: Path, default: set[str] = frozenset()) -> l
         for agent in cli_agents():
             pin = agent.load_pin()
             tag = agent.image_tag(sandbox, pin)
-            layer = find_image(client, tag)
-            check = image_check(f"image {agent.name}", layer, f"{tag} (CLI {pin.version})" if layer else tag,
-                                f"grids with agent {agent.name}")
-            checks.append(check if layer else Check(check.name, False, f"{check.detail} (CLI {pin.version})",
-                                                    f"{BUILT_FIRST}; fetches the pinned CLI from the npm registry",
-                                                    check.needed_by, blocking=False))
+            checks.append(image_check(f"image {agent.name}", find_image(client, tag), tag, f"grids with agent {agent.name}",
+                                      f" (CLI {pin.version})", "; fetches the pinned CLI from the npm registry"))
     for name, path, free_gb in free_space(client, runs_dir):
         checks.append(Check(name, free_gb >= MIN_FREE_GB, f"{free_gb:.1f} GiB free at {path}",
-                            "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})", "every grid"))
+                            "" if free_gb >= MIN_FREE_GB else f"free at least {MIN_FREE_GB} GiB ({WHY_FREE})", EVERY_GRID))
     try:
         leftovers = client.containers.list(all=True, ignore_removed=True, filters={"label": RUN_LABEL})
     except docker.errors.APIError:
@@ -116,13 +115,13 @@ def run_checks(runs_dir: Path, root: Path, default: set[str] = frozenset()) -> l
     checks.append(Check("leftover containers", not leftovers,
                         f"{len(leftovers)} from runs {', '.join(runs)}" if leftovers else "none",
                         "; ".join(f"docker rm -f $(docker ps -aq --filter label={RUN_LABEL}={r})" for r in runs),
-                        "no grid (they hold memory and disk)", blocking=False))
+                        "no grid (they hold memory and disk)", blocking=False, unmet="present"))
     return checks
 
 
 def default_grid_runs(checks: list[Check]) -> bool:
     """Whether nothing stops the default grid: every check it needs passes, or is an image its run builds."""
-    return all(c.ok or not c.blocking for c in checks if c.needed_by in (DEFAULT_GRID, "every grid"))
+    return all(c.ok or not c.blocking for c in checks if c.needed_by in (DEFAULT_GRID, EVERY_GRID))
 
 
 def node_checks(images: dict[str, str]) -> list[Check]:
