@@ -77,3 +77,27 @@ def test_the_reader_finds_a_command_or_flag_the_cli_lacks():
     assert "takes no --dry" in problem("memgrid grid --dry", root)
     assert "'memgrid arm frobnicate' is not a command" in problem(".venv/bin/memgrid arm frobnicate x", root)
     assert commands("text\n```bash\n$ memgrid report RUN \\\n  --html x.html\n```\n") == ["memgrid report RUN    --html x.html"]
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
+
+
+def broken_links(doc: Path) -> list[str]:
+    """The relative links of a Markdown file that name no file or folder of the checkout."""
+    return [target for target in LINK.findall(doc.read_text()) for target in [target[0]]
+            if "://" not in target and not (doc.parent / target).exists()]
+
+
+def test_every_relative_link_of_readme_and_docs_names_a_file_that_exists():
+    """README is the front door and its docs index the way in: a page moved or renamed must not leave a dead link."""
+    wrong = {str(doc.relative_to(REPO)): links for doc in DOCS if (links := broken_links(doc))}
+    assert not wrong, wrong
+    index = re.findall(r"\]\((docs/[^)]+\.md)\)", (REPO / "README.md").read_text())
+    assert {REPO / page for page in index} >= set((REPO / "docs").glob("*.md")), "a docs page README's index leaves out"
+
+
+def test_the_link_check_finds_a_dead_link(tmp_path):
+    (tmp_path / "there.md").write_text("x")
+    page = tmp_path / "page.md"
+    page.write_text("[ok](there.md) [web](https://example.org/x) [anchor](there.md#part) [dead](docs/gone.md)")
+    assert broken_links(page) == ["docs/gone.md"]

@@ -221,14 +221,14 @@ def test_run_id_must_be_a_plain_folder_name(run_id):
 REPO = Path(__file__).resolve().parent.parent
 
 
-def readme_live_grid() -> str:
-    """The grid fields README.md's 'The real agent' section shows for a live model, as written there."""
-    section = (REPO / "README.md").read_text().split("## The real agent", 1)[1]
+def documented_live_grid() -> str:
+    """The grid fields docs/agents.md's 'The real agent' section shows for a live model, as written there."""
+    section = (REPO / "docs" / "agents.md").read_text().split("## The real agent", 1)[1]
     return section.split("```yaml\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_readmes_live_model_example_is_accepted_with_its_date_as_text(tmp_path):
-    text = readme_live_grid()
+def test_the_docs_live_model_example_is_accepted_with_its_date_as_text(tmp_path):
+    text = documented_live_grid()
     assert "as_of: 2026-11-01" in text  # unquoted: YAML would read a date
     grid = load_grid(write(tmp_path / "live.yaml", GOOD_GRID.replace("agents: [floor]\n", "") + text))
     (prices,) = grid.prices.values()
@@ -236,7 +236,7 @@ def test_the_readmes_live_model_example_is_accepted_with_its_date_as_text(tmp_pa
 
 
 def test_an_impossible_date_is_one_line(tmp_path):
-    text = readme_live_grid().replace("as_of: 2026-11-01", "as_of: 2026-13-01")
+    text = documented_live_grid().replace("as_of: 2026-11-01", "as_of: 2026-13-01")
     with pytest.raises(SpecError, match=r"prices\.claude-sonnet-4-5\.as_of: '2026-13-01' is not a 'date' — fix: "):
         load_grid(write(tmp_path / "live.yaml", GOOD_GRID.replace("agents: [floor]\n", "") + text))
 
