@@ -264,12 +264,13 @@ def grid(
     seeds: Optional[int] = typer.Option(None, min=1, help="Number of seeds 0..N-1 (overrides the spec)."),
     conditions: Optional[str] = typer.Option(None, help="Comma-separated conditions (overrides the spec)."),
     agent: Optional[str] = typer.Option(None, help="Run only this agent: floor, ceiling, reader (LLM-free), "
-                                                   "claude-code (the real Claude Code CLI), codex (the real Codex CLI), or one of the spec's "
-                                                   "command_agents."),
-    model: Optional[str] = typer.Option(None, help="The model claude-code and codex run on: 'scripted' (the shipped scripted model "
+                                                   "claude-code (the real Claude Code CLI), codex (the real Codex CLI), "
+                                                   "extractive and answerer (the personal protocol's LLM-free and model "
+                                                   "answerers), or one of the spec's command_agents."),
+    model: Optional[str] = typer.Option(None, help="The model claude-code, codex and answerer run on: 'scripted' (the shipped scripted model "
                                                    "server: offline, no spend, a wiring smoke before a paid run) or a real "
                                                    "model id (needs ANTHROPIC_API_KEY for claude-code, OPENAI_API_KEY "
-                                                   "for codex, and prices in the spec)."),
+                                                   "for codex and answerer, and prices in the spec)."),
     run_id: Optional[str] = typer.Option(None, help="Resume this run, or name a new one (default: timestamp-gridname)."),
     concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64,
                                     help="Cells in flight at once, and before them, stores ingested at once."),

@@ -370,3 +370,38 @@ def test_gateway_forwards_only_the_agents_routes(endpoint, images, tmp_path):
     assert PROBE_HEADER not in text and FAKE_KEY not in text and PLACEHOLDER_KEY not in text  # never a header value
     keyed.reload()
     assert keyed.status == "running"
+
+
+CHAT = r"""
+import json, sys, urllib.request, urllib.error
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+body = {"model": "scripted", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+out = []
+for path in sys.argv[2:]:
+    req = urllib.request.Request(sys.argv[1] + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"content-type": "application/json", "authorization": "Bearer sk-memgrid-placeholder"})
+    try:
+        with opener.open(req, timeout=20) as r:
+            out.append({"status": r.status, "body": json.load(r)})
+    except urllib.error.HTTPError as e:
+        out.append({"status": e.code})
+print(json.dumps(out))
+"""
+
+
+def test_a_chat_gateway_forwards_chat_completions_alone_with_its_key_and_records_their_usage(endpoint, images):
+    """The personal protocol's model answerer's gateway (MEMGRID_API=chat): chat completions reach the model with the
+    key as a bearer token and their usage is recorded under the ledger's names; the other APIs' routes are refused."""
+    chat = endpoint.add("gateway-chat", endpoint.image, ["memgrid-gateway"], "test-gateway",
+                        env={"MEMGRID_UPSTREAM": "http://model:8080", "MEMGRID_API_KEY": FAKE_KEY, "MEMGRID_API": "chat",
+                             "MEMGRID_GATEWAY_TOKEN": endpoint.gateway_token})
+    wait_ready(chat)
+    client = endpoint.add("client", images.sandbox.tag, ["sleep", "300"], "test-client")
+    answered, messages, responses = run_py(client, CHAT, "http://gateway-chat:8080", "/v1/chat/completions",
+                                           "/v1/messages", "/v1/responses")
+    assert answered["status"] == 200 and answered["body"]["choices"][0]["message"]["role"] == "assistant"
+    assert (messages["status"], responses["status"]) == (403, 403)
+    (call,) = [r for r in record_of(chat) if r["kind"] == "model"]
+    assert call["key_injected"] is True and call["path"] == "/v1/chat/completions"
+    usage = answered["body"]["usage"]
+    assert call["usage"] == {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]}

@@ -224,7 +224,7 @@ def gateway_usage(gateway: list[dict], api: str) -> Usage:
         if not usage:
             continue
         output += usage.get("output_tokens", 0)
-        if api == "openai":
+        if api in ("openai", "chat"):
             cached = usage.get("cached_tokens", 0)
             fresh, read = fresh + usage.get("input_tokens", 0) - cached, read + cached
         else:

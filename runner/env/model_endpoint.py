@@ -37,6 +37,9 @@ APIS = {
                   "sandbox_env": {"ANTHROPIC_BASE_URL": "http://gateway:8080", "ANTHROPIC_API_KEY": PLACEHOLDER_KEY}},
     "openai": {"upstream": "https://api.openai.com", "key_env": "OPENAI_API_KEY",
                "sandbox_env": {"OPENAI_API_KEY": PLACEHOLDER_KEY}},
+    # OpenAI-compatible chat completions (the personal protocol's answerer, as Memora's code asks its answer model)
+    "chat": {"upstream": "https://api.openai.com", "key_env": "OPENAI_API_KEY",
+             "sandbox_env": {"OPENAI_BASE_URL": "http://gateway:8080/v1", "OPENAI_API_KEY": PLACEHOLDER_KEY}},
 }
 READY_SECONDS = 30
 NETWORK_REMOVAL_SECONDS = 30  # the engine can list a just-removed member's endpoint for a moment

@@ -33,7 +33,7 @@ from runner.env.embedder import EMBEDDER_URL
 from runner.env.images import ImageRef, ImageSet
 from runner.env.model_endpoint import ModelEndpoint
 from runner.env.overlap import Ahead, StartFailed
-from runner.env.containers import Limits
+from runner.env.containers import ROLE_LABEL, Limits
 from runner.env.sandbox import MIB, DiskBudget, Sandbox, SandboxExpired, expiry_checked, probe
 from runner.grading import gate
 from runner.grading.checker import checker_bound
@@ -179,7 +179,26 @@ def isolation_proof(sandbox: Sandbox, allowed: set[str]) -> gate.GateProof:
     if not listing:
         raise VerifierFailed(gate.VERIFIER_FAILED, f"the listing of /sandbox came back empty {lost + 1} times: exit "
                                                    f"{result.exit_code}; stderr {result.stderr[-300:]!r}")
-    return gate.answer_isolation(listing, sandbox.container.attrs.get("HostConfig", {}).get("NetworkMode"), allowed)
+    network = sandbox.container.attrs.get("HostConfig", {}).get("NetworkMode")
+    return gate.answer_isolation(listing, network, allowed,
+                                 None if network in (None, "none") else model_network(sandbox, network))
+
+
+def model_network(sandbox: Sandbox, name: str) -> tuple[bool, list[str]]:
+    """A model answerer's network, as the engine has it: whether it is internal, and the role of every other container
+    on it (a container of no memgrid role reads as 'unknown')."""
+    client = sandbox.client
+    attrs = client.api.inspect_network(name)
+    others = []
+    for container_id in attrs.get("Containers") or {}:
+        if container_id == sandbox.container.id:
+            continue
+        try:
+            labels = client.api.inspect_container(container_id).get("Config", {}).get("Labels") or {}
+        except docker.errors.NotFound:
+            continue
+        others.append(labels.get(ROLE_LABEL, "unknown"))
+    return bool(attrs.get("Internal")), others
 
 
 # The sandbox's memory cgroup, as its own namespace shows it: cgroup v2, then v1 (one of the two exists).
@@ -242,7 +261,8 @@ def treatment_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, ga
 
 def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endpoint: ModelEndpoint | None,
                    gateway: list[dict], core_tools: tuple[str, ...] = (), writes: bool = False,
-                   memory: gate.GateProof | None = None, harness_code: bool = False) -> list[gate.GateProof]:
+                   memory: gate.GateProof | None = None, harness_code: bool = False,
+                   requests_due: int | None = None) -> list[gate.GateProof]:
     """The proofs read from the session's record, in the order the discard reason is taken from. `memory` (the
     sandbox's oom_kill count) first: a process killed at the memory limit explains every later failure. With a
     model, the gateway's record adds: the model was reached (an unreachable model, or one whose last answer was an
@@ -256,7 +276,7 @@ def session_proofs(ctx: TrialContext, arm: ArmSpec, transcript: Transcript, endp
     own = kind_of(arm).own_server(arm)
     memory_tools = [f"{own.prefix}{t}" for t in own.required_tools + (own.write_tools if writes else ())] \
         if own is not None else []
-    reached = gate.model_reached_proof(gateway, key_expected=not endpoint.scripted)
+    reached = gate.model_reached_proof(gateway, key_expected=not endpoint.scripted, due=requests_due)
     treatment = treatment_proofs(ctx, arm, transcript, gateway, writes)
     asked = any(r.get("kind") == "model" for r in gateway)
     return [*first, *([reached, *treatment] if asked else [*treatment, reached]),
@@ -278,6 +298,7 @@ class PhaseSpec:
     artifact_bytes: int = 64 * MIB
     snapshot_store: bool = False  # keep /sandbox/store as the agent left it, for the next phase
     writes: bool = False  # the session may write to the arm: its write tools must be offered
+    requests_due: int | None = None  # the model requests the harness rendered for the session (a model answerer's)
     disk_mib: int | None = None
     store_report: dict | None = None  # an ingested store's report: the gate proves it is populated
     extra_proofs: tuple[gate.GateProof, ...] = ()  # proofs the protocol took before the sandbox started
@@ -635,7 +656,8 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                 output_cap(transcript, gateway)
                 past_window(transcript, gateway)
             proofs += session_proofs(ctx, arm, transcript, endpoint, gateway or [],
-                                     getattr(cls, "core_tools", ()), phase.writes, memory, cls.harness_code)
+                                     getattr(cls, "core_tools", ()), phase.writes, memory, cls.harness_code,
+                                     phase.requests_due)
         else:
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")

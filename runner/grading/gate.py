@@ -213,6 +213,8 @@ def tools_visible_proof(model_requests: list[dict], required: list[str]) -> Gate
     the model (deferred by tool search), so init alone proves nothing about what the model saw. The session's
     requests are those of the first one's thread (the gateway's digest of a conversation's first message): a
     sub-agent the model starts has a conversation and a tool set of its own, the CLI's and the model's doing."""
+    if not required:  # an agent that offers its model no tool (the personal protocol's answerer) needs none seen
+        return GateProof("tools_visible", True, f"no tool is needed ({len(model_requests)} requests)")
     offering = [r for r in model_requests if r.get("tools")]
     if not offering:
         return GateProof("tools_visible", False, f"no request offered the model any tool ({len(model_requests)} requests)")
@@ -243,12 +245,18 @@ def context_overflow(call: dict) -> bool:
                                           or str(call.get("error_message", "")).startswith("prompt is too long"))
 
 
-def model_reached_proof(gateway_records: list[dict], key_expected: bool = False) -> GateProof:
+def model_reached_proof(gateway_records: list[dict], key_expected: bool = False, due: int | None = None) -> GateProof:
     """The session's last model request was answered (a provider's transient error the CLI retried
     past is not a failure), or refused as past the model's context window, which the session itself caused;
     for a live model, the gateway put the key on every request. Any other refusal (a key, a rate limit, an
-    overloaded API, a tool schema the API rejects) is a fault outside the agent."""
+    overloaded API, a tool schema the API rejects) is a fault outside the agent. `due`: the requests the harness
+    rendered for the session (a model answerer's), each sent once: exactly that many must have left the gateway, and
+    none is a pass when none was due (a benchmark's code that asks no model with no memories)."""
     calls = [r for r in gateway_records if r.get("kind") == "model"]
+    if due is not None and len(calls) != due:
+        return GateProof("model_reached", False, f"{len(calls)} of the {due} model requests due left the gateway")
+    if due == 0:
+        return GateProof("model_reached", True, "no model request was due, and none was sent")
     if not calls:
         return GateProof("model_reached", False, "the session sent no request to the model gateway")
     keyless = [r for r in calls if key_expected and not r.get("key_injected")]
@@ -277,14 +285,21 @@ REASON_FOR = {"bundle_verified": BUNDLE_DIGEST_MISMATCH, "required_paths_present
               "memories_planted": PLANT_FAILED, "answer_isolated": ANSWER_NOT_ISOLATED}
 
 
-def answer_isolation(listing: list[str], network: str | None, allowed: set[str]) -> GateProof:
+def answer_isolation(listing: list[str], network: str | None, allowed: set[str],
+                     model_network: tuple[bool, list[str]] | None = None) -> GateProof:
     """An answer container, from inside it: /sandbox holds only what `allowed` names (the requests, the answerer's
-    own files), nothing of the store, corpus or arm, and the container has no network."""
+    own files), nothing of the store, corpus or arm, and the container has no network, or, for a model answerer, the
+    cell's own network and nothing else on it: `model_network` (internal, the roles of its other members), which
+    must be internal with only the model gateway and the scripted model beside the container."""
     extra = sorted(set(listing) - allowed)
-    passed = not extra and network == "none"
+    internal, others = model_network if model_network is not None else (False, [])
+    reachable = network == "none" or (internal and bool(others) and set(others) <= {"gateway", "model"})
+    where = (f"network {network}" if network == "none" else
+             f"network {network} ({'internal' if internal else 'not internal'}; beside it: {', '.join(sorted(others)) or 'nothing'})")
+    passed = not extra and reachable
     return GateProof("answer_isolated", passed,
-                     f"/sandbox holds {', '.join(sorted(listing))}; network {network}" if passed else
-                     f"the answer container also holds {', '.join(extra) or 'nothing else'}; network {network}")
+                     f"/sandbox holds {', '.join(sorted(listing))}; {where}" if passed else
+                     f"the answer container also holds {', '.join(extra) or 'nothing else'}; {where}")
 
 
 def decide(proofs: list[GateProof]) -> GateDecision:

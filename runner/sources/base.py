@@ -19,7 +19,7 @@ from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.plan.spec import DEFAULT_SUITE
 from runner.results.reward import RewardMapping
-from runner.units.personal import AnswerJudgePrompt, Question, Unit
+from runner.units.personal import AnswerJudgePrompt, AnswerPrompt, Question, Unit
 from runner.units.planted import PlantedTask
 from runner.units.two_session import HostedCase, JudgeRequest
 
@@ -209,6 +209,9 @@ class SourceFormat:
     # each question with a gold answer (judged_gold) under every prompt; its label is one of the benchmark's own
     # scores. Empty: the format's model judges judge its criteria (Memora's sub-questions).
     answer_judges: ClassVar[tuple[AnswerJudgePrompt, ...]] = ()
+    # personal: the benchmark's own prompt for a model answering from the memories a search released (its agent
+    # track), asked by the `answerer` agent; None: a model answerer would not be the benchmark's, and is refused.
+    answer_prompt: ClassVar[AnswerPrompt | None] = None
     # personal: published figures of one of its own scores (system -> (percent, whose figure it is)), the score and
     # pool they are (e.g. ("J (mem0)", "1-4")), and why they are not memgrid's: set beside each arm's in the report.
     published_own: ClassVar[dict[str, tuple[float, str]]] = {}

@@ -28,7 +28,7 @@ import yaml
 from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.results.reward import RewardMapping
-from runner.units.personal import Question, Record, SubQuestion, Unit
+from runner.units.personal import AnswerPrompt, Question, Record, SubQuestion, Unit
 from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
                                  new_suite_folder, read_provenance)
 
@@ -40,6 +40,27 @@ ROLES = {"user_agent": "user", "ai_agent": "assistant"}  # Memora's speakers, as
 EXPECTED = {"memory_presence": "yes", "forgetting_absence": "no"}
 SESSION_FILE = re.compile(r"^session_(\d+)\.json$")
 
+# Memora's agent track asks its answer model this, per question, over the memories its memory system returned
+# (evals/agent_eval/memory_to_answer.py, generate_answer, at a649318): the system prompt as its f-string writes it
+# (the blank line after the first carries the f-string's 8 spaces of indentation), each memory as "N. text (relevance:
+# score)". memgrid's search releases records without a score, so each reads 0.00, as Memora's code writes a memory
+# that has none. With no memory, Memora answers its fixed line and asks no model.
+ANSWER_PROMPT = AnswerPrompt(
+    name="memora-agent-track",
+    system=("You are a helpful AI assistant with access to a user's personal memory system.\n        \n"
+            "Your task is to answer questions based ONLY on the user's stored memories and preferences.\n\n"
+            "Guidelines:\n"
+            "1. Use ONLY the information from the provided memories\n"
+            "2. Be specific and reference actual items/preferences from memory\n"
+            "3. If the question is about recommendations, suggest based on similar items in memory\n"
+            "4. Be conversational and helpful\n"
+            "5. Don't make up information not in the memories"),
+    user=("User's Question: {question}\n\nUser's Relevant Memories:\n{memories}\n\n"
+          "Please provide a helpful answer based on these memories."),
+    memory_line="{n}. {memory} (relevance: 0.00)",
+    settings=(("max_tokens", 500), ("temperature", 0.7)),
+    source="evals/agent_eval/memory_to_answer.py generate_answer, github.com/geniesinc/Memora at a649318",
+    no_memories="I don't have enough information in my memory to answer this question accurately.")
 
 @dataclass(frozen=True)
 class Session(Record):
@@ -414,6 +435,7 @@ class MemoraFormat(SourceFormat):
                  "frontier model, full context": (25, 20, 23)}
     published_about = "remembering FAMA %"
     published_source = "Memora"
+    answer_prompt = ANSWER_PROMPT
     about = "a checkout of github.com/geniesinc/Memora (or its data/ folder), hosted in the personal protocol"
     options = {"periods": "comma-separated periods to import (weekly, monthly, quarterly; default: every one in PATH).",
                "personas": "comma-separated personas to import (default: every one in PATH)."}

@@ -117,6 +117,48 @@ class AnswerJudgePrompt:
         return sha256_json({"system": self.system, "user": self.user, "json_reply": self.json_reply})
 
 
+@dataclass(frozen=True)
+class AnswerPrompt:
+    """How a model is asked one question over the memories released to it: a benchmark's own answer prompt as its
+    code sends it (Memora's agent track, `generate_answer`), or memgrid's documented default for generated persons.
+    `user` is filled with str.format (`{question}`, `{memories}`); each memory is `memory_line` filled with `{n}` (1
+    up) and `{memory}` (the record's text), joined by newlines. With no memory at all, `no_memories` is the answer and
+    no model is asked, as its publisher's code does; None: the model is asked anyway. The request is an OpenAI-
+    compatible chat completion (`settings` its sampling fields), the shape the publisher's code sends."""
+    name: str
+    system: str
+    user: str
+    memory_line: str
+    settings: tuple[tuple[str, object], ...]  # ("max_tokens", 500), ("temperature", 0.7): sent as given
+    source: str  # the file and commit it is copied from, or "memgrid"
+    no_memories: str | None = None
+
+    def request(self, model: str, question: str, memories: list[str]) -> dict | None:
+        """The request body the publisher's code would send for this question and these memories; None when it sends
+        none (no memory, and `no_memories` answers)."""
+        if not memories and self.no_memories is not None:
+            return None
+        lines = "\n".join(self.memory_line.format(n=n, memory=m) for n, m in enumerate(memories, 1))
+        return {"model": model, "messages": [{"role": "system", "content": self.system},
+                                             {"role": "user", "content": self.user.format(question=question,
+                                                                                          memories=lines)}],
+                **dict(self.settings)}
+
+    def item_pattern(self) -> str:
+        """A regular expression matching the start of each memory's line (a line start, the line's text up to the
+        memory, its number any digits): how a reader of the prompt, the scripted model, tells the memories apart."""
+        import re
+
+        head = self.memory_line.split("{memory}", 1)[0]
+        return "^" + re.escape(head).replace(re.escape("{n}"), r"\d+")
+
+    @property
+    def sha256(self) -> str:
+        """What identifies the prompt: its text and settings, never the model (recorded beside it)."""
+        return sha256_json({"system": self.system, "user": self.user, "memory_line": self.memory_line,
+                            "settings": [list(s) for s in self.settings], "no_memories": self.no_memories})
+
+
 def read_label(text: str | None) -> tuple[bool | None, str]:
     """(CORRECT: True, WRONG: False, else None; what the reply said). Valid only as the JSON object the prompts ask
     for, code fences allowed: a reply that is not is an invalid verdict, never a label guessed from its words."""

@@ -30,12 +30,14 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
+from runner.agents.answerer import REQUESTS as MODEL_REQUESTS
 from runner.agents.base import ReferenceChannel, first_ending
 from runner.agents.reference import ExtractiveAgent, ReaderAgent
+from runner.agents.registry import agent_class
 from runner.agents.submission import SubmissionAgent
 from runner.arms import store_cache
 from runner.arms.ingest import arm_key_inputs, fill, store_receipt
-from runner.arms.kinds import STORE_DIR, CellMemory, OracleKind, kind_of
+from runner.arms.kinds import STORE_DIR, CellMemory, CorpusKind, OracleKind, kind_of
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
@@ -54,7 +56,7 @@ from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
 from runner.results.ledger import LedgerRow
 from runner.sources.registry import HostedSuite, hosted_suite, hosting
-from runner.units.personal import Question, Record, SubQuestion, Unit, unit_digest as data_digest
+from runner.units.personal import AnswerPrompt, Question, Record, SubQuestion, Unit, unit_digest as data_digest
 
 SEARCH_K = 10  # what a search-tool arm is asked for per question (the contract allows up to MAX_IDS)
 MAX_IDS = 350
@@ -71,6 +73,17 @@ ISOLATED = ArmSpec(name="isolated-answer", kind="none", description="the answer 
                    files=(), search_tool=None, mcp=None, ingest=None, ingest_seconds=0, hooks=(), uses=None,
                    required_paths=(), root=Path("."))
 ALLOWED_IN_ANSWER = {"agent", "requests", "MANIFEST.sha256"}
+# How a model answerer (agents/answerer.py) is asked about memgrid's generated persons, which no benchmark's code asks:
+# the records as numbered memories, the instruction to use them alone; greedy sampling, so a rerun asks the same.
+DEFAULT_ANSWER_PROMPT = AnswerPrompt(
+    name="memgrid-default",
+    system=("You answer questions about a user from what was said in earlier conversations with them, given below as "
+            "memories. Use only the memories: where they disagree, the later one holds; if they do not say, answer "
+            "that you do not know."),
+    user="Question: {question}\n\nMemories:\n{memories}\n\nAnswer the question.",
+    memory_line="{n}. {memory}",
+    settings=(("max_tokens", 500), ("temperature", 0)),
+    source="memgrid (runner/protocols/personal/protocol.py)")
 
 
 @dataclass(frozen=True)
@@ -263,6 +276,7 @@ class Answers:
     released: dict[str, Released] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)  # a submission's: why an answer does not count
     contract: dict | None = None  # a submission's: how each of its stages ended (the ledger's result keeps it)
+    prompt: dict | None = None  # a model answerer's: the answer prompt it was asked with (the ledger's result keeps it)
 
 
 class PersonalProtocol(Protocol):
@@ -363,6 +377,7 @@ class PersonalProtocol(Protocol):
                             f"cells would run on executor {grid.executor}", "use --executor local, or drop judges "
                             "(the deterministic panel judges on any node)")
         self.check_submissions(grid, grid_path, arms)
+        self.check_model_answerers(grid, grid_path, arms, agent_classes)
         for name in grid.arms:
             arm, kind = arms[name], kind_of(arms[name])
             if kind.submission:
@@ -371,6 +386,25 @@ class PersonalProtocol(Protocol):
                 raise SpecError(grid_path, "arms", f"names '{name}', which has no way to build and search a person's "
                                 "memory here", "use arms of kind none (bare), corpus (full_context), oracle "
                                 "(oracle_memory) or mcp with an ingest (recall)")
+
+    def check_model_answerers(self, grid: GridSpec, grid_path, arms: dict[str, ArmSpec], agent_classes: dict) -> None:
+        """A model answers a hosted benchmark's questions only with the benchmark's own answer prompt, never one of
+        memgrid's passed off as its: a format that hosts none, or an arm handed every record (the benchmark's
+        whole-history track asks its model otherwise), is refused by name."""
+        answerers = [a for a in grid.agents if getattr(agent_classes.get(a), "needs_model", False)]
+        hosted = self.hosted(grid, grid_path)
+        if not answerers or hosted is None:
+            return
+        if hosted.source().answer_prompt is None:
+            raise SpecError(grid_path, "agents", f"names '{answerers[0]}', a model answerer, but memgrid hosts no answer "
+                            f"prompt of suite '{grid.suite}''s benchmark ({hosted.format}), and a prompt of its own would "
+                            "not be the benchmark's", f"use {ExtractiveAgent.name} (LLM-free) or a command agent")
+        listed = [n for n in grid.arms if isinstance(kind_of(arms[n]), CorpusKind)]
+        if listed:
+            raise SpecError(grid_path, "arms", f"names '{listed[0]}', which hands the answerer every record, but "
+                            f"{hosted.format}'s answer prompt is for memories a search returned (its whole-history "
+                            f"track asks its model otherwise, and memgrid does not host that prompt yet)",
+                            f"drop {listed[0]} from this grid, or answer with {ExtractiveAgent.name}")
 
     def plays(self, arm: ArmSpec, agent: str) -> bool:
         return kind_of(arm).submission == (agent == SubmissionAgent.name)
@@ -466,7 +500,21 @@ class PersonalProtocol(Protocol):
                        "records": [{"id": i, "date": by_id[i].date, "text": by_id[i].text,
                                     "turns": [list(t) for t in by_id[i].turns()]} for i in kept[q.id]]}
             entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
+        if agent_class(cell.agent, ctx.command_agents).needs_model:  # the model answerer: each request as sent
+            prompt, model = self.answer_prompt(ctx.protocol_setup), ctx.agent_setups[cell.agent].model
+            lines = []
+            for q in unit.questions:
+                body = prompt.request(model, q.text, [by_id[i].text for i in kept[q.id]])
+                lines.append({"question": q.id, **({"request": body} if body is not None
+                                                   else {"request": None, "answer": prompt.no_memories})})
+            entries.append(Entry(MODEL_REQUESTS, "".join(json.dumps(line) + "\n" for line in lines).encode()))
         return bundle_of(entries)
+
+    def answer_prompt(self, setup: "PersonalSetup | None") -> AnswerPrompt | None:
+        """How a model answerer is asked: the hosted benchmark's own answer prompt (None: it has none memgrid hosts),
+        or memgrid's default for its generated persons."""
+        hosted = setup.hosted if setup is not None else None
+        return DEFAULT_ANSWER_PROMPT if hosted is None else hosted.source().answer_prompt
 
     def build(self, ctx: TrialContext, cell: CellSpec, unit: Unit, arm: ArmSpec, phases: dict,
               proofs: list[dict]) -> tuple[tuple[Entry, ...], dict, gate.GateDecision]:
@@ -565,6 +613,8 @@ class PersonalProtocol(Protocol):
             result = self.judge(ctx, cell, attempt, unit, answered.answers, answered.released, cell_dir, answered.problems)
             if answered.contract is not None:
                 result["contract"] = answered.contract
+            if answered.prompt is not None:
+                result["answer_prompt"] = answered.prompt
             if "build" in phases:  # the store this cell searched: built now, or once before (its build's figures)
                 result["store"] = {k: phases["build"][k] for k in ("source", "seconds", "bytes", "documents")}
             step("judge", t)
@@ -604,9 +654,15 @@ class PersonalProtocol(Protocol):
         a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
                                      ("--personal-answer",), {"questions": len(unit.questions)})
         t = time.monotonic()
+        prompt = self.answer_prompt(ctx.protocol_setup)
+        model_answers = agent_class(cell.agent, ctx.command_agents).needs_model
+        due = sum(1 for r in release.values() if r.kept or prompt.no_memories is None) if model_answers else None
         a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
                                            a_channel, export=None, required_paths=(), arm=ISOLATED,
-                                           pre_session=lambda sandbox: [isolation_proof(sandbox, ALLOWED_IN_ANSWER)]),
+                                           pre_session=lambda sandbox: [isolation_proof(sandbox, ALLOWED_IN_ANSWER)],
+                                           # a model answerer offline: the scripted model reads the prompt's memories
+                                           model_script={"mode": "answer", "item": prompt.item_pattern()}
+                                           if prompt is not None else None, requests_due=due),
                       attempt)
         wait_for_removals([a.remover])
         step("answer", t)
@@ -616,7 +672,12 @@ class PersonalProtocol(Protocol):
         fields = {**session_fields(a), "bundle_digest": b_answer.digest}
         if not a.decision.admitted:
             return Answers(fields)
-        return Answers(fields, answers_of(a.transcript), release)
+        asked = None
+        if model_answers:
+            asked = {"name": prompt.name, "sha256": prompt.sha256, "source": prompt.source, "model": a.transcript.model,
+                     "settings": dict(prompt.settings),
+                     "asked": sum(1 for e in a.transcript.events if e["type"] == "answer" and e.get("asked"))}
+        return Answers(fields, answers_of(a.transcript), release, prompt=asked)
 
     def submission_answers(self, ctx: TrialContext, cell: CellSpec, attempt: int, unit: Unit,
                            store: tuple[Entry, ...], phases: dict, proofs: list[dict], step, cell_dir: Path,

@@ -1,0 +1,100 @@
+"""The personal protocol's model answerer (`answerer`): a model answers each question from the records the search
+released to it, asked with the hosted benchmark's own answer prompt (units.personal.AnswerPrompt: Memora's agent
+track), or memgrid's documented default for generated persons.
+
+The protocol renders each question's request on the controller (the prompt's text is the benchmark's, byte for
+byte, and its digest is recorded per cell); the isolated answer container holds those requests and nothing else,
+and `memgrid-answerer` sends them through the cell's model gateway as OpenAI-compatible chat completions. The gateway
+holds the key (the container a placeholder) and records every request and its usage, which the ledger's tokens and
+cost are read from. Offline, `--model scripted` answers from the memories each prompt lists (the scripted model
+server's answer mode).
+"""
+
+from dataclasses import dataclass
+
+from runner.agents.base import Agent, Transcript, ending_of, record_truncation
+from runner.agents.model_cli import gateway_usage
+from runner.env.images import ImageRef, ensure_derived
+from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
+from runner.env.sandbox import Sandbox
+from runner.errors import SpecError, UserError
+from runner.results.costs import Price, price_for
+
+API = "chat"  # env.model_endpoint.APIS: the gateway admits POST /v1/chat/completions alone
+REQUESTS = "agent/model_requests.jsonl"  # in the answer bundle: one rendered request (or fixed answer) per question
+
+
+@dataclass(frozen=True)
+class AnswererSetup:
+    """The grid's answer model, checked before any cell runs: its id, price and the sidecars' image."""
+    model: str
+    price: Price
+    model_image: ImageRef
+
+    def inputs(self) -> dict[str, str]:
+        """What defines the agent's cells beyond their coordinates (part of their ids)."""
+        return {"model": self.model, "model_image": self.model_image.id}
+
+    def lock_entries(self) -> dict:
+        return {"answerer": {"model": self.model, "api": API, "scripted": self.model == SCRIPTED,
+                             "model_image": {"tag": self.model_image.tag, "id": self.model_image.id}},
+                "prices": {self.model: vars(self.price)}}
+
+
+class ModelAnswerAgent(Agent):
+    name = "answerer"
+    needs_model = True
+    protocols = ("personal",)
+    turn_cap = False  # one request per question, no session to stop at a turn: a max_turns cap is refused by name
+    api = API
+
+    def __init__(self, setup):
+        super().__init__(setup)
+        self.endpoint_env = setup.endpoint.sandbox_env()
+
+    @classmethod
+    def prepare_grid(cls, client, grid, grid_path, images, arm_images: dict, log=print) -> AnswererSetup:
+        if not grid.model:
+            raise SpecError(grid_path, "model", f"is missing: the {cls.name} agent needs a model",
+                            "add model: scripted (the offline scripted model server, no spend) or a real model id, or "
+                            "pass --model")
+        price = price_for(grid.model, grid.prices, grid_path)
+        if grid.model != SCRIPTED and not live_api_key(API):
+            raise UserError(f"model {grid.model}: {ModelEndpoint.key_env(API)} is not set: fix: export it in the shell "
+                            "that runs memgrid (it reaches only the model gateway sidecar, never the answer container "
+                            "or the run folder), or run --model scripted")
+        if grid.model == SCRIPTED:
+            log(f"{cls.name} answers on the scripted model server: offline, no spend")
+        return AnswererSetup(grid.model, price, ensure_derived(client, "model", images.base, log))
+
+    @classmethod
+    def open_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int,
+                      script: dict | None = None, max_output_tokens: int | None = None) -> ModelEndpoint:
+        """The cell's own network with the gateway (and, offline, the scripted model answering as `script` says)."""
+        endpoint = ModelEndpoint(client, run_setup.model_image.tag, run_id, cell.cell_id, run_setup.model,
+                                 script if run_setup.model == SCRIPTED else None, (), max_output_tokens,
+                                 guard_image=images.base.tag, api=API)
+        endpoint.open_network(attempt)
+        return endpoint
+
+    def cost(self, usage) -> float | None:
+        return self.setup.run_setup.price.cost(usage)
+
+    def read_gateway(self, transcript: Transcript, gateway: list[dict]) -> None:
+        """The tokens are the gateway's record of every reply's usage, outside the container."""
+        transcript.usage = gateway_usage(gateway, API)
+
+    def run(self, sandbox: Sandbox, prompt: str) -> Transcript:
+        transcript = Transcript(agent=self.name, model=self.setup.run_setup.model)
+        seconds = self.setup.agent_seconds
+        result = sandbox.exec(["memgrid-answerer"], timeout=seconds, workdir="/sandbox", env=self.endpoint_env)
+        transcript.add_printed(result.stdout)
+        record_truncation(transcript, result)
+        transcript.ended = ending_of(result, seconds)
+        if result.exit_code != 0:  # a request that failed: its error is in the transcript and the gateway's record
+            transcript.is_error = True
+            transcript.error = (f"memgrid-answerer timed out after {seconds}s" if transcript.ended == "timeout"
+                                else f"memgrid-answerer exited {result.exit_code}: "
+                                     f"{[e.get('error') for e in transcript.events if e['type'] == 'model_error'][:1]}"
+                                     f"{result.stderr.strip()[-300:]}")
+        return transcript
