@@ -91,6 +91,9 @@ def test_grid_check_prints_the_runs_shape_without_an_engine(monkeypatch, capsys)
         "agent pairs x 1 seed(s)",
         "images it builds on its first run (reused after): memgrid-base, memgrid-sandbox, memgrid-checker, "
         "memgrid-arm-recall"]
+    # a model agent's images: its CLI's layer and the gateway's sidecars
+    code, out, err = memgrid(["grid", "--check", "--agent", "claude-code", "--model", "scripted"], monkeypatch, capsys)
+    assert code == 0 and out.splitlines()[-1].endswith("memgrid-arm-recall, memgrid-claude-code, memgrid-model"), out + err
     # a problem a run would meet is its usual one line
     code, out, err = memgrid(["grid", "--check", "--arms", "bare,nosuch"], monkeypatch, capsys)
     assert code == 2 and err.startswith("memgrid: (command line): --arms: names unknown arm 'nosuch'"), out + err

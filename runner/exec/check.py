@@ -6,6 +6,7 @@ and no engine is needed: a spec can be checked on any machine before it is sent 
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.agents.registry import agent_class, cli_agents
 from runner.env.images import arm_image_needed
 from runner.exec.executors import ExecutorSettings, executor_class
 from runner.exec.job import check_inputs
@@ -61,6 +62,10 @@ def check_spec(grid: GridSpec, grid_path: Path, root: Path, run_id: str | None =
     images = [*CORE_IMAGES, *sorted(f"memgrid-arm-{b.name}" for b in builds.values() if arm_image_needed(b.root))]
     if any(p.embedder == "shared" for p in runs_on.values()):
         images.append("memgrid-embedder")
+    agents = {a: agent_class(a, checked.command_agents) for a in grid.agents}
+    images += sorted(f"memgrid-{a}" for a, cls in agents.items() if cls in cli_agents())  # each CLI's layer
+    if any(cls.needs_model for cls in agents.values()):  # the gateway and the scripted model's sidecars
+        images.append("memgrid-model")
     cells = grid.seeds * len(pairs) * len(played)
     return GridCheck(cells, len(pairs), len(played), grid.seeds, tuple(images), tuple(problems))
 
