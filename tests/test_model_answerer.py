@@ -134,3 +134,59 @@ def test_the_gate_refuses_an_answer_container_with_a_way_out_or_a_request_gone_m
     assert not gate.model_reached_proof([]).passed  # a CLI's session, no count due: no request is still a failure
     assert gate.tools_visible_proof([answered], []).passed
     assert not gate.tools_visible_proof([answered], ["Read"]).passed
+
+
+PRICES = {"test-live": {"input": 2.0, "output": 8.0, "cache_read": 0.5, "cache_creation": 2.0, "as_of": "2026-12-01",
+                        "source": "test prices (a provider's published shape)"}}
+KEY = "sk-test-answerer-" + "5e" * 12
+
+
+@pytest.mark.docker
+def test_a_live_shaped_model_is_sent_memoras_own_prompt_and_a_budget_stops_the_run(engine, images, memora_project,
+                                                                                     tmp_path, run_id, no_leftovers,
+                                                                                     monkeypatch):
+    """A model server this test owns stands in for a live provider: the gateway puts the key on each request, the
+    server records a digest of the messages it was shown, and each equals the digest of the messages Memora's
+    generate_answer sends for that question and the records released to it. A budget below the run's first cell's
+    cost stops the run after it, with the stop recorded; the key is in no file of the run."""
+    import hashlib
+    import io
+    import shutil
+    import tarfile
+
+    from conftest import files_holding, model_upstream
+    from runner.exec.job import run_grid
+    from runner.plan.spec import grid_from_dict
+
+    for arm in ("bare", "oracle_memory"):
+        shutil.copytree(REPO / "arms" / arm, memora_project / "arms" / arm)
+    spec = {"name": "ma-live", "protocol": "personal", "suite": "memora", "tasks": ["test_baker", "test_pilot"],
+            "arms": ["oracle_memory"], "agents": ["answerer"], "model": "test-live", "prices": PRICES, "seeds": 1,
+            "conditions": ["weekly"]}
+    with model_upstream(engine, images, run_id, {"mode": "answer", "item": ANSWER_PROMPT.item_pattern()}) as (up, url):
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", url)
+        outcome = run_grid(grid_from_dict({**spec, "budget_usd": 0.0001}, tmp_path / "grid.yaml"), tmp_path / "grid.yaml",
+                           root=memora_project, run_id=run_id, runs_dir=tmp_path / "runs", concurrency=1,
+                           progress=False, log=lambda m: None)
+        stream, _ = up.get_archive("/srv/record/requests.jsonl")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            seen = [json.loads(line) for line in tar.extractfile("requests.jsonl").read().splitlines()]
+    run = tmp_path / "runs" / run_id
+    lock = json.loads((run / "run.json").read_text())
+    rows = [json.loads(line) for line in (run / "ledger.jsonl").read_text().splitlines()]
+    # the first cell runs to learn the price; its cost passes the budget, so the second never starts
+    assert len(lock["budget_stops"]) == 1 and lock["budget_stops"][0]["cells_left"] == 1, lock.get("budget_stops")
+    (row,) = [r for r in rows if r["final"]]
+    assert row["admitted"] and row["cost_usd"] > 0.0001 and outcome.unfinished == 1  # a resume with more runs it
+    # what reached the provider is Memora's own request, question by question
+    hosted = HostedSuite("memora", "memora")
+    unit = hosted.source().personal_unit(hosted.folder(memora_project), row["task"], "weekly")
+    texts = {r.id: r.text for r in unit.records}
+    verdict = json.loads((run / "cells" / row["cell_id"] / "verdict.json").read_text())["questions"]
+    expected = sorted(hashlib.sha256(json.dumps(ANSWER_PROMPT.request("test-live", q["text"], [texts[i] for i in
+                                                                                              q["released"]])["messages"],
+                                                sort_keys=True).encode()).hexdigest() for q in verdict if q["released"])
+    assert expected and sorted(e["messages_sha256"] for e in seen if e.get("step") == "answer") == expected
+    assert {e["api_key"] for e in seen} == {"injected"}
+    assert files_holding(run, KEY)[0] == []

@@ -175,6 +175,24 @@ def test_the_estimate_from_a_scripted_run_reads_its_requests_as_a_caching_provid
     assert e.usd_high == pytest.approx(4 * (60_000 * 3.75 + 2000 * 15) / 1e6)
 
 
+def test_the_estimate_reads_requests_that_stand_alone_as_fresh_input(tmp_path, monkeypatch):
+    """The personal protocol's answerer sends one request per question, none resending another: no prompt cache to
+    read from, so the scripted run's input is fresh input at every end of the range (here the coding cells' agent is
+    made to declare the same, so the same rows price the other way)."""
+    from runner.agents.claude_code import ClaudeCodeAgent
+    from runner.plan.estimate import estimate
+
+    _scripted_source(tmp_path / "runs")
+    monkeypatch.setattr(ClaudeCodeAgent, "independent_requests", True)
+    grid = grid_from_dict({**GRID, "model": "test-live", "prices": PRICES}, Path("(test grid)"))
+    e = estimate(grid, Path("(test grid)"), REPO, tmp_path / "runs", allowance=1000)
+    assert e.tokens == {"fresh_input": 4 * 60_000, "cache_read": 0, "cache_creation": 0, "output": 4 * 1000}
+    assert e.usd == pytest.approx(4 * (60_000 * 3.0 + 1000 * 15) / 1e6)
+    assert (e.usd_low, e.usd_high) == (pytest.approx(4 * (60_000 * 3.0 + 400 * 15) / 1e6),
+                                       pytest.approx(4 * (60_000 * 3.0 + 2000 * 15) / 1e6))
+    assert "each answer request's, as fresh input" in e.source and "prompt caching" not in e.source
+
+
 def test_grid_estimate_prints_tokens_usd_and_its_source_and_refuses_a_free_model(tmp_path):
     import subprocess
     import sys

@@ -46,6 +46,7 @@ class ModelAnswerAgent(Agent):
     needs_model = True
     protocols = ("personal",)
     turn_cap = False  # one request per question, no session to stop at a turn: a max_turns cap is refused by name
+    independent_requests = True  # a request per question, none resending another's
     api = API
 
     def __init__(self, setup):

@@ -137,6 +137,9 @@ class Agent:
     # required_tools_listed proofs require of a session under an arm with a server of its own: under an agent that
     # does not, every such cell would be discarded mcp_server_failed, so the grid is refused.
     mcp_client: ClassVar[bool] = False
+    # Whether each of its model requests stands alone (the answerer's, one per question) rather than resending a
+    # session's growing history: an estimate then reads none of their input from a provider's prompt cache.
+    independent_requests: ClassVar[bool] = False
 
     def __init__(self, setup: SessionSetup):
         self.setup = setup

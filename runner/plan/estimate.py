@@ -9,7 +9,8 @@ The tokens come from an earlier run of the same cells (matched by task, arm, con
   pays every input token at the dearer of fresh input and cache write (no cache hit). The scripted model's
   answers are not a live model's: output is the stated allowance per cell, at least what the scripted
   session's own tool calls took (the low end); the high end is the cell's output cap when limits set one,
-  else twice the allowance.
+  else twice the allowance. An agent whose requests stand alone (the personal protocol's answerer: one request
+  per question, no history resent) reads nothing from cache: its input is fresh input at every end of the range.
 A planned cell the source run lacks is costed at the mean of the source's cells of the same arm.
 """
 
@@ -117,6 +118,7 @@ def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: i
     tokens = dict.fromkeys(CLASSES, 0.0)
     usd = low = high = 0.0
     matched = 0
+    chained = independent = False  # which kinds of model requests the estimate read
     for key in planned:
         if key in rows:
             matched += 1
@@ -136,21 +138,32 @@ def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: i
                     tokens[c] += share * (r[f"tokens_{c}"] or 0)
                 usd, low, high = usd + share * cost, low + share * min(costs), high + share * max(costs)
                 continue
-            requests = _scripted_requests(source_run, r)
-            read, write = _cached_split(requests)
             acted = r["tokens_output"] or 0  # what the scripted session's own tool calls and replies took
             output = max(allowance, acted)
+            out_high = max(cap if cap is not None else 2 * allowance, acted)
+            tokens["output"] += share * output
+            if agent_class(r["agent"], grid.command_agents).independent_requests:
+                fresh = sum(r[f"tokens_{c}"] or 0 for c in ("fresh_input", "cache_read", "cache_creation"))
+                tokens["fresh_input"] += share * fresh
+                usd += share * price.cost_of(fresh, 0, 0, output)
+                low += share * price.cost_of(fresh, 0, 0, acted)
+                high += share * price.cost_of(fresh, 0, 0, out_high)
+                independent = True
+                continue
+            requests = _scripted_requests(source_run, r)
+            read, write = _cached_split(requests)
             tokens["cache_read"] += share * read
             tokens["cache_creation"] += share * write
-            tokens["output"] += share * output
             dear, cheap = max(price.input, price.cache_creation), min(price.input, price.cache_creation)
-            out_high = max(cap if cap is not None else 2 * allowance, acted)
             usd += share * price.cost_of(0, read, write, output)
+            chained = True
             # at best every request after the first reads all of its prompt from cache; at worst none does
             low += share * (requests[0] * cheap + (sum(requests) - requests[0]) * price.cache_read + acted * price.output) / 1e6
             high += share * (sum(requests) * dear + out_high * price.output) / 1e6
+    read_as = [*(["a session's, read as a provider with prompt caching would"] if chained else []),
+               *(["each answer request's, as fresh input (they stand alone)"] if independent else [])]
     kind = (f"live run {source_run.name} of {grid.model}" if live else
-            f"scripted-model run {source_run.name} (input tokens as the CLI sent them, read as a provider with prompt "
-            f"caching would; output: an allowance of {allowance:,} tokens per cell)")
+            f"scripted-model run {source_run.name} (input tokens as the agent sent them: {'; '.join(read_as)}; "
+            f"output: an allowance of {allowance:,} tokens per cell)")
     return Estimate(kind, len(planned), matched, {c: round(v) for c, v in tokens.items()}, round(usd, 4), round(low, 4),
                     round(high, 4), f"{price.as_of}, {price.source}")
