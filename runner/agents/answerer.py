@@ -13,12 +13,11 @@ server's answer mode).
 from dataclasses import dataclass
 
 from runner.agents.base import Agent, Transcript, ending_of, record_truncation
-from runner.agents.model_cli import gateway_usage
+from runner.agents.model_cli import gateway_usage, model_price
 from runner.env.images import ImageRef, ensure_derived
-from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
+from runner.env.model_endpoint import SCRIPTED, ModelEndpoint
 from runner.env.sandbox import Sandbox
-from runner.errors import SpecError, UserError
-from runner.results.costs import Price, price_for
+from runner.results.costs import Price
 
 API = "chat"  # env.model_endpoint.APIS: the gateway admits POST /v1/chat/completions alone
 REQUESTS = "agent/model_requests.jsonl"  # in the answer bundle: one rendered request (or fixed answer) per question
@@ -55,18 +54,8 @@ class ModelAnswerAgent(Agent):
 
     @classmethod
     def prepare_grid(cls, client, grid, grid_path, images, arm_images: dict, log=print) -> AnswererSetup:
-        if not grid.model:
-            raise SpecError(grid_path, "model", f"is missing: the {cls.name} agent needs a model",
-                            "add model: scripted (the offline scripted model server, no spend) or a real model id, or "
-                            "pass --model")
-        price = price_for(grid.model, grid.prices, grid_path)
-        if grid.model != SCRIPTED and not live_api_key(API):
-            raise UserError(f"model {grid.model}: {ModelEndpoint.key_env(API)} is not set: fix: export it in the shell "
-                            "that runs memgrid (it reaches only the model gateway sidecar, never the answer container "
-                            "or the run folder), or run --model scripted")
-        if grid.model == SCRIPTED:
-            log(f"{cls.name} answers on the scripted model server: offline, no spend")
-        return AnswererSetup(grid.model, price, ensure_derived(client, "model", images.base, log))
+        return AnswererSetup(grid.model, model_price(cls.name, API, grid, grid_path, log),
+                             ensure_derived(client, "model", images.base, log))
 
     @classmethod
     def open_endpoint(cls, client, run_setup, images, run_id: str, cell, task, arm, memory, attempt: int,

@@ -32,6 +32,22 @@ def ended(error_class: str | None, exit_code: int | None) -> str:
         error_class, ENDED_EXIT_NONZERO if error_class == "no_result" and exit_code else ENDED_ERROR)
 
 
+def model_price(agent: str, api: str, grid, grid_path, log=print) -> Price:
+    """The grid's model, checked for an agent that needs one (named; a live one priced and its key set), and its price."""
+    if not grid.model:
+        raise SpecError(grid_path, "model", f"is missing: the {agent} agent needs a model",
+                        "add model: scripted (the offline scripted model server, no spend) or a real model id, or pass --model")
+    price = price_for(grid.model, grid.prices, grid_path)
+    if grid.model != SCRIPTED and not live_api_key(api):
+        raise UserError(f"model {grid.model}: {ModelEndpoint.key_env(api)} is not set: fix: export it in the shell "
+                        "that runs memgrid (it reaches only the model gateway sidecar, never the sandbox or the run "
+                        "folder), or run --model scripted")
+    if grid.model == SCRIPTED:
+        log(f"{agent} runs on the scripted model server: offline, no spend (token counts are the server's estimates, "
+            "priced at 0)")
+    return price
+
+
 @dataclass(frozen=True)
 class ModelCliSetup:
     """A grid's setup of one CLI agent, checked before any cell runs."""
@@ -123,20 +139,10 @@ class ModelCliAgent(Agent):
     def prepare_grid(cls, client, grid, grid_path, images, arm_images: dict, log=print) -> ModelCliSetup:
         """Everything the grid's cells of this agent need: a model, its price (a live model without one is
         refused), a key for a live model, and the images."""
-        if not grid.model:
-            raise SpecError(grid_path, "model", f"is missing: the {cls.name} agent needs a model",
-                            "add model: scripted (the offline scripted model server, no spend) or a real model id, or pass --model")
         if grid.allow_hosts and grid.network != "allowlist":
             raise SpecError(grid_path, "allow_hosts", f"is set but network is '{grid.network}'",
                             "set network: allowlist, or remove allow_hosts")
-        price = price_for(grid.model, grid.prices, grid_path)
-        if grid.model != SCRIPTED and not live_api_key(cls.api):
-            raise UserError(f"model {grid.model}: {ModelEndpoint.key_env(cls.api)} is not set: fix: export it in the shell "
-                            "that runs memgrid (it reaches only the model gateway sidecar, never the sandbox or the run "
-                            "folder), or run --model scripted")
-        if grid.model == SCRIPTED:
-            log(f"{cls.name} runs on the scripted model server: offline, no spend (token counts are the server's "
-                "estimates, priced at 0)")
+        price = model_price(cls.name, cls.api, grid, grid_path, log)
         model_image = ensure_derived(client, "model", images.base, log)
         bases = [images.sandbox, *arm_images.values()]
         agent_images = {b.id: cls.ensure_image(client, b, log) for b in bases}
