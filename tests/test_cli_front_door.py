@@ -89,7 +89,7 @@ def test_grid_check_prints_the_runs_shape_without_an_engine(monkeypatch, capsys)
     assert out.splitlines() == [
         f"{REPO}/runner/defaults/default.yaml: checked, nothing run: 420 cells = 60 unit x condition pairs x 7 arm x "
         "agent pairs x 1 seed(s)",
-        "images it builds on its first run (reused after): memgrid-base, memgrid-sandbox, memgrid-checker, "
+        "images it needs (each built by the first run that lacks it, reused after): memgrid-base, memgrid-sandbox, memgrid-checker, "
         "memgrid-arm-recall"]
     # a model agent's images: its CLI's layer and the gateway's sidecars
     code, out, err = memgrid(["grid", "--check", "--agent", "claude-code", "--model", "scripted"], monkeypatch, capsys)

@@ -22,13 +22,13 @@ class GridCheck:
     pairs: int  # (unit, condition) pairs a seed runs
     played: int  # arm x agent pairs the protocol plays
     seeds: int
-    images: tuple[str, ...]  # built on the first run, reused after
+    images: tuple[str, ...]  # what its cells run in: built by the first run that lacks one, reused after
     problems: tuple[str, ...]  # one line each: what gets no cell, and the fix
 
     def lines(self, grid_path: Path) -> list[str]:
         return [f"{grid_path}: checked, nothing run: {self.cells} cells = {self.pairs} unit x condition pairs x "
                 f"{self.played} arm x agent pairs x {self.seeds} seed(s)",
-                f"images it builds on its first run (reused after): {', '.join(self.images)}"]
+                f"images it needs (each built by the first run that lacks it, reused after): {', '.join(self.images)}"]
 
 
 def check_spec(grid: GridSpec, grid_path: Path, root: Path, run_id: str | None = None, concurrency: int = 1) -> GridCheck:
