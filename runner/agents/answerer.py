@@ -82,9 +82,8 @@ class ModelAnswerAgent(Agent):
         record_truncation(transcript, result)
         transcript.ended = ending_of(result, seconds)
         if result.exit_code != 0:  # a request that failed: its error is in the transcript and the gateway's record
+            failed = next((e.get("error") for e in transcript.events if e["type"] == "model_error"), None)
             transcript.is_error = True
-            transcript.error = (f"memgrid-answerer timed out after {seconds}s" if transcript.ended == "timeout"
-                                else f"memgrid-answerer exited {result.exit_code}: "
-                                     f"{[e.get('error') for e in transcript.events if e['type'] == 'model_error'][:1]}"
-                                     f"{result.stderr.strip()[-300:]}")
+            transcript.error = (f"memgrid-answerer timed out after {seconds}s" if transcript.ended == "timeout" else
+                                f"memgrid-answerer exited {result.exit_code}: {failed or result.stderr.strip()[-300:]}")
         return transcript
