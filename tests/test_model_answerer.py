@@ -2,7 +2,9 @@
 the records the search released, with the hosted benchmark's own answer prompt (Memora's agent track, byte for byte)
 through the cell's model gateway; offline, the scripted model answers from the memories the prompt lists."""
 
+import hashlib
 import json
+import re
 
 import pytest
 import yaml
@@ -14,7 +16,9 @@ from runner.plan.grid import CellSpec
 from runner.plan.spec import load_all_arms, load_grid
 from runner.protocols.personal.protocol import DEFAULT_ANSWER_PROMPT, PersonalSetup
 from runner.protocols.registry import PROTOCOLS
-from runner.sources.memora import ANSWER_PROMPT
+from runner.sources import memora
+from runner.sources.memora import ANSWER_PROMPT, HISTORY_PROMPT, Session
+from runner.units.personal import Question
 from runner.sources.registry import HostedSuite
 
 from conftest import REPO
@@ -26,7 +30,8 @@ def test_memoras_answer_request_is_the_one_its_generate_answer_sends():
     """Written out from evals/agent_eval/memory_to_answer.py (generate_answer): the f-string's system prompt with the
     8 spaces of its blank line, each memory numbered with its relevance (0.00: memgrid's records carry no score), the
     model's sampling as Memora sets it."""
-    body = ANSWER_PROMPT.request("gpt-x", "Where do I live?", ["user: I moved to {Lyon}.\nassistant: Nice!", "b"])
+    body = ANSWER_PROMPT.request("gpt-x", ask("Where do I live?"), [said("user: I moved to {Lyon}.\nassistant: Nice!"),
+                                                                     said("b")])
     assert body == {
         "model": "gpt-x", "max_tokens": 500, "temperature": 0.7,
         "messages": [
@@ -42,12 +47,56 @@ def test_memoras_answer_request_is_the_one_its_generate_answer_sends():
                                         "2. b (relevance: 0.00)\n\nPlease provide a helpful answer based on these "
                                         "memories."}]}
     # no memory: Memora answers its fixed line and asks no model; memgrid's default asks anyway
-    assert ANSWER_PROMPT.request("gpt-x", "Where?", []) is None
-    assert DEFAULT_ANSWER_PROMPT.request("m", "Where?", [])["messages"][1]["content"].startswith("Question: Where?")
+    assert ANSWER_PROMPT.request("gpt-x", ask("Where?"), []) is None
+    assert DEFAULT_ANSWER_PROMPT.request("m", ask("Where?"), [])["messages"][1]["content"].startswith("Question: Where?")
     # the prompt's identity is its text and settings, not the model asked
     assert ANSWER_PROMPT.sha256 != DEFAULT_ANSWER_PROMPT.sha256
-    import re
-    assert re.findall(ANSWER_PROMPT.item_pattern(), body["messages"][1]["content"], re.M) == ["1. ", "2. "]
+    assert re.findall(ANSWER_PROMPT.reading()["item"], body["messages"][1]["content"], re.M) == ["1. ", "2. "]
+
+
+def ask(text: str) -> Question:
+    return Question("q1", "remembering", text, (), 9, (), (), ())
+
+
+def said(text: str, session: int = 1, turns=()) -> Session:
+    return Session(f"r{session}", "p", session, f"2025-06-0{session}", text, "", "", tuple(turns))
+
+
+def test_memoras_model_track_request_is_the_one_its_prompt_builder_sends():
+    """Written out from evals/model_eval/model_based_evaluator.py (PromptBuilder): the history oldest session first,
+    each under "## Session N - date", the assistant's turns alone (its code labels speaker "user", which the released
+    sessions never name: they say user_agent), the question after it; temperature 0.7, no max_tokens."""
+    records = [said("", 2, [("user", "I now bake with spelt."), ("assistant", "Spelt it is.")]),
+               said("", 1, [("user", "I bake rye."), ("assistant", "Rye noted."), ("assistant", "Anything else?")])]
+    body = HISTORY_PROMPT.request("m", ask("What flour do I use?"), records)
+    assert {k: v for k, v in body.items() if k != "messages"} == {"model": "m", "temperature": 0.7}
+    system, user = (m["content"] for m in body["messages"])
+    assert system.startswith("You are an AI assistant with memory capabilities. The conversation history below "
+                             "contains ALL your previous conversations with this user - this history is PROVIDED TO "
+                             "YOU in this prompt.\n\nYour task is") and "IMPORTANT: Today's date" not in system
+    assert system.endswith("\n9. Do not make up information that wasn't in the conversations")
+    assert user == ("# Conversation History\nThe following contains all your previous conversations with this user, "
+                    "in chronological order:\n\n\n\n## Session 1 - 2025-06-01\n\nAssistant: Rye noted.\nAssistant: "
+                    "Anything else?\n\n\n## Session 2 - 2025-06-02\n\nAssistant: Spelt it is.\n\n\n---\n\n"
+                    "# Current Question\nUser: What flour do I use?\n\nBased on the conversation history above, please "
+                    "provide your answer:")
+    assert HISTORY_PROMPT.request("m", ask("Q?"), []) is not None  # no record: the model is asked all the same
+    assert HISTORY_PROMPT.sha256 not in (ANSWER_PROMPT.sha256, DEFAULT_ANSWER_PROMPT.sha256)
+    assert re.findall(HISTORY_PROMPT.reading()["item"], user, re.M) == ["## Session "] * 2
+    assert re.search(HISTORY_PROMPT.reading()["question"], user, re.S).group(1) == "What flour do I use?"
+
+
+def test_memgrid_knows_when_memoras_model_track_would_cut_the_history():
+    """get_model_context_limit's figures (a token per 4 characters, its table, its fallbacks, its 200,000 cap), and
+    the two places its code cuts: the context over the model's budget, or the prompt over the model's whole window."""
+    assert [memora.context_budget(m) for m in ("scripted", "qwen/qwen3-32b", "gpt-4o", "anthropic/claude-sonnet-4.5",
+                                               "claude-3-haiku")] == [None, 18_672, 79_600, 200_000, 130_000]
+    week = [said("", n, [("assistant", "x" * 40_000)]) for n in range(1, 9)]  # 80,000 tokens of history
+    assert HISTORY_PROMPT.cut("scripted", ask("Q?"), week) is None
+    assert HISTORY_PROMPT.cut("anthropic/claude-sonnet-4.5", ask("Q?"), week) is None
+    assert "its context limit for qwen/qwen3-32b is 18,672 tokens" in HISTORY_PROMPT.cut("qwen/qwen3-32b", ask("Q?"),
+                                                                                         week)
+    assert "over 200,000" in HISTORY_PROMPT.cut("scripted", ask("Q?"), week * 11)  # any model: its cap
 
 
 def spec(tmp_path, **fields):
@@ -58,14 +107,20 @@ def spec(tmp_path, **fields):
     return load_grid(path), path
 
 
-def test_a_model_answerer_is_refused_where_its_prompt_would_not_be_the_benchmarks(memora_project, tmp_path):
+def test_a_model_answerer_is_refused_where_its_prompt_would_not_be_the_benchmarks(memora_project, tmp_path,
+                                                                                    monkeypatch):
     arms = load_all_arms(REPO)
-    grid, path = spec(tmp_path, arms=["bare", "oracle_memory"])
-    PROTOCOL.check(grid, path, arms, {"answerer": ModelAnswerAgent})  # memory arms: Memora's agent-track prompt
-    grid, path = spec(tmp_path, arms=["bare", "full_context"])
-    with pytest.raises(SpecError, match=r"arms: names 'full_context', which hands the answerer every record, but memora's "
-                                        r"answer prompt is for memories a search returned .* fix: drop full_context"):
+    grid, path = spec(tmp_path, arms=["bare", "oracle_memory", "full_context"])
+    PROTOCOL.check(grid, path, arms, {"answerer": ModelAnswerAgent})  # the agent track's prompt, and the model track's
+    # a model whose window Memora's code would cut the history to fit: refused, never sent whole as if it were Memora's
+    monkeypatch.setitem(memora.CONTEXT_LIMITS, "tiny-model", 400)
+    grid, path = spec(tmp_path, arms=["bare", "full_context"], model="tiny-model")
+    with pytest.raises(SpecError, match=r"arms: names 'full_context', but memora's whole-history track would cut "
+                                        r"test_baker's weekly history for model tiny-model \(the history is .* tokens, "
+                                        r"over 400\).* fix: drop full_context or period weekly"):
         PROTOCOL.check(grid, path, arms, {"answerer": ModelAnswerAgent})
+    PROTOCOL.check(*spec(tmp_path, arms=["bare", "oracle_memory"], model="tiny-model"), arms,
+                   {"answerer": ModelAnswerAgent})  # the agent track's prompt is never cut
     grid, path = spec(tmp_path, model=None)
     with pytest.raises(SpecError, match=r"model: is missing: the answerer agent needs a model"):
         ModelAnswerAgent.prepare_grid(None, grid, path, None, {})
@@ -91,14 +146,14 @@ def test_the_scripted_model_answers_a_memora_persona_through_the_gateway(engine,
                        protocol_setup=PersonalSetup(None, HostedSuite("memora", "memora")), root=memora_project,
                        agent_setups={"answerer": setup})
     results, rows = {}, {}
-    for arm in ("bare", "oracle_memory"):
+    for arm in ("bare", "oracle_memory", "full_context"):
         row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", arm, 0, "weekly", "answerer", f"{arm}-baker", 0), 1)
         assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
         results[arm], rows[arm] = json.loads(row.result), row
-    for arm, result in results.items():  # each cell records the prompt it was asked with: Memora's own
+    for arm, result in results.items():  # each cell records the prompt it was asked with: Memora's own, by track
+        own = HISTORY_PROMPT if arm == "full_context" else ANSWER_PROMPT
         assert {k: result["answer_prompt"][k] for k in ("name", "sha256", "model", "settings")} == {
-            "name": "memora-agent-track", "sha256": ANSWER_PROMPT.sha256, "model": "scripted",
-            "settings": {"max_tokens": 500, "temperature": 0.7}}
+            "name": own.name, "sha256": own.sha256, "model": "scripted", "settings": dict(own.settings)}
     # bare released nothing: Memora's fixed line, no model asked, no token spent
     assert results["bare"]["answer_prompt"]["asked"] == 0 and rows["bare"].tokens_output == 0
     assert {q["answer"] for q in verdict(tmp_path, "bare-baker")} == {ANSWER_PROMPT.no_memories}
@@ -113,6 +168,21 @@ def test_the_scripted_model_answers_a_memora_persona_through_the_gateway(engine,
     answers = {q["question"]: q["answer"] for q in verdict(tmp_path, "oracle_memory-baker")}
     assert "spelt" in answers["bake_kind_4"].lower()  # what the user said, read from the memories the prompt listed
     assert results["oracle_memory"]["fama"] > results["bare"]["fama"]
+    # the whole history: the model track's one request per question, the history as Memora lays it out (the
+    # assistant's turns), read by the scripted model
+    assert results["full_context"]["answer_prompt"]["asked"] == 2
+    hosted = HostedSuite("memora", "memora")
+    unit = hosted.source().personal_unit(hosted.folder(memora_project), "test_baker", "weekly")
+    # every record up to the question's date (each published question is asked after its period's last session)
+    released = {q["question"]: q["released"] for q in verdict(tmp_path, "full_context-baker")}
+    sent = [HISTORY_PROMPT.request("scripted", q, [r for r in unit.records if r.id in released[q.id]])["messages"]
+            for q in unit.questions]
+    seen = [json.loads(line) for line in (tmp_path / "run" / "cells" / "full_context-baker" / "answer" /
+                                          "model_requests.jsonl").read_text().splitlines()]
+    assert sorted(e["messages_sha256"] for e in seen) == sorted(
+        hashlib.sha256(json.dumps(m, sort_keys=True).encode()).hexdigest() for m in sent)
+    # Memora's layout shows its model the assistant's turns alone: the user's own words never reach it
+    assert "sourdough" in unit.records[0].text and not any("sourdough" in m[1]["content"] for m in sent)
 
 
 def test_the_gate_refuses_an_answer_container_with_a_way_out_or_a_request_gone_missing():
@@ -149,7 +219,6 @@ def test_a_live_shaped_model_is_sent_memoras_own_prompt_and_a_budget_stops_the_r
     server records a digest of the messages it was shown, and each equals the digest of the messages Memora's
     generate_answer sends for that question and the records released to it. A budget below the run's first cell's
     cost stops the run after it, with the stop recorded; the key is in no file of the run."""
-    import hashlib
     import io
     import shutil
     import tarfile
@@ -163,7 +232,7 @@ def test_a_live_shaped_model_is_sent_memoras_own_prompt_and_a_budget_stops_the_r
     spec = {"name": "ma-live", "protocol": "personal", "suite": "memora", "tasks": ["test_baker", "test_pilot"],
             "arms": ["oracle_memory"], "agents": ["answerer"], "model": "test-live", "prices": PRICES, "seeds": 1,
             "conditions": ["weekly"]}
-    with model_upstream(engine, images, run_id, {"mode": "answer", "item": ANSWER_PROMPT.item_pattern()}) as (up, url):
+    with model_upstream(engine, images, run_id, {"mode": "answer", **ANSWER_PROMPT.reading()}) as (up, url):
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", url)
         outcome = run_grid(grid_from_dict({**spec, "budget_usd": 0.0001}, tmp_path / "grid.yaml"), tmp_path / "grid.yaml",
@@ -182,11 +251,11 @@ def test_a_live_shaped_model_is_sent_memoras_own_prompt_and_a_budget_stops_the_r
     # what reached the provider is Memora's own request, question by question
     hosted = HostedSuite("memora", "memora")
     unit = hosted.source().personal_unit(hosted.folder(memora_project), row["task"], "weekly")
-    texts = {r.id: r.text for r in unit.records}
+    records, asked = {r.id: r for r in unit.records}, {q.id: q for q in unit.questions}
     verdict = json.loads((run / "cells" / row["cell_id"] / "verdict.json").read_text())["questions"]
-    expected = sorted(hashlib.sha256(json.dumps(ANSWER_PROMPT.request("test-live", q["text"], [texts[i] for i in
-                                                                                              q["released"]])["messages"],
-                                                sort_keys=True).encode()).hexdigest() for q in verdict if q["released"])
+    expected = sorted(hashlib.sha256(json.dumps(ANSWER_PROMPT.request("test-live", asked[q["question"]], [
+        records[i] for i in q["released"]])["messages"], sort_keys=True).encode()).hexdigest()
+                      for q in verdict if q["released"])
     assert expected and sorted(e["messages_sha256"] for e in seen if e.get("step") == "answer") == expected
     assert {e["api_key"] for e in seen} == {"injected"}
     assert files_holding(run, KEY)[0] == []

@@ -55,6 +55,9 @@ class ArmKind:
     ingests: ClassVar[bool] = False  # it has a store that the arm's own ingest writes
     memory: ClassVar[bool] = False  # it gets the shared memory instruction text
     prefetches: ClassVar[bool] = False  # the harness searches its server before the session
+    # It hands the agent every record, no search between: a benchmark's whole-history (long-context) track, which a
+    # benchmark's own code may ask its model otherwise than over the memories a search returned.
+    whole_history: ClassVar[bool] = False
     # A benchmark's submission: its own scripts build, search and answer (protocols/personal/submission.py), in the
     # personal protocol only, answered by the `submission` agent.
     submission: ClassVar[bool] = False
@@ -99,7 +102,7 @@ class FilesKind(ArmKind):
 
 class CorpusKind(ArmKind):
     name = "corpus"
-    reads_corpus = memory = True
+    reads_corpus = memory = whole_history = True
 
     def memory_entries(self, arm: ArmSpec, cell: CellMemory) -> list[Entry]:
         return [Entry(f"memory/{name}.md", text) for name, text in cell.memory.documents(cell.condition, cell.seed)]

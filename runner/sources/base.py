@@ -212,6 +212,9 @@ class SourceFormat:
     # personal: the benchmark's own prompt for a model answering from the memories a search released (its agent
     # track), asked by the `answerer` agent; None: a model answerer would not be the benchmark's, and is refused.
     answer_prompt: ClassVar[AnswerPrompt | None] = None
+    # personal: its own prompt for a model answering from the whole history (an arm of kind corpus, full_context: its
+    # model track); None: such an arm is refused beside a model answerer.
+    history_prompt: ClassVar[AnswerPrompt | None] = None
     # personal: published figures of one of its own scores (system -> (percent, whose figure it is)), the score and
     # pool they are (e.g. ("J (mem0)", "1-4")), and why they are not memgrid's: set beside each arm's in the report.
     published_own: ClassVar[dict[str, tuple[float, str]]] = {}

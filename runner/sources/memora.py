@@ -18,6 +18,7 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
@@ -28,7 +29,7 @@ import yaml
 from runner.digest import sha256_bytes
 from runner.errors import SpecError, UserError
 from runner.results.reward import RewardMapping
-from runner.units.personal import AnswerPrompt, Question, Record, SubQuestion, Unit
+from runner.units.personal import AnswerPrompt, MemoriesPrompt, Question, Record, SubQuestion, Unit
 from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
                                  new_suite_folder, read_provenance)
 
@@ -45,7 +46,7 @@ SESSION_FILE = re.compile(r"^session_(\d+)\.json$")
 # (the blank line after the first carries the f-string's 8 spaces of indentation), each memory as "N. text (relevance:
 # score)". memgrid's search releases records without a score, so each reads 0.00, as Memora's code writes a memory
 # that has none. With no memory, Memora answers its fixed line and asks no model.
-ANSWER_PROMPT = AnswerPrompt(
+ANSWER_PROMPT = MemoriesPrompt(
     name="memora-agent-track",
     system=("You are a helpful AI assistant with access to a user's personal memory system.\n        \n"
             "Your task is to answer questions based ONLY on the user's stored memories and preferences.\n\n"
@@ -61,6 +62,117 @@ ANSWER_PROMPT = AnswerPrompt(
     settings=(("max_tokens", 500), ("temperature", 0.7)),
     source="evals/agent_eval/memory_to_answer.py generate_answer, github.com/geniesinc/Memora at a649318",
     no_memories="I don't have enough information in my memory to answer this question accurately.")
+
+# Memora's model track (evals/model_eval/model_based_evaluator.py at a649318) asks its model each question over the
+# whole history instead: PromptBuilder's conversation context (every session, oldest first) and build_question_prompt's
+# system and user prompt, temperature 0.7 and no max_tokens (_evaluate_questions, api_client). Its date line is filled
+# from a question's `session_date`, which the released questions do not have (they carry question_date), so the
+# code sends none. Its context labels a turn "Assistant:" for speaker ai_agent and "User:" for speaker user: the
+# released sessions name the user user_agent, so the model is shown the assistant's turns alone. memgrid sends what
+# Memora's code sends, since that is what its Table 3 rows were asked (docs/benchmarks.md says so beside the track).
+HISTORY_SYSTEM = (
+    "You are an AI assistant with memory capabilities. The conversation history below contains ALL your previous "
+    "conversations with this user - this history is PROVIDED TO YOU in this prompt.\n\nYour task is to answer the "
+    "user's question based EXCLUSIVELY on the conversation history that is provided below. The conversation history "
+    "contains all the information you need to answer questions about the user's preferences, activities, goals, and "
+    "past interactions.\n\nCRITICAL INSTRUCTIONS:\n"
+    "1. The conversation history is PROVIDED IN THIS PROMPT - you have full access to it\n"
+    "2. Answer the question using ONLY information from the conversation history provided below\n"
+    "3. Do NOT say \"I don't have access\" or \"I cannot access\" - you DO have access because the history is right "
+    "here in this prompt\n"
+    "4. Extract relevant information from the conversation history and use it to answer the question\n"
+    "5. If you learned about user preferences, activities, content, or goals from the conversations below, use them in "
+    "your response\n"
+    "6. If information was mentioned in earlier conversations but later updated or deleted, use only the most recent "
+    "information\n"
+    "7. Be specific and reference relevant details from the conversations\n"
+    "8. If the conversation history doesn't contain enough information to answer the question, say so clearly (but do "
+    "NOT say you don't have access)\n"
+    "9. Do not make up information that wasn't in the conversations")
+HISTORY_HEADER = ("# Conversation History\nThe following contains all your previous conversations with this user, in "
+                  "chronological order:\n\n")
+HISTORY_USER = ("{context}\n\n---\n\n# Current Question\nUser: {question}\n\n"
+                "Based on the conversation history above, please provide your answer:")
+# Where Memora's code would cut the history to fit its model (get_model_context_limit, build_question_prompt), counting
+# a token per 4 characters as it does without tiktoken (an option its requirements leave commented out): its table of
+# the four models of Table 3, and its cap on any context.
+CONTEXT_LIMITS = {"google/gemini-3-pro-preview": 1_048_576, "gemini-3-pro-preview": 1_048_576,
+                  "openai/gpt-5.2": 400_000, "gpt-5.2": 400_000,
+                  "anthropic/claude-sonnet-4.5": 1_000_000, "claude-sonnet-4.5": 1_000_000,
+                  "qwen/qwen3-32b": 40_960, "qwen3-32b": 40_960}
+CONTEXT_CAP = 200_000
+# Its fallbacks for a model its table does not name, in its order: (a word in the name, the limit it then assumes).
+CONTEXT_FALLBACKS = (("gpt-5", 400_000), ("gpt-4", 128_000), ("gpt-3.5", 16_385), ("claude-sonnet-4", 1_000_000),
+                     ("claude", 200_000), ("gemini-3", 1_048_576), ("gemini", 1_000_000), ("qwen", 40_960))
+
+
+def tokens(text: str) -> int:
+    return len(text) // 4
+
+
+def table_limit(model: str) -> int | None:
+    """The model's context as Memora's table names it: exactly, or either name holding the other's."""
+    if model in CONTEXT_LIMITS:
+        return CONTEXT_LIMITS[model]
+    base = model.split("/")[-1]
+    return next((v for k, v in CONTEXT_LIMITS.items() if base in k or k in base), None)
+
+
+def context_budget(model: str) -> int | None:
+    """get_model_context_limit: the tokens its context may hold for this model (None: unknown, never cut for size)."""
+    limit = table_limit(model)
+    if limit is None:
+        base = model.split("/")[-1].lower()
+        limit = next((v for word, v in CONTEXT_FALLBACKS if word in base), None)
+    return (max(min(int(limit * 0.7) - 10_000, CONTEXT_CAP), 0) or None) if limit is not None else None  # 0: no cut
+
+
+@dataclass(frozen=True)
+class HistoryPrompt(AnswerPrompt):
+    """Memora's model track: the question after the whole history, laid out as its PromptBuilder lays it. memgrid
+    releases every record up to the question's date; Memora's code sends every session whatever the date, and each
+    published question is asked after its period's last session, so on its data the two are the same."""
+
+    def session_text(self, record: Record) -> str:
+        labels = {"assistant": "Assistant"}  # its "User:" label is for a speaker the released sessions never name
+        turns = [f"{labels[role]}: {message}" for role, message in record.turns() if role in labels]
+        return "\n".join([f"\n## Session {record.session} - {record.date}\n", *turns, ""])
+
+    def context(self, records: Sequence[Record]) -> str:
+        ordered = sorted(records, key=lambda r: r.session)
+        return "\n".join([HISTORY_HEADER, *(self.session_text(r) for r in ordered)])
+
+    def request(self, model: str, question: Question, records: Sequence[Record]) -> dict | None:
+        return self.body(model, self.user.format(context=self.context(records), question=question.text))
+
+    def reading(self) -> dict:
+        return {"item": r"^## Session ", "question": r"# Current Question\nUser: (.*?)\n\nBased on",
+                "statement": r"^(User|Assistant): "}
+
+    def fields(self) -> dict:
+        return {"header": HISTORY_HEADER, "layout": "memora model track: ## Session N - date, Assistant turns"}
+
+    def cut(self, model: str, question: Question, records: Sequence[Record]) -> str | None:
+        """Why Memora's code would not send this history whole to this model (it keeps the newest sessions that
+        fit), or None: it sends it whole, as memgrid does. memgrid does not reproduce the cut."""
+        budget = context_budget(model)
+        header = tokens(HISTORY_HEADER)
+        sessions = sum(tokens(self.session_text(r)) for r in records)
+        if budget is not None and header + sessions > budget - header:
+            return f"its context limit for {model} is {budget:,} tokens and the history is {header + sessions:,}"
+        context = tokens(self.context(records))
+        # its overhead: the system prompt and the user prompt's template after the context, which starts one newline in
+        overhead = tokens(self.system) + tokens(self.user.split("{context}\n", 1)[1].format(question=question.text))
+        limit = table_limit(model)
+        if context > CONTEXT_CAP or (limit is not None and overhead + context > limit):
+            return f"the history is {context:,} tokens, over {min(CONTEXT_CAP, limit or CONTEXT_CAP):,}"
+        return None
+
+
+HISTORY_PROMPT = HistoryPrompt(
+    name="memora-model-track", system=HISTORY_SYSTEM, user=HISTORY_USER, settings=(("temperature", 0.7),),
+    source="evals/model_eval/model_based_evaluator.py PromptBuilder, github.com/geniesinc/Memora at a649318")
+
 
 @dataclass(frozen=True)
 class Session(Record):
@@ -436,6 +548,7 @@ class MemoraFormat(SourceFormat):
     published_about = "remembering FAMA %"
     published_source = "Memora"
     answer_prompt = ANSWER_PROMPT
+    history_prompt = HISTORY_PROMPT
     about = "a checkout of github.com/geniesinc/Memora (or its data/ folder), hosted in the personal protocol"
     options = {"periods": "comma-separated periods to import (weekly, monthly, quarterly; default: every one in PATH).",
                "personas": "comma-separated personas to import (default: every one in PATH)."}

@@ -1,6 +1,7 @@
 """A person's records and the questions asked of them: what the personal protocol runs, whoever made them
 (memgrid's generator, protocols/personal/corpus.py, or a hosted benchmark's format under runner/sources/)."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from runner.digest import sha256_json
@@ -119,44 +120,69 @@ class AnswerJudgePrompt:
 
 @dataclass(frozen=True)
 class AnswerPrompt:
-    """How a model is asked one question over the memories released to it: a benchmark's own answer prompt as its
-    code sends it (Memora's agent track, `generate_answer`), or memgrid's documented default for generated persons.
-    `user` is filled with str.format (`{question}`, `{memories}`); each memory is `memory_line` filled with `{n}` (1
-    up) and `{memory}` (the record's text), joined by newlines. With no memory at all, `no_memories` is the answer and
-    no model is asked, as its publisher's code does; None: the model is asked anyway. The request is an OpenAI-
-    compatible chat completion (`settings` its sampling fields), the shape the publisher's code sends."""
+    """How a model is asked one question over the records released to it, as a benchmark's own code asks it (Memora's
+    agent track over the memories a search returned, its model track over the whole history) or memgrid's documented
+    default for generated persons. The request is an OpenAI-compatible chat completion, the shape the publishers'
+    code sends, `settings` its sampling fields sent as given. With no record at all, `no_memories` is the answer and no
+    model is asked, as its publisher's code does; None: the model is asked anyway."""
     name: str
     system: str
     user: str
-    memory_line: str
     settings: tuple[tuple[str, object], ...]  # ("max_tokens", 500), ("temperature", 0.7): sent as given
     source: str  # the file and commit it is copied from, or "memgrid"
     no_memories: str | None = None
 
-    def request(self, model: str, question: str, memories: list[str]) -> dict | None:
-        """The request body the publisher's code would send for this question and these memories; None when it sends
-        none (no memory, and `no_memories` answers)."""
-        if not memories and self.no_memories is not None:
-            return None
-        lines = "\n".join(self.memory_line.format(n=n, memory=m) for n, m in enumerate(memories, 1))
+    def request(self, model: str, question: Question, records: Sequence[Record]) -> dict | None:
+        """The request body the publisher's code would send for this question and these records; None when it sends
+        none (no record, and `no_memories` answers)."""
+        raise NotImplementedError
+
+    def reading(self) -> dict:
+        """How a reader of the request, the scripted model, finds its parts: `item` (a regular expression matching the
+        start of each record's part of the last user message), `question` (one whose group 1 is the question; absent:
+        the text before the first item) and `statement` (the lines that state what the person said)."""
+        raise NotImplementedError
+
+    def cut(self, model: str, question: Question, records: Sequence[Record]) -> str | None:
+        """Why the publisher's code would not send these records whole to this model (it would cut them to fit), or
+        None: it sends them whole, as memgrid does."""
+        return None
+
+    def body(self, model: str, user: str) -> dict:
         return {"model": model, "messages": [{"role": "system", "content": self.system},
-                                             {"role": "user", "content": self.user.format(question=question,
-                                                                                          memories=lines)}],
-                **dict(self.settings)}
+                                             {"role": "user", "content": user}], **dict(self.settings)}
 
-    def item_pattern(self) -> str:
-        """A regular expression matching the start of each memory's line (a line start, the line's text up to the
-        memory, its number any digits): how a reader of the prompt, the scripted model, tells the memories apart."""
-        import re
-
-        head = self.memory_line.split("{memory}", 1)[0]
-        return "^" + re.escape(head).replace(re.escape("{n}"), r"\d+")
+    def fields(self) -> dict:
+        """What else fills the request besides system, user and settings (a layout, a limit): part of its identity."""
+        return {}
 
     @property
     def sha256(self) -> str:
-        """What identifies the prompt: its text and settings, never the model (recorded beside it)."""
-        return sha256_json({"system": self.system, "user": self.user, "memory_line": self.memory_line,
+        """What identifies the prompt: its text, layout and settings, never the model (recorded beside it)."""
+        return sha256_json({"system": self.system, "user": self.user, **self.fields(),
                             "settings": [list(s) for s in self.settings], "no_memories": self.no_memories})
+
+
+@dataclass(frozen=True)
+class MemoriesPrompt(AnswerPrompt):
+    """The question over a numbered list of the released records: `user` is filled with str.format (`{question}`,
+    `{memories}`); each record is `memory_line` filled with `{n}` (1 up) and `{memory}` (its text), joined by newlines."""
+    memory_line: str = "{n}. {memory}"
+
+    def request(self, model: str, question: Question, records: Sequence[Record]) -> dict | None:
+        if not records and self.no_memories is not None:
+            return None
+        lines = "\n".join(self.memory_line.format(n=n, memory=r.text) for n, r in enumerate(records, 1))
+        return self.body(model, self.user.format(question=question.text, memories=lines))
+
+    def reading(self) -> dict:
+        import re
+
+        head = self.memory_line.split("{memory}", 1)[0]
+        return {"item": "^" + re.escape(head).replace(re.escape("{n}"), r"\d+"), "statement": "^user: "}
+
+    def fields(self) -> dict:
+        return {"memory_line": self.memory_line}
 
 
 def read_label(text: str | None) -> tuple[bool | None, str]:

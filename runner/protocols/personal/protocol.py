@@ -37,7 +37,7 @@ from runner.agents.registry import agent_class
 from runner.agents.submission import SubmissionAgent
 from runner.arms import store_cache
 from runner.arms.ingest import arm_key_inputs, fill, store_receipt
-from runner.arms.kinds import STORE_DIR, CellMemory, CorpusKind, OracleKind, kind_of
+from runner.arms.kinds import STORE_DIR, CellMemory, OracleKind, kind_of
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.archive import Entry, pack, safe_entries
 from runner.env.bundle import Bundle, arm_instructions, bundle_of
@@ -56,7 +56,7 @@ from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
 from runner.results.ledger import LedgerRow
 from runner.sources.registry import HostedSuite, hosted_suite, hosting
-from runner.units.personal import AnswerPrompt, Question, Record, SubQuestion, Unit, unit_digest as data_digest
+from runner.units.personal import AnswerPrompt, MemoriesPrompt, Question, Record, SubQuestion, Unit, unit_digest as data_digest
 
 SEARCH_K = 10  # what a search-tool arm is asked for per question (the contract allows up to MAX_IDS)
 MAX_IDS = 350
@@ -75,7 +75,7 @@ ISOLATED = ArmSpec(name="isolated-answer", kind="none", description="the answer 
 ALLOWED_IN_ANSWER = {"agent", "requests", "MANIFEST.sha256"}
 # How a model answerer (agents/answerer.py) is asked about memgrid's generated persons, which no benchmark's code asks:
 # the records as numbered memories, the instruction to use them alone; greedy sampling, so a rerun asks the same.
-DEFAULT_ANSWER_PROMPT = AnswerPrompt(
+DEFAULT_ANSWER_PROMPT = MemoriesPrompt(
     name="memgrid-default",
     system=("You answer questions about a user from what was said in earlier conversations with them, given below as "
             "memories. Use only the memories: where they disagree, the later one holds; if they do not say, answer "
@@ -399,12 +399,30 @@ class PersonalProtocol(Protocol):
             raise SpecError(grid_path, "agents", f"names '{answerers[0]}', a model answerer, but memgrid hosts no answer "
                             f"prompt of suite '{grid.suite}''s benchmark ({hosted.format}), and a prompt of its own would "
                             "not be the benchmark's", f"use {ExtractiveAgent.name} (LLM-free) or a command agent")
-        listed = [n for n in grid.arms if isinstance(kind_of(arms[n]), CorpusKind)]
-        if listed:
-            raise SpecError(grid_path, "arms", f"names '{listed[0]}', which hands the answerer every record, but "
-                            f"{hosted.format}'s answer prompt is for memories a search returned (its whole-history "
-                            f"track asks its model otherwise, and memgrid does not host that prompt yet)",
-                            f"drop {listed[0]} from this grid, or answer with {ExtractiveAgent.name}")
+        whole = [n for n in grid.arms if kind_of(arms[n]).whole_history]
+        prompt = hosted.source().history_prompt
+        if whole and prompt is None:
+            raise SpecError(grid_path, "arms", f"names '{whole[0]}', which hands the answerer every record, but "
+                            f"{hosted.format}'s answer prompt is for memories a search returned, and memgrid hosts no "
+                            "prompt of its whole-history track", f"drop {whole[0]} from this grid, or answer with "
+                            f"{ExtractiveAgent.name}")
+        if whole:
+            self.check_history_sent_whole(grid, grid_path, hosted, prompt, whole[0])
+
+    def check_history_sent_whole(self, grid: GridSpec, grid_path, hosted: HostedSuite, prompt: AnswerPrompt,
+                                 arm: str) -> None:
+        """The benchmark's code cuts a history too long for its model, and memgrid sends every record: a persona and
+        period it would cut is refused by name before the engine, never asked otherwise than the benchmark asks."""
+        periods = self.hosted_periods(hosted)
+        for persona in sorted(periods) if grid.tasks == "all" else grid.tasks:
+            for period in [p for p in grid.conditions if p in periods.get(persona, ())]:
+                unit = hosted.source().personal_unit(hosted.folder(None), persona, period)
+                why = next(filter(None, (prompt.cut(grid.model, q, unit.records) for q in unit.questions)), None)
+                if why:
+                    raise SpecError(grid_path, "arms", f"names '{arm}', but {hosted.format}'s whole-history track "
+                                    f"would cut {persona}'s {period} history for model {grid.model} ({why}), and "
+                                    "memgrid asks with the whole history or not at all", f"drop {arm} or period "
+                                    f"{period}, or use a model with a larger context")
 
     def plays(self, arm: ArmSpec, agent: str) -> bool:
         return kind_of(arm).submission == (agent == SubmissionAgent.name)
@@ -501,20 +519,24 @@ class PersonalProtocol(Protocol):
                                     "turns": [list(t) for t in by_id[i].turns()]} for i in kept[q.id]]}
             entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
         if agent_class(cell.agent, ctx.command_agents).needs_model:  # the model answerer: each request as sent
-            prompt, model = self.answer_prompt(ctx.protocol_setup), ctx.agent_setups[cell.agent].model
-            lines = []
+            prompt = self.answer_prompt(ctx.protocol_setup, ctx.arms[cell.arm])
+            model, lines = ctx.agent_setups[cell.agent].model, []
             for q in unit.questions:
-                body = prompt.request(model, q.text, [by_id[i].text for i in kept[q.id]])
+                body = prompt.request(model, q, [by_id[i] for i in kept[q.id]])
                 lines.append({"question": q.id, **({"request": body} if body is not None
                                                    else {"request": None, "answer": prompt.no_memories})})
             entries.append(Entry(MODEL_REQUESTS, "".join(json.dumps(line) + "\n" for line in lines).encode()))
         return bundle_of(entries)
 
-    def answer_prompt(self, setup: "PersonalSetup | None") -> AnswerPrompt | None:
-        """How a model answerer is asked: the hosted benchmark's own answer prompt (None: it has none memgrid hosts),
-        or memgrid's default for its generated persons."""
+    def answer_prompt(self, setup: "PersonalSetup | None", arm: ArmSpec) -> AnswerPrompt | None:
+        """How a model answerer is asked: the hosted benchmark's own prompt for what the arm releases (the memories a
+        search returned, or the whole history; None: none memgrid hosts), or memgrid's default for its generated
+        persons."""
         hosted = setup.hosted if setup is not None else None
-        return DEFAULT_ANSWER_PROMPT if hosted is None else hosted.source().answer_prompt
+        if hosted is None:
+            return DEFAULT_ANSWER_PROMPT
+        source = hosted.source()
+        return source.history_prompt if kind_of(arm).whole_history else source.answer_prompt
 
     def build(self, ctx: TrialContext, cell: CellSpec, unit: Unit, arm: ArmSpec, phases: dict,
               proofs: list[dict]) -> tuple[tuple[Entry, ...], dict, gate.GateDecision]:
@@ -654,14 +676,14 @@ class PersonalProtocol(Protocol):
         a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
                                      ("--personal-answer",), {"questions": len(unit.questions)})
         t = time.monotonic()
-        prompt = self.answer_prompt(ctx.protocol_setup)
+        prompt = self.answer_prompt(ctx.protocol_setup, arm)
         model_answers = agent_class(cell.agent, ctx.command_agents).needs_model
         due = sum(1 for r in release.values() if r.kept or prompt.no_memories is None) if model_answers else None
         a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
                                            a_channel, export=None, required_paths=(), arm=ISOLATED,
                                            pre_session=lambda sandbox: [isolation_proof(sandbox, ALLOWED_IN_ANSWER)],
-                                           # a model answerer offline: the scripted model reads the prompt's memories
-                                           model_script={"mode": "answer", "item": prompt.item_pattern()}
+                                           # a model answerer offline: the scripted model reads the prompt's records
+                                           model_script={"mode": "answer", **prompt.reading()}
                                            if prompt is not None else None, requests_due=due),
                       attempt)
         wait_for_removals([a.remover])
