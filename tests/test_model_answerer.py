@@ -126,11 +126,55 @@ def test_a_model_answerer_is_refused_where_its_prompt_would_not_be_the_benchmark
         ModelAnswerAgent.prepare_grid(None, grid, path, None, {})
 
 
-def test_a_model_answerer_is_refused_on_a_benchmark_whose_answer_prompt_memgrid_does_not_host(locomo_project, tmp_path):
+def test_a_model_answerer_is_refused_on_a_benchmark_whose_answer_prompt_memgrid_does_not_host(locomo_project, tmp_path,
+                                                                                               monkeypatch):
+    from runner.sources.locomo import LocomoFormat
+
+    arms = load_all_arms(REPO)
+    grid, path = spec(tmp_path, suite="locomo", conditions=["published"], arms=["bare", "oracle_memory"])
+    PROTOCOL.check(grid, path, arms, {"answerer": ModelAnswerAgent})  # its retrieval rows' QA prompt
+    grid, path = spec(tmp_path, suite="locomo", conditions=["published"], arms=["bare", "full_context"])
+    with pytest.raises(SpecError, match=r"arms: names 'full_context', which hands the answerer every record, but "
+                                        r"locomo's answer prompt is for memories a search returned, and memgrid hosts "
+                                        r"no prompt of its whole-history track"):
+        PROTOCOL.check(grid, path, arms, {"answerer": ModelAnswerAgent})
+    monkeypatch.setattr(LocomoFormat, "answer_prompt", None)
     grid, path = spec(tmp_path, suite="locomo", conditions=["published"])
     with pytest.raises(SpecError, match=r"agents: names 'answerer', a model answerer, but memgrid hosts no answer prompt "
                                         r"of suite 'locomo''s benchmark \(locomo\)"):
-        PROTOCOL.check(grid, path, load_all_arms(REPO), {"answerer": ModelAnswerAgent})
+        PROTOCOL.check(grid, path, arms, {"answerer": ModelAnswerAgent})
+
+
+def test_locomos_answer_request_is_the_one_its_rag_evaluation_sends():
+    """Written out from task_eval/gpt_utils.py (get_gpt_answers, use_rag, rag_mode dialog, batch size 1) and
+    global_methods.run_chatgpt: each released turn a line "<session date_time>: <turn>" in the search's order, then its
+    QA prompt; a temporal question asks for an approximate date; one message whose role is system for a gpt-3.5 model
+    and user for the others; max_tokens 32, temperature 0, n 1; a category-5 question is not asked."""
+    from runner.sources.locomo import RAG_PROMPT, Turn, kind_of
+
+    turns = [Turn("s-D2:1", "s", 2, "2023-05-20", 'Ada said, "We moved to Lyon."', "", "", "D2:1", "user",
+                  "3:00 pm on 20 May, 2023"),
+             Turn("s-D1:3", "s", 1, "2023-05-08", 'Bo said, "Nice!" and shared a photo of a cake', "", "", "D1:3",
+                  "assistant", "1:56 pm on 8 May, 2023")]
+    temporal = Question("s-q0001", kind_of(2), "When did Ada move?", (), 2, (), (), ())
+    body = RAG_PROMPT.request("gpt-4-turbo", temporal, turns)
+    assert body == {"model": "gpt-4-turbo", "max_tokens": 32, "temperature": 0, "n": 1, "messages": [
+        {"role": "user", "content": '3:00 pm on 20 May, 2023: Ada said, "We moved to Lyon."\n1:56 pm on 8 May, 2023: '
+                                    'Bo said, "Nice!" and shared a photo of a cake\n\n\nBased on the above context, '
+                                    'write an answer in the form of a short phrase for the following question. Answer '
+                                    'with exact words from the context whenever possible.\n\nQuestion: When did Ada '
+                                    'move? Use DATE of CONVERSATION to answer with an approximate date. Short answer:\n'}]}
+    single = Question("s-q0002", kind_of(4), "Where does Ada live?", (), 2, (), (), ())
+    content = RAG_PROMPT.request("gpt-3.5-turbo", single, turns[:1])["messages"]
+    assert content[0]["role"] == "system" and content[0]["content"].endswith("Question: Where does Ada live? "
+                                                                             "Short answer:\n")
+    assert RAG_PROMPT.request("m", Question("s-q0003", kind_of(5), "What did Bo say of Paris?", (), 2, (), (), ()),
+                              turns) is None
+    reading = RAG_PROMPT.reading()  # how the scripted model finds the turns, the question and what was said
+    text = body["messages"][0]["content"]
+    assert len(re.findall(reading["item"], text, re.M)) == 2
+    assert re.search(reading["question"], text, re.S).group(1).startswith("When did Ada move?")
+    assert re.match(reading["statement"], text).end() == len('3:00 pm on 20 May, 2023: Ada said, "')
 
 
 def verdict(tmp_path, cell: str) -> list[dict]:
@@ -183,6 +227,36 @@ def test_the_scripted_model_answers_a_memora_persona_through_the_gateway(engine,
         hashlib.sha256(json.dumps(m, sort_keys=True).encode()).hexdigest() for m in sent)
     # Memora's layout shows its model the assistant's turns alone: the user's own words never reach it
     assert "sourdough" in unit.records[0].text and not any("sourdough" in m[1]["content"] for m in sent)
+
+
+@pytest.mark.docker
+def test_the_scripted_model_answers_a_locomo_sample_with_its_qa_prompt(engine, images, locomo_project, tmp_path, run_id,
+                                                                       no_leftovers):
+    """LoCoMo's QA prompt over the oracle's evidence turns: each question but the category-5 one reaches the model
+    through the gateway as LoCoMo's code sends it (digests of what the scripted model was shown)."""
+    from runner.sources.locomo import RAG_PROMPT, kind_of
+
+    grid, path = spec(tmp_path, suite="locomo", conditions=["published"])
+    setup = ModelAnswerAgent.prepare_grid(engine, grid, path, images, {}, log=lambda m: None)
+    hosted = HostedSuite("locomo", "locomo")
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
+                       protocol_setup=PersonalSetup(None, hosted), root=locomo_project, agent_setups={"answerer": setup})
+    row = PROTOCOL.run_cell(ctx, CellSpec("test-ada", "oracle_memory", 0, "published", "answerer", "oracle-ada", 0), 1)
+    assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+    result = json.loads(row.result)
+    unit = hosted.source().personal_unit(hosted.folder(locomo_project), "test-ada", "published")
+    asked = [q for q in unit.questions if q.kind != kind_of(5)]
+    assert result["answer_prompt"]["name"] == RAG_PROMPT.name and result["answer_prompt"]["asked"] == len(asked) == 5
+    records = {r.id: r for r in unit.records}
+    released = {q["question"]: q["released"] for q in verdict(tmp_path, "oracle-ada")}
+    seen = [json.loads(line) for line in (tmp_path / "run" / "cells" / "oracle-ada" / "answer" /
+                                          "model_requests.jsonl").read_text().splitlines()]
+    assert sorted(e["messages_sha256"] for e in seen) == sorted(hashlib.sha256(json.dumps(RAG_PROMPT.request(
+        "scripted", q, [records[i] for i in released[q.id]])["messages"], sort_keys=True).encode()).hexdigest()
+                                                                for q in asked)
+    answers = {q["question"]: q["answer"] for q in verdict(tmp_path, "oracle-ada")}
+    assert [answers[q.id] for q in unit.questions if q.kind == kind_of(5)] == [""]  # not asked: no answer recorded
+    assert sum(1 for q in asked if answers[q.id] and "do not say" not in answers[q.id]) >= 3  # read from the turns
 
 
 def test_the_gate_refuses_an_answer_container_with_a_way_out_or_a_request_gone_missing():

@@ -26,6 +26,7 @@ import shutil
 import string
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -37,7 +38,7 @@ from nltk.stem import PorterStemmer
 from runner.digest import sha256_bytes, sha256_json
 from runner.errors import SpecError, UserError
 from runner.plan.spec import project_root
-from runner.units.personal import AnswerJudgePrompt, Criterion, Question, Record, Unit
+from runner.units.personal import AnswerJudgePrompt, AnswerPrompt, Criterion, Question, Record, Unit
 from runner.sources.base import (ExportResult, ImportResult, Refusal, Refused, Source, SourceFormat, hosted_files,
                                  new_suite_folder, read_provenance, write_hosted_suite)
 
@@ -60,6 +61,7 @@ class Turn(Record):
     """One turn of a LoCoMo conversation as one record."""
     dia_id: str = ""
     role: str = "user"
+    date_time: str = ""  # its session's session_N_date_time as published ("1:56 pm on 8 May, 2023")
 
     def turns(self) -> tuple[tuple[str, str], ...]:
         return ((self.role, self.text),)
@@ -154,7 +156,8 @@ def read_turns(sample_id: str, conversation: dict, where: str) -> tuple[list[Tur
                 said += " and shared " + need(turn["blip_caption"], str, where, f"{t}.blip_caption", "give the caption")
             role = speakers[speaker]
             turns.append(Turn(record_id(sample_id, dia_id), sample_id, n, day, said,
-                              said if role == "user" else "", said if role == "assistant" else "", dia_id, role))
+                              said if role == "user" else "", said if role == "assistant" else "", dia_id, role,
+                              conversation[f"session_{n}_date_time"]))
     return turns, len(sessions)
 
 
@@ -398,13 +401,53 @@ STRICT_JUDGE = AnswerJudgePrompt(
     system='You are a STRICT, literal judge of memory-recall answers. Return JSON only. Reward only answers that are actually correct; do not give the benefit of the doubt.')
 
 
+# LoCoMo's own QA prompt as its retrieval rows ask it (task_eval/gpt_utils.py at 3eb6f2c, get_gpt_answers with
+# --use-rag --rag-mode dialog and batch size 1, as scripts/evaluate_rag_gpts.sh runs it): the released turns, one line
+# each as "<session_N_date_time>: <turn>" in the search's order, then QA_PROMPT with the question (a temporal one,
+# category 2, asks for an approximate date); one message, max_tokens 32, temperature 0, n 1 (global_methods.py
+# run_chatgpt), the message's role "system" for a gpt-3.5 model and "user" for the others (its gpt-4 branch; a model
+# its code names neither way it does not ask, and memgrid sends the gpt-4 shape). A category-5 question is not asked:
+# its code builds that request from the item's `answer`, which 444 of the 446 published ones do not carry (it raises
+# there), so memgrid records no answer for it; LoCoMo's own scores pool categories 1-4.
+QA_PROMPT = ("\nBased on the above context, write an answer in the form of a short phrase for the following question. "
+             "Answer with exact words from the context whenever possible.\n\nQuestion: {} Short answer:\n")
+TEMPORAL_HINT = " Use DATE of CONVERSATION to answer with an approximate date."
+
+
+@dataclass(frozen=True)
+class RagPrompt(AnswerPrompt):
+    def request(self, model: str, question: Question, records: Sequence[Record]) -> dict | None:
+        if question.kind == kind_of(5):
+            return None
+        context = "\n".join(f"{r.date_time}: {r.text}" for r in records)
+        asked = question.text + (TEMPORAL_HINT if question.kind == kind_of(2) else "")
+        role = "system" if "gpt-3.5" in model else "user"
+        return {"model": model, "messages": [{"role": role, "content": context + "\n\n" + self.user.format(asked)}],
+                **dict(self.settings)}
+
+    def reading(self) -> dict:
+        return {"item": r'^(?=.* said, ")', "question": r"\nQuestion: (.*?) Short answer:", "statement": r'^.*? said, "'}
+
+    def fields(self) -> dict:
+        return {"layout": "locomo rag dialog: date_time: turn per line; temporal hint; category 5 not asked",
+                "roles": "system for gpt-3.5, else user"}
+
+
+RAG_PROMPT = RagPrompt(
+    name="locomo-rag-dialog", system="", user=QA_PROMPT,
+    settings=(("max_tokens", 32), ("temperature", 0), ("n", 1)),
+    source="task_eval/gpt_utils.py get_gpt_answers (use_rag, rag_mode dialog), github.com/snap-research/LoCoMo at "
+           "3eb6f2c")
+
+
 class LocomoFormat(SourceFormat):
     name = "locomo"
     protocol = "personal"
-    reader_version = 2  # 2: its oracle gives each question its own evidence turns
+    reader_version = 3  # 2: its oracle gives each question its own evidence turns; 3: a turn keeps its date_time
     own_pools = {"1-4": tuple(kind_of(c) for c in (1, 2, 3, 4)), "all": tuple(kind_of(c) for c in CATEGORIES)}
     own_about = OWN_ABOUT
     answer_judges = (MEM0_JUDGE, STRICT_JUDGE)
+    answer_prompt = RAG_PROMPT
     # The J figures vendors publish for LoCoMo (categories 1-4, Mem0's judge prompt and model), as each states it.
     published_own = {
         "Mem0": (66.88, "Mem0 paper, arXiv 2504.19413, Table 1"),

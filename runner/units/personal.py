@@ -137,6 +137,10 @@ class AnswerPrompt:
         none (no record, and `no_memories` answers)."""
         raise NotImplementedError
 
+    def unasked(self, question: Question) -> str:
+        """The answer recorded where request() sends none (the publisher's code asks no model there)."""
+        return self.no_memories or ""
+
     def reading(self) -> dict:
         """How a reader of the request, the scripted model, finds its parts: `item` (a regular expression matching the
         start of each record's part of the last user message), `question` (one whose group 1 is the question; absent:

@@ -519,14 +519,20 @@ class PersonalProtocol(Protocol):
                                     "turns": [list(t) for t in by_id[i].turns()]} for i in kept[q.id]]}
             entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
         if agent_class(cell.agent, ctx.command_agents).needs_model:  # the model answerer: each request as sent
-            prompt = self.answer_prompt(ctx.protocol_setup, ctx.arms[cell.arm])
-            model, lines = ctx.agent_setups[cell.agent].model, []
-            for q in unit.questions:
-                body = prompt.request(model, q, [by_id[i] for i in kept[q.id]])
-                lines.append({"question": q.id, **({"request": body} if body is not None
-                                                   else {"request": None, "answer": prompt.no_memories})})
+            lines = self.model_requests(ctx, cell, unit, kept)
             entries.append(Entry(MODEL_REQUESTS, "".join(json.dumps(line) + "\n" for line in lines).encode()))
         return bundle_of(entries)
+
+    def model_requests(self, ctx: TrialContext, cell: CellSpec, unit: Unit, kept: dict[str, list[str]]) -> list[dict]:
+        """Each question's request as the benchmark's code sends it for the records released, or the answer recorded
+        where its code asks no model."""
+        prompt = self.answer_prompt(ctx.protocol_setup, ctx.arms[cell.arm])
+        model, by_id, lines = ctx.agent_setups[cell.agent].model, {r.id: r for r in unit.records}, []
+        for q in unit.questions:
+            body = prompt.request(model, q, [by_id[i] for i in kept[q.id]])
+            lines.append({"question": q.id, **({"request": body} if body is not None
+                                               else {"request": None, "answer": prompt.unasked(q)})})
+        return lines
 
     def answer_prompt(self, setup: "PersonalSetup | None", arm: ArmSpec) -> AnswerPrompt | None:
         """How a model answerer is asked: the hosted benchmark's own prompt for what the arm releases (the memories a
@@ -678,7 +684,8 @@ class PersonalProtocol(Protocol):
         t = time.monotonic()
         prompt = self.answer_prompt(ctx.protocol_setup, arm)
         model_answers = agent_class(cell.agent, ctx.command_agents).needs_model
-        due = sum(1 for r in release.values() if r.kept or prompt.no_memories is None) if model_answers else None
+        due = sum(1 for line in self.model_requests(ctx, cell, unit, {q: r.kept for q, r in release.items()})
+                  if line["request"] is not None) if model_answers else None
         a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
                                            a_channel, export=None, required_paths=(), arm=ISOLATED,
                                            pre_session=lambda sandbox: [isolation_proof(sandbox, ALLOWED_IN_ANSWER)],
