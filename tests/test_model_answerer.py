@@ -99,6 +99,23 @@ def test_memgrid_knows_when_memoras_model_track_would_cut_the_history():
     assert "over 200,000" in HISTORY_PROMPT.cut("scripted", ask("Q?"), week * 11)  # any model: its cap
 
 
+def test_a_request_goes_to_anthropics_messages_api_as_the_request_it_amounts_to():
+    """The system messages become `system`, the sampling stays, max_tokens is the publisher's or the stated cap
+    (Messages requires one); LoCoMo's gpt-3.5 shape (its one message the system's) is sent as the user's."""
+    from runner.units.personal import MESSAGES_MAX_TOKENS, as_messages_request
+
+    body = ANSWER_PROMPT.request("claude-x", ask("Where do I live?"), [said("user: I moved to Lyon.")])
+    assert as_messages_request(body) == {"model": "claude-x", "max_tokens": 500, "temperature": 0.7,
+                                         "system": body["messages"][0]["content"], "messages": [body["messages"][1]]}
+    history = as_messages_request(HISTORY_PROMPT.request("claude-x", ask("Q?"), [said("", 1, [("assistant", "Hi")])]))
+    assert history["max_tokens"] == MESSAGES_MAX_TOKENS and [m["role"] for m in history["messages"]] == ["user"]
+    lone = {"model": "m", "n": 1, "max_tokens": 32, "messages": [{"role": "system", "content": "ctx Q"}]}
+    assert as_messages_request(lone) == {"model": "m", "max_tokens": 32, "messages": [{"role": "user",
+                                                                                       "content": "ctx Q"}]}
+    with pytest.raises(ValueError, match="a request for 2 answers has no Messages form"):
+        as_messages_request({**lone, "n": 2})
+
+
 def spec(tmp_path, **fields):
     data = {"name": "ma", "protocol": "personal", "suite": "memora", "tasks": "all", "arms": ["bare"],
             "agents": ["answerer"], "model": "scripted", "seeds": 1, "conditions": ["weekly"], **fields}
@@ -257,6 +274,40 @@ def test_the_scripted_model_answers_a_locomo_sample_with_its_qa_prompt(engine, i
     answers = {q["question"]: q["answer"] for q in verdict(tmp_path, "oracle-ada")}
     assert [answers[q.id] for q in unit.questions if q.kind == kind_of(5)] == [""]  # not asked: no answer recorded
     assert sum(1 for q in asked if answers[q.id] and "do not say" not in answers[q.id]) >= 3  # read from the turns
+
+
+@pytest.mark.docker
+def test_the_anthropic_answerer_sends_messages_requests_through_the_gateway(engine, images, memora_project, tmp_path,
+                                                                            run_id, no_leftovers):
+    """answerer-anthropic: the same questions as Messages requests (POST /v1/messages), each the translation of
+    Memora's own request that the bundle holds, the usage read from the gateway's record."""
+    from runner.agents.answerer import MessagesAnswerAgent
+    from runner.units.personal import as_messages_request
+
+    grid, path = spec(tmp_path, agents=["answerer-anthropic"])
+    setup = MessagesAnswerAgent.prepare_grid(engine, grid, path, images, {}, log=lambda m: None)
+    hosted = HostedSuite("memora", "memora")
+    ctx = TrialContext(engine, run_id, tmp_path / "run", images, {}, load_all_arms(REPO), protocol=PROTOCOL,
+                       protocol_setup=PersonalSetup(None, hosted), root=memora_project,
+                       agent_setups={"answerer-anthropic": setup})
+    row = PROTOCOL.run_cell(ctx, CellSpec("test_baker", "oracle_memory", 0, "weekly", "answerer-anthropic", "om-a", 0), 1)
+    assert row.admitted and row.outcome == "scored", (row.discard_reason, row.error_detail)
+    result = json.loads(row.result)
+    assert result["answer_prompt"]["api"] == "anthropic" and result["answer_prompt"]["asked"] == 2
+    cell = tmp_path / "run" / "cells" / "om-a" / "answer"
+    model = [e for e in map(json.loads, (cell / "gateway.jsonl").read_text().splitlines()) if e.get("kind") == "model"]
+    assert [(e["path"], e["status"]) for e in model] == [("/v1/messages", 200)] * 2
+    assert row.tokens_output == sum(e["usage"]["output_tokens"] for e in model) > 0
+    unit = hosted.source().personal_unit(hosted.folder(memora_project), "test_baker", "weekly")
+    records = {r.id: r for r in unit.records}
+    released = {q["question"]: q["released"] for q in verdict(tmp_path, "om-a")}
+    sent = [as_messages_request(ANSWER_PROMPT.request("scripted", q, [records[i] for i in released[q.id]]))
+            for q in unit.questions]
+    seen = [json.loads(line) for line in (cell / "model_requests.jsonl").read_text().splitlines()]
+    assert sorted(e["messages_sha256"] for e in seen) == sorted(hashlib.sha256(json.dumps(
+        {"system": b["system"], "messages": b["messages"]}, sort_keys=True).encode()).hexdigest() for b in sent)
+    answers = {q["question"]: q["answer"] for q in verdict(tmp_path, "om-a")}
+    assert "spelt" in answers["bake_kind_4"].lower()
 
 
 def test_the_gate_refuses_an_answer_container_with_a_way_out_or_a_request_gone_missing():

@@ -1,6 +1,6 @@
 """The agents a grid can name: the built-in classes by name, and the grid spec's command agents."""
 
-from runner.agents.answerer import ModelAnswerAgent
+from runner.agents.answerer import MessagesAnswerAgent, ModelAnswerAgent
 from runner.agents.base import Agent, SessionSetup
 from runner.agents.claude_code import ClaudeCodeAgent
 from runner.agents.codex import CodexAgent
@@ -10,7 +10,8 @@ from runner.agents.reference import CeilingAgent, ExtractiveAgent, FloorAgent, R
 from runner.agents.submission import SubmissionAgent
 
 AGENTS: dict[str, type[Agent]] = {c.name: c for c in (FloorAgent, CeilingAgent, ReaderAgent, ExtractiveAgent,
-                                                     ClaudeCodeAgent, CodexAgent, SubmissionAgent, ModelAnswerAgent)}
+                                                     ClaudeCodeAgent, CodexAgent, SubmissionAgent, ModelAnswerAgent,
+                                                     MessagesAnswerAgent)}
 
 
 def cli_agents() -> list[type[ModelCliAgent]]:

@@ -189,6 +189,26 @@ class MemoriesPrompt(AnswerPrompt):
         return {"memory_line": self.memory_line}
 
 
+# Anthropic's Messages API requires max_tokens; a publisher's request that sets none (Memora's model track) is sent
+# with this cap, said in the lock and docs/agents.md.
+MESSAGES_MAX_TOKENS = 4096
+
+
+def as_messages_request(body: dict) -> dict:
+    """An OpenAI-compatible chat completion as the Anthropic Messages request it amounts to: the system messages as
+    `system`, the others as they are, the sampling kept (`n` 1 is Messages' only answer count), max_tokens the
+    publisher's or MESSAGES_MAX_TOKENS."""
+    system = [m["content"] for m in body["messages"] if m["role"] == "system"]
+    rest = [m for m in body["messages"] if m["role"] != "system"]
+    if not rest:  # LoCoMo's gpt-3.5 shape: its one message is the system's, which Messages cannot send alone
+        rest, system = [{"role": "user", "content": "\n\n".join(system)}], []
+    if body.get("n", 1) != 1:
+        raise ValueError(f"a request for {body['n']} answers has no Messages form")
+    out = {k: v for k, v in body.items() if k not in ("messages", "n")}
+    out.setdefault("max_tokens", MESSAGES_MAX_TOKENS)
+    return {**out, **({"system": "\n\n".join(system)} if system else {}), "messages": rest}
+
+
 def read_label(text: str | None) -> tuple[bool | None, str]:
     """(CORRECT: True, WRONG: False, else None; what the reply said). Valid only as the JSON object the prompts ask
     for, code fences allowed: a reply that is not is an invalid verdict, never a label guessed from its words."""

@@ -56,7 +56,8 @@ from runner.protocols.personal import panel as model_panel
 from runner.protocols.personal.judges import OFFLINE_PANEL, judge_criterion, panel_names
 from runner.results.ledger import LedgerRow
 from runner.sources.registry import HostedSuite, hosted_suite, hosting
-from runner.units.personal import AnswerPrompt, MemoriesPrompt, Question, Record, SubQuestion, Unit, unit_digest as data_digest
+from runner.units.personal import (AnswerPrompt, MemoriesPrompt, Question, Record, SubQuestion, Unit, as_messages_request,
+                                   unit_digest as data_digest)
 
 SEARCH_K = 10  # what a search-tool arm is asked for per question (the contract allows up to MAX_IDS)
 MAX_IDS = 350
@@ -528,8 +529,11 @@ class PersonalProtocol(Protocol):
         where its code asks no model."""
         prompt = self.answer_prompt(ctx.protocol_setup, ctx.arms[cell.arm])
         model, by_id, lines = ctx.agent_setups[cell.agent].model, {r.id: r for r in unit.records}, []
+        messages_api = ctx.agent_setups[cell.agent].api == "anthropic"
         for q in unit.questions:
             body = prompt.request(model, q, [by_id[i] for i in kept[q.id]])
+            if body is not None and messages_api:
+                body = as_messages_request(body)
             lines.append({"question": q.id, **({"request": body} if body is not None
                                                else {"request": None, "answer": prompt.unasked(q)})})
         return lines
@@ -704,7 +708,7 @@ class PersonalProtocol(Protocol):
         asked = None
         if model_answers:
             asked = {"name": prompt.name, "sha256": prompt.sha256, "source": prompt.source, "model": a.transcript.model,
-                     "settings": dict(prompt.settings),
+                     "settings": dict(prompt.settings), "api": ctx.agent_setups[cell.agent].api,
                      "asked": sum(1 for e in a.transcript.events if e["type"] == "answer" and e.get("asked"))}
         return Answers(fields, answers_of(a.transcript), release, prompt=asked)
 
