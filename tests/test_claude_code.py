@@ -71,6 +71,22 @@ def test_scripted_grid_admits_every_arm_and_memory_decides(engine, images, run_i
     assert store["store_mib"] == round(report["bytes"] / 2**20, 3) > 0 and store["seconds"] > 0
 
 
+def test_two_scripted_models_differ_where_one_uses_less_of_what_memory_returned(engine, images, run_id, tmp_path,
+                                                                                 no_leftovers):
+    """scripted-skim plays the same script as scripted but uses only the first thing memory returned (the search
+    result's snippets; it fetches no hit): on a task whose snippet does not name the convention, scripted solves it
+    and scripted-skim does not, at no spend: two offline models whose outcomes differ, for the model axis."""
+    outcomes = {}
+    for model in ("scripted", "scripted-skim"):
+        rows, run_dir = run_cc(f"{run_id}-{model}", tmp_path / model, ["recall"], tasks=["money_rounding"], model=model)
+        row = rows["recall"]
+        assert row["admitted"] and row["cost_usd"] == 0.0, row["discard_reason"]
+        steps = [json.loads(line)["step"] for line in
+                 (run_dir / "cells" / row["cell_id"] / "model_requests.jsonl").read_text().splitlines()]
+        outcomes[model] = (row["outcome"], "get" in steps)
+    assert outcomes == {"scripted": ("solved", True), "scripted-skim": ("neutral_failure", False)}
+
+
 def test_failing_mcp_server_is_discarded_and_retried(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):
     monkeypatch.setattr(claude_code, "mcp_config", lambda arm, config: {
         "mcpServers": {"recall": {"type": "stdio", "command": "false", "args": []}}})

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from runner.agents.base import Agent, Transcript, ending_of, record_truncation
 from runner.agents.model_cli import gateway_usage, model_price
 from runner.env.images import ImageRef, ensure_derived
-from runner.env.model_endpoint import SCRIPTED, ModelEndpoint
+from runner.env.model_endpoint import ModelEndpoint, is_scripted
 from runner.env.sandbox import Sandbox
 from runner.results.costs import Price
 
@@ -37,7 +37,7 @@ class AnswererSetup:
         return {"model": self.model, "model_image": self.model_image.id}
 
     def lock_entries(self) -> dict:
-        return {"answerer": {"model": self.model, "api": self.api, "scripted": self.model == SCRIPTED,
+        return {"answerer": {"model": self.model, "api": self.api, "scripted": is_scripted(self.model),
                              "model_image": {"tag": self.model_image.tag, "id": self.model_image.id}},
                 "prices": {self.model: vars(self.price)}}
 
@@ -64,7 +64,7 @@ class ModelAnswerAgent(Agent):
                       script: dict | None = None, max_output_tokens: int | None = None) -> ModelEndpoint:
         """The cell's own network with the gateway (and, offline, the scripted model answering as `script` says)."""
         endpoint = ModelEndpoint(client, run_setup.model_image.tag, run_id, cell.cell_id, run_setup.model,
-                                 script if run_setup.model == SCRIPTED else None, (), max_output_tokens,
+                                 script if is_scripted(run_setup.model) else None, (), max_output_tokens,
                                  guard_image=images.base.tag, api=cls.api)
         endpoint.open_network(attempt)
         return endpoint

@@ -17,7 +17,7 @@ from runner.agents.script import build_script
 from runner.arms.kinds import WORKSPACE
 from runner.digest import sha256_bytes, sha256_json
 from runner.env.images import AGENT_LAYER, ImageRef, build_image, ensure_derived, find_image
-from runner.env.model_endpoint import SCRIPTED, ModelEndpoint, live_api_key
+from runner.env.model_endpoint import ModelEndpoint, is_scripted, live_api_key
 from runner.env.sandbox import Sandbox
 from runner.errors import SpecError, UserError
 from runner.results.costs import Price, price_for
@@ -38,11 +38,11 @@ def model_price(agent: str, api: str, grid, grid_path, log=print) -> Price:
         raise SpecError(grid_path, "model", f"is missing: the {agent} agent needs a model",
                         "add model: scripted (the offline scripted model server, no spend) or a real model id, or pass --model")
     price = price_for(grid.model, grid.prices, grid_path)
-    if grid.model != SCRIPTED and not live_api_key(api):
+    if not is_scripted(grid.model) and not live_api_key(api):
         raise UserError(f"model {grid.model}: {ModelEndpoint.key_env(api)} is not set: fix: export it in the shell "
                         "that runs memgrid (it reaches only the model gateway sidecar, never the sandbox or the run "
                         "folder), or run --model scripted")
-    if grid.model == SCRIPTED:
+    if is_scripted(grid.model):
         log(f"{agent} runs on the scripted model server: offline, no spend (token counts are the server's estimates, "
             "priced at 0)")
     return price
@@ -72,7 +72,7 @@ class ModelCliSetup:
     def lock(self) -> dict:
         return {"cli": self.pin.as_dict(), "model": self.model, "model_image": {"tag": self.model_image.tag, "id": self.model_image.id},
                 "agent_images": {ref.tag: ref.id for ref in self.agent_images.values()},
-                "allow_hosts": list(self.allow_hosts), "scripted": self.model == SCRIPTED}
+                "allow_hosts": list(self.allow_hosts), "scripted": is_scripted(self.model)}
 
 
 class ModelCliAgent(Agent):
@@ -159,7 +159,7 @@ class ModelCliAgent(Agent):
         """The cell's own network, open, for the model gateway (and, offline, the scripted model playing this
         session: the protocol's script for it, or a coding task's); the caller starts the sidecars on it
         (`start_sidecars`) while the sandbox starts."""
-        if run_setup.model != SCRIPTED:
+        if not is_scripted(run_setup.model):
             script = None
         elif script is None:
             script = build_script(task, arm, memory, cell.condition, cell.seed)

@@ -29,6 +29,11 @@ from runner.env.containers import CELL_LABEL, RUN_LABEL, ROLE_LABEL, Limits, har
 from runner.env.sandbox import remove_network
 
 SCRIPTED = "scripted"
+# The offline scripted models, each playing the cell's script with its own traits (merged into the script): `scripted`
+# uses all that memory returned; `scripted-skim` only the first thing memory returned (the first search result, file or
+# record; it fetches no hit), as a weaker model might. Two that differ let a zero-spend grid show a model axis with two
+# outcomes, not the same model twice.
+SCRIPTED_MODELS = {SCRIPTED: {}, "scripted-skim": {"reads": 1}}
 PLACEHOLDER_KEY = "sk-memgrid-placeholder"  # what the sandbox holds; the gateway swaps in the real key
 # The model APIs the agents speak: where a live model is, which variable holds its key, and what the sandbox is
 # told (the CLI's own variables; codex reads its base URL from its config, which names OPENAI_API_KEY).
@@ -44,6 +49,11 @@ APIS = {
 READY_SECONDS = 30
 NETWORK_REMOVAL_SECONDS = 30  # the engine can list a just-removed member's endpoint for a moment
 SIDECAR_LIMITS = Limits(memory="256m", cpus=0.5, pids=64)
+
+
+def is_scripted(model: str | None) -> bool:
+    """Whether the model is one of the offline scripted models (no key, no spend)."""
+    return model in SCRIPTED_MODELS
 
 
 def live_upstream(api: str) -> str:
@@ -81,7 +91,7 @@ class ModelEndpoint:
 
     @property
     def scripted(self) -> bool:
-        return self.model == SCRIPTED
+        return is_scripted(self.model)
 
     def labels(self, role: str) -> dict:
         return {RUN_LABEL: self.run_id, CELL_LABEL: self.cell_id, ROLE_LABEL: role}
@@ -151,7 +161,7 @@ class ModelEndpoint:
             return list(self.containers.values())
 
     def _put_script(self, model) -> None:
-        data = json.dumps(self.script or {}).encode()
+        data = json.dumps({**self.script, **SCRIPTED_MODELS[self.model]} if self.script else {}).encode()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             info = tarfile.TarInfo("script.json")

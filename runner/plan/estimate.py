@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner.agents.registry import agent_class
-from runner.env.model_endpoint import SCRIPTED
+from runner.env.model_endpoint import SCRIPTED, is_scripted
 from runner.errors import UserError
 from runner.plan.spec import GridSpec, grid_tasks, load_all_arms
 from runner.protocols.registry import protocol_named
@@ -99,7 +99,7 @@ def _scripted_requests(run_dir: Path, row: dict) -> list[int]:
 
 def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: int = DEFAULT_OUTPUT_ALLOWANCE,
              source_run: Path | None = None) -> Estimate:
-    if not grid.model or grid.model == SCRIPTED:
+    if not grid.model or is_scripted(grid.model):
         raise UserError(f"{grid_path}: model {grid.model or '(none)'} costs nothing: fix: give the live model to estimate "
                         "(--model ID, with its prices in the spec)")
     price = price_for(grid.model, grid.prices, grid_path)

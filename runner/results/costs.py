@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from runner.agents.base import Usage
 from runner.errors import SpecError
-from runner.env.model_endpoint import SCRIPTED
+from runner.env.model_endpoint import is_scripted
 
 SCRIPTED_PRICE = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_creation": 0.0, "as_of": "2026-11-29",
                   "source": "memgrid's scripted model server: no provider, no spend"}
@@ -40,7 +40,7 @@ class Price:
 
 def price_for(model: str, prices: dict, where) -> Price:
     """The model's price from the grid's `prices`; a live model without one is refused by name."""
-    if model == SCRIPTED:
+    if is_scripted(model):
         return Price(**SCRIPTED_PRICE)
     if model not in prices:
         raise SpecError(where, f"prices.{model}", "is missing: a live model run must state its prices before it starts",
