@@ -28,7 +28,7 @@ from runner.protocols.registry import PROTOCOLS
 from runner.protocols.two_session import cases as casegen
 from runner.protocols.two_session.protocol import model_script
 from test_products import pickled_strings_and_floats
-from test_reader_two_session import session
+from test_reader_two_session import of, session
 
 PROTOCOL = PROTOCOLS["two-session"]
 CASE = casegen.generate_cases(1)[0]
@@ -53,10 +53,6 @@ def run_reader_cell(ctx: TrialContext, name: str):
     with tarfile.open(fileobj=io.BytesIO((cell / "step1" / "store.tar").read_bytes())) as tar:
         store = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
     return row, events["step1"], events["step2"], store
-
-
-def of(events: list[dict], kind: str) -> list[dict]:
-    return [e for e in events if e["type"] == kind]
 
 
 def assert_remembered_and_recalled(row, step1, step2, arm) -> str:

@@ -315,7 +315,8 @@ class Session:
     transcript: Transcript
     exported: Export | None  # the workspace as the agent left it (up to the artifact cap); None when discarded
     remover: threading.Thread  # removes the sandbox; join it before the cell ends
-    timings: dict = field(default_factory=dict)  # seconds per step (cells with a model)
+    timings: dict = field(default_factory=dict)  # seconds per step: the sandbox's start, the agent, the export (a model
+    # agent's cells also its sidecars' and CLI's steps)
     agent: object = None
     store: tuple[Entry, ...] | None = None  # the store as the phase left it (snapshot_store)
     store_digest: str | None = None
@@ -611,6 +612,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                 host.append(netguard.guard(ctx.client, sandbox.container, ctx.images.base.tag,
                                            run_id=ctx.run_id, cell_id=cell.cell_id))
                 timings["network_guard"] = round(time.monotonic() - t_guard, 3)
+            t_verify = time.monotonic()
             checks = [] if sandbox.embedder_image is None else [gate.embedder_proof(sandbox.embedder, sandbox.embedder_failure)]
             checks.append(bundle_verification(sandbox, phase.bundle))
             required = arm.required_paths if phase.required_paths is None else phase.required_paths
@@ -618,6 +620,7 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
                 check = sandbox.exec(["sh", "-c", 'for p; do test -e "$p" || echo "$p"; done', "sh", *required],
                                      timeout=VERIFY_SECONDS, workdir="/sandbox")
                 checks.append(gate.paths_proof(check.stdout.split(), required))
+            timings["verify"] = round(time.monotonic() - t_verify, 3)
         except Exception as e:
             if sidecars is None or isinstance(e, Cancelled):
                 raise
@@ -639,7 +642,9 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             proofs += phase.pre_session(sandbox)
         disk = None
         if all(p.passed for p in proofs):  # the agent starts only on a verified bundle and a populated store
+            t_agent = time.monotonic()
             transcript = agent.run(sandbox, phase.prompt)
+            timings["agent"] = round(time.monotonic() - t_agent, 3)
             if transcript.ended is None:  # an agent that does not say: its own error flag
                 transcript.ended = "error" if transcript.is_error else "ok"
             if endpoint is not None:
@@ -662,7 +667,11 @@ def run_phase(ctx: TrialContext, cell: CellSpec, phase: PhaseSpec, attempt: int 
             transcript = Transcript(agent=cell.agent, model=None)
             transcript.add("skipped", reason=f"{next(p for p in proofs if not p.passed).name} failed; the agent was not started")
         decision = gate.decide(proofs)
-        exported = sandbox.export(phase.export, phase.artifact_bytes) if decision.admitted and phase.export else None
+        exported = None
+        if decision.admitted and phase.export:
+            t_export = time.monotonic()
+            exported = sandbox.export(phase.export, phase.artifact_bytes)
+            timings["export"] = round(time.monotonic() - t_export, 3)
         if disk is not None and (full := disk.result(VERIFY_SECONDS)):
             transcript.add("resource_limit", resource="disk", budget_mib=sandbox.disk.mib, full=full)
         store, digest = left_store(sandbox, transcript) if phase.snapshot_store else (None, None)
