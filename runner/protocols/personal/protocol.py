@@ -508,7 +508,10 @@ class PersonalProtocol(Protocol):
                    *kind_of(arm).memory_entries(arm, memory)]
         return bundle_of(entries)
 
-    def bundle_answer(self, ctx: TrialContext, cell: CellSpec, unit: Unit, kept: dict[str, list[str]]) -> Bundle:
+    def bundle_answer(self, ctx: TrialContext, cell: CellSpec, unit: Unit, kept: dict[str, list[str]],
+                      model_requests: list[dict] | None = None) -> Bundle:
+        """The isolated answer container's files: each question's request with its released records, and for a model
+        answerer each request as the model is sent it (`model_requests`)."""
         by_id = {r.id: r for r in unit.records}
         entries = [Entry("agent/prompt.txt", ANSWER_PROMPT.encode()),
                    Entry("agent/config.json", json.dumps(agent_config(cell, ISOLATED), sort_keys=True, indent=2).encode())]
@@ -519,9 +522,8 @@ class PersonalProtocol(Protocol):
                        "records": [{"id": i, "date": by_id[i].date, "text": by_id[i].text,
                                     "turns": [list(t) for t in by_id[i].turns()]} for i in kept[q.id]]}
             entries.append(Entry(f"requests/{q.id}.json", json.dumps(request, indent=1).encode()))
-        if agent_class(cell.agent, ctx.command_agents).needs_model:  # the model answerer: each request as sent
-            lines = self.model_requests(ctx, cell, unit, kept)
-            entries.append(Entry(MODEL_REQUESTS, "".join(json.dumps(line) + "\n" for line in lines).encode()))
+        if model_requests is not None:
+            entries.append(Entry(MODEL_REQUESTS, "".join(json.dumps(line) + "\n" for line in model_requests).encode()))
         return bundle_of(entries)
 
     def model_requests(self, ctx: TrialContext, cell: CellSpec, unit: Unit, kept: dict[str, list[str]]) -> list[dict]:
@@ -679,17 +681,18 @@ class PersonalProtocol(Protocol):
         release = release_all(unit, retrieved, phases["search"], listed=kind.location(arm).tool is None,
                               cited_only=unit.oracle_per_question and isinstance(kind, OracleKind))
         ctx.check_cancel()
-        # The answer, isolated: the requests only.
-        b_answer = bundle or self.bundle_answer(ctx, cell, unit, {q: r.kept for q, r in release.items()})
+        # The answer, isolated: the requests only; a model answerer's rendered once, counted by the gate as sent.
+        kept = {q: r.kept for q, r in release.items()}
+        model_answers = agent_class(cell.agent, ctx.command_agents).needs_model
+        lines = self.model_requests(ctx, cell, unit, kept) if model_answers else None
+        b_answer = bundle or self.bundle_answer(ctx, cell, unit, kept, lines)
         (cell_dir / "answer" / "bundle.manifest").write_text(b_answer.manifest)
         options = {q.id: gen.options(q) for q in unit.questions}
         a_channel = ReferenceChannel("answer", (Entry("options.json", json.dumps(options).encode()),),
                                      ("--personal-answer",), {"questions": len(unit.questions)})
         t = time.monotonic()
         prompt = self.answer_prompt(ctx.protocol_setup, arm)
-        model_answers = agent_class(cell.agent, ctx.command_agents).needs_model
-        due = sum(1 for line in self.model_requests(ctx, cell, unit, {q: r.kept for q, r in release.items()})
-                  if line["request"] is not None) if model_answers else None
+        due = sum(1 for line in lines if line["request"] is not None) if lines is not None else None
         a = run_phase(ctx, cell, PhaseSpec("answer", ANSWER_PROMPT, b_answer, cell_dir / "answer", ANSWER_SECONDS,
                                            a_channel, export=None, required_paths=(), arm=ISOLATED,
                                            pre_session=lambda sandbox: [isolation_proof(sandbox, ALLOWED_IN_ANSWER)],
