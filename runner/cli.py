@@ -268,9 +268,12 @@ def grid(
                                                    "extractive and answerer (the personal protocol's LLM-free and model "
                                                    "answerers), or one of the spec's command_agents."),
     model: Optional[str] = typer.Option(None, help="The model claude-code, codex and answerer run on: 'scripted' (the shipped scripted model "
-                                                   "server: offline, no spend, a wiring smoke before a paid run) or a real "
+                                                   "server: offline, no spend, a wiring smoke before a paid run), "
+                                                   "'scripted-skim' (the same server as a weaker model) or a real "
                                                    "model id (needs ANTHROPIC_API_KEY for claude-code, OPENAI_API_KEY "
-                                                   "for codex and answerer, and prices in the spec)."),
+                                                   "for codex and answerer, and prices in the spec). Comma-separated "
+                                                   "for several: each model agent's cells run once per model, named "
+                                                   "agent@model (overrides the spec's model or models)."),
     run_id: Optional[str] = typer.Option(None, help="Resume this run, or name a new one (default: timestamp-gridname)."),
     concurrency: int = typer.Option(min(2, os.cpu_count() or 1), min=1, max=64,
                                     help="Cells in flight at once, and before them, stores ingested at once."),
@@ -343,7 +346,7 @@ def grid(
                         f"or give a spec of the {protocol} protocol")
     overrides = {k: v for k, v in {"tasks": _csv(tasks), "suite": suite, "arms": _csv(arms), "seeds": seeds,
                                     "conditions": _csv(conditions), "agents": (agent,) if agent else None,
-                                    "model": model, "budget_usd": max_usd}.items() if v}
+                                    "models": _csv(model), "budget_usd": max_usd}.items() if v}
     grid_spec = _where_cells_run(replace(grid_spec, **overrides), executor, scheduler)
     suite_tasks = grid_tasks(root, grid_spec, Path("(command line)"), "--suite") if suite else \
         grid_tasks(root, grid_spec, grid_path)

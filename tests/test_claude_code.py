@@ -13,6 +13,7 @@ from runner.agents import claude_code
 from runner.exec.job import run_grid
 from runner.results.ledger import latest_attempts
 from runner.env.model_endpoint import ModelEndpoint
+from runner.errors import UserError
 from runner.plan.spec import grid_from_dict
 
 from conftest import files_holding, model_upstream, received_requests, scripted_model_plays
@@ -71,20 +72,35 @@ def test_scripted_grid_admits_every_arm_and_memory_decides(engine, images, run_i
     assert store["store_mib"] == round(report["bytes"] / 2**20, 3) > 0 and store["seconds"] > 0
 
 
-def test_two_scripted_models_differ_where_one_uses_less_of_what_memory_returned(engine, images, run_id, tmp_path,
-                                                                                 no_leftovers):
-    """scripted-skim plays the same script as scripted but uses only the first thing memory returned (the search
-    result's snippets; it fetches no hit): on a task whose snippet does not name the convention, scripted solves it
-    and scripted-skim does not, at no spend: two offline models whose outcomes differ, for the model axis."""
+def test_two_scripted_models_in_one_grid_are_kept_apart_and_differ(engine, images, run_id, tmp_path, no_leftovers):
+    """A grid of two models runs claude-code once per model, each cell named agent@model with its model's inputs in
+    its id, its ledger row on that model. scripted-skim plays the same script as scripted but uses only the first
+    thing memory returned (the search result's snippets; it fetches no hit): on a task whose snippet does not name
+    the convention, scripted solves it and scripted-skim does not, at no spend: the model axis with two outcomes."""
+    spec = {"name": "cc", "tasks": ["money_rounding"], "arms": ["recall"], "agents": ["claude-code"], "seeds": 1,
+            "conditions": ["present"], "models": ["scripted", "scripted-skim"]}
+    outcome = run_grid(grid_from_dict(spec, Path("(test grid)")), Path("(test grid)"), root=REPO, run_id=run_id,
+                       runs_dir=tmp_path / "runs", concurrency=2, progress=False, log=lambda m: None)
+    rows = {r["agent"]: r for r in latest_attempts([json.loads(line) for line in
+                                                    (outcome.run_dir / "ledger.jsonl").open()]).values()}
+    assert set(rows) == {"claude-code@scripted", "claude-code@scripted-skim"}
     outcomes = {}
-    for model in ("scripted", "scripted-skim"):
-        rows, run_dir = run_cc(f"{run_id}-{model}", tmp_path / model, ["recall"], tasks=["money_rounding"], model=model)
-        row = rows["recall"]
+    for agent, row in rows.items():
         assert row["admitted"] and row["cost_usd"] == 0.0, row["discard_reason"]
+        assert row["model"] == agent.removeprefix("claude-code@")
         steps = [json.loads(line)["step"] for line in
-                 (run_dir / "cells" / row["cell_id"] / "model_requests.jsonl").read_text().splitlines()]
-        outcomes[model] = (row["outcome"], "get" in steps)
+                 (outcome.run_dir / "cells" / row["cell_id"] / "model_requests.jsonl").read_text().splitlines()]
+        outcomes[row["model"]] = (row["outcome"], "get" in steps)
     assert outcomes == {"scripted": ("solved", True), "scripted-skim": ("neutral_failure", False)}
+    lock = json.loads((outcome.run_dir / "run.json").read_text())
+    assert lock["grid"]["models"] == ["scripted", "scripted-skim"] and "model" not in lock["grid"]
+    assert {m: e["model"] for m, e in lock["claude_code"].items()} == {"scripted": "scripted", "scripted-skim": "scripted-skim"}
+    assert set(lock["prices"]) == {"scripted", "scripted-skim"}
+    assert {m: i["model"] for m, i in lock["inputs"]["by_model"].items()} == {"scripted": "scripted", "scripted-skim": "scripted-skim"}
+    # A resume of the run on other models is refused by name, before any cell runs.
+    with pytest.raises(UserError, match=r"grid\.models: \['scripted', 'scripted-skim'\] -> None"):
+        run_grid(grid_from_dict({**spec, "models": ["scripted"]}, Path("(test grid)")), Path("(test grid)"), root=REPO,
+                 run_id=run_id, runs_dir=tmp_path / "runs", concurrency=2, progress=False, log=lambda m: None)
 
 
 def test_failing_mcp_server_is_discarded_and_retried(engine, images, run_id, tmp_path, no_leftovers, monkeypatch):

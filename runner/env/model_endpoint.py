@@ -56,6 +56,21 @@ def is_scripted(model: str | None) -> bool:
     return model in SCRIPTED_MODELS
 
 
+# Where each family of live model ids is served. A model of one family is never served at the other provider's
+# API, so an agent speaking that API is refused the model before the engine. An id of neither family (an open
+# model, a router's id) may be served by a compatible MEMGRID_MODEL_UPSTREAM and is left to the run.
+FAMILIES = {"https://api.anthropic.com": ("claude-",), "https://api.openai.com": ("gpt-", "chatgpt-", "o1", "o3", "o4-")}
+
+
+def unservable(model: str, api: str) -> str | None:
+    """Why an agent speaking `api` cannot reach this model at its provider's API; None when it can or may."""
+    if is_scripted(model) or os.environ.get("MEMGRID_MODEL_UPSTREAM"):
+        return None
+    upstream = APIS[api]["upstream"]
+    return next((f"{model} is served at {where}, and this agent's API ({api}) goes to {upstream}"
+                 for where, prefixes in FAMILIES.items() if where != upstream and model.startswith(prefixes)), None)
+
+
 def live_upstream(api: str) -> str:
     """Where a live model is reached: MEMGRID_MODEL_UPSTREAM, else the provider's API."""
     return os.environ.get("MEMGRID_MODEL_UPSTREAM", APIS[api]["upstream"])

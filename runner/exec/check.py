@@ -6,7 +6,7 @@ and no engine is needed: a spec can be checked on any machine before it is sent 
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.agents.registry import agent_class, cli_agents
+from runner.agents.registry import agent_class, cli_agents, grid_players
 from runner.env.images import arm_image_needed
 from runner.exec.executors import ExecutorSettings, executor_class
 from runner.exec.job import check_inputs
@@ -20,7 +20,7 @@ CORE_IMAGES = ("memgrid-base", "memgrid-sandbox", "memgrid-checker")
 class GridCheck:
     cells: int
     pairs: int  # (unit, condition) pairs a seed runs
-    played: int  # arm x agent pairs the protocol plays
+    played: int  # arm x agent pairs the protocol plays (an agent on each of several models counted once per model)
     seeds: int
     images: tuple[str, ...]  # what its cells run in: built by the first run that lacks one, reused after
     problems: tuple[str, ...]  # one line each: what gets no cell, and the fix
@@ -41,7 +41,8 @@ def check_spec(grid: GridSpec, grid_path: Path, root: Path, run_id: str | None =
     protocol, arms = checked.protocol, checked.arms
     units = protocol.unit_ids(grid, checked.tasks, grid_path)
     pairs = protocol.pairs(grid, units, checked.tasks)
-    played = [(arm, agent) for agent in grid.agents for arm in grid.arms if protocol.plays(arms[arm], agent)]
+    played = [(arm, p.name) for p in grid_players(grid, checked.command_agents) for arm in grid.arms
+              if protocol.plays(arms[arm], p.agent)]
     problems = []
     held = list(dict.fromkeys(c for _, c in pairs))
     for condition in grid.conditions:

@@ -12,8 +12,9 @@ from runner.env.doctor import space_warnings
 from runner.env.engine import connect
 from runner.env.images import arm_image_needed, ensure_arm_image, ensure_derived, ensure_images
 from runner.agents.command import load_command_agents
-from runner.agents.registry import agent_class
+from runner.agents.registry import agent_class, grid_players
 from runner.plan.grid import check_agent_names
+from runner.plan.players import Player
 from runner.protocols.registry import protocol_named
 from runner.results.ledger import Ledger, latest_attempts
 from runner.plan.preflight import check_grid
@@ -22,7 +23,9 @@ from runner.exec.executors import ExecutorSettings, executor_class
 from runner.arms.ingest import store_costs
 from runner.exec.run import (RunPlan, RunSummary, amend_lock, check_run_id, corpus_pairs, execute, lock_document,
                              open_run, plan_run, sigterm_as_interrupt)
+from runner.env.model_endpoint import unservable
 from runner.errors import SpecError
+from runner.results.costs import price_for
 from runner.plan.spec import GridSpec, grid_tasks, image_arm, load_all_arms, provider
 from runner.exec.trial import TrialContext
 from runner.sources.registry import SOLUTIONS
@@ -100,19 +103,21 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     # The shared embedder's image, built only when an arm of the grid embeds through it.
     embedder = (ensure_derived(client, "embedder", images.base, log=log)
                 if any(p.embedder == "shared" for p in runs_on.values()) else None)
-    agent_setups = {}
-    for name in grid_spec.agents:
-        setup = agent_class(name, command_agents).prepare_grid(client, grid_spec, grid_path, images, arm_images, log=log)
+    prepared, inputs = [], {}  # inputs: each model's agent inputs (None: the grid's one model)
+    for player in grid_players(grid_spec, command_agents):
+        setup = agent_class(player.agent, command_agents).prepare_grid(
+            client, grid_spec.for_model(player.model) if player.model else grid_spec, grid_path, images, arm_images,
+            log=log)
         if setup is not None:
-            agent_setups[name] = setup
-    agent_inputs = {k: v for setup in agent_setups.values() for k, v in setup.inputs().items()}
+            prepared.append((player, setup))
+            inputs.setdefault(player.model, {}).update(setup.inputs())
+    agent_setups = {player.name: setup for player, setup in prepared}
     plan = plan_run(grid_spec, grid_path, all_tasks, all_arms, images, runs_dir.resolve(), run_id, corpora,
-                    agent_inputs, command_agents, embedder=embedder)
+                    inputs.pop(None, {}), command_agents, embedder=embedder, by_model=inputs)
 
     protocol_setup = protocol.prepare(client, grid_spec, grid_path, images, log=log)
     lock = lock_document(plan, images, client, root, chosen_arms, arm_images, embedder)
-    for setup in agent_setups.values():
-        lock.update(setup.lock_entries())
+    lock.update(agent_lock_entries(prepared))
     lock.update(protocol.lock_entries(protocol_setup))
     if prereg is not None:
         lock["preregistration"] = {"path": _relative(prereg.path, root), "sha256": prereg.frozen_sha256}
@@ -135,6 +140,21 @@ def prepare_run(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str
     return PreparedRun(plan, ledger, ctx)
 
 
+def agent_lock_entries(prepared: list[tuple[Player, object]]) -> dict:
+    """What run.json records of the agents' setups (each setup's `lock_entries`): prices merged by model; in a
+    grid of several models an agent's entry holds one per model (`claude_code: {scripted: .., scripted-skim: ..}`)."""
+    entries: dict = {}
+    for player, setup in prepared:
+        for key, value in setup.lock_entries().items():
+            if key == "prices":
+                entries.setdefault("prices", {}).update(value)
+            elif player.model is not None:
+                entries.setdefault(key, {})[player.model] = value
+            else:
+                entries[key] = value
+    return entries
+
+
 @dataclass(frozen=True)
 class CheckedInputs:
     """What a grid reads before any engine work, every check passed: its tasks, the arms, its protocol and agents."""
@@ -151,10 +171,27 @@ def check_inputs(grid_spec: GridSpec, grid_path: Path, root: Path) -> CheckedInp
     check_grid(grid_spec, protocol_named(grid_spec.protocol, grid_path), grid_path, all_tasks, all_arms)
     protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
     check_turn_caps(grid_spec, grid_path, all_tasks, command_agents)
+    check_models(grid_spec, grid_path, command_agents)
     if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
         raise SpecError(grid_path, "budget_usd", "is set, but no agent of this grid has a priced model, so no spend "
                         "can be counted against it", "drop budget_usd (and --max-usd), or run a model agent (claude-code)")
     return CheckedInputs(all_tasks, all_arms, protocol, command_agents)
+
+
+def check_models(grid: GridSpec, grid_path: Path, command_agents: dict) -> None:
+    """Each model a model agent of the grid runs on, before any engine work: priced when live (a live model without
+    prices is refused by name), and one the agent can reach (a model of another provider's family, refused by name
+    with the agent). The key is checked where the run starts (model_cli.model_price), as it is read there."""
+    for player in grid_players(grid, command_agents):
+        cls = agent_class(player.agent, command_agents)
+        for model in (player.model,) if player.model else grid.models if player.needs_model else ():
+            price_for(model, grid.prices, grid_path)
+            why = unservable(model, cls.api)
+            if why:
+                raise SpecError(grid_path, "models" if len(grid.models) > 1 else "model", f"pairs the {cls.name} agent "
+                                f"with a model it cannot reach: {why}", "run the model with an agent that speaks its "
+                                "provider's API (claude-code, answerer-anthropic: Anthropic; codex, answerer: OpenAI), "
+                                "or set MEMGRID_MODEL_UPSTREAM to a compatible endpoint that serves it")
 
 
 def check_agents(grid: GridSpec, grid_path: Path, root: Path, arms: dict) -> tuple:

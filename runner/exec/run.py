@@ -34,7 +34,7 @@ from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, im
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm, other_suites_tasks
 from runner.protocols.registry import protocol_named
-from runner.agents.registry import agent_class
+from runner.agents.registry import grid_players
 from runner.exec.executors import Executor, ExecutorSettings, open_executor
 from runner.exec.trial import DISK_FULL, TrialContext, disk_full, write_json
 
@@ -122,8 +122,9 @@ def check_run_id(run_id: str) -> None:
 def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[str, ArmSpec], images: ImageSet,
              runs_dir: Path, run_id: str | None, corpora: dict[tuple[str, int], str] | None = None,
              agent_inputs: dict[str, str] | None = None, command_agents: dict | None = None,
-             embedder: ImageRef | None = None) -> RunPlan:
-    """`embedder`: the shared embedder's image when an arm uses it (its id joins the images every cell id hashes)."""
+             embedder: ImageRef | None = None, by_model: dict[str, dict[str, str]] | None = None) -> RunPlan:
+    """`embedder`: the shared embedder's image when an arm uses it (its id joins the images every cell id hashes);
+    `agent_inputs`: the model agents' inputs (a grid of one model), `by_model`: each model's (a grid of several)."""
     run_id = run_id or default_run_id(grid)
     check_run_id(run_id)
     command_agents = command_agents or {}
@@ -137,10 +138,10 @@ def plan_run(grid: GridSpec, grid_path, tasks: dict[str, TaskSpec], arms: dict[s
                         arms={a: arm_digest(arms[a], arms, foreign[arms[a].root.parent.parent]) for a in arm_names},
                         images=images.ids() | ({"embedder": embedder.id} if embedder else {}),
                         corpora={corpus_key(c, s): d for (c, s), d in sorted((corpora or {}).items())},
-                        agent=dict(agent_inputs or {}))
+                        agent=dict(agent_inputs or {}), by_model=dict(by_model or {}))
     corpus_arms = frozenset(a for a in arm_names if kind_of(arms[a]).reads_corpus and protocol.reads_corpus())
-    model_agents = frozenset(a for a in grid.agents if agent_class(a, command_agents).needs_model)
-    cells = expand(grid, task_ids, tasks, inputs, corpus_arms, model_agents, protocol.pairs(grid, task_ids, tasks),
+    cells = expand(grid, task_ids, tasks, inputs, corpus_arms, grid_players(grid, command_agents),
+                   protocol.pairs(grid, task_ids, tasks),
                    lambda arm, agent: protocol.plays(arms[arm], agent))
     return RunPlan(run_id, runs_dir / run_id, grid, task_ids, inputs, cells,
                    protocol.graded_unisolated(grid, tasks, task_ids, grid_path))
@@ -204,6 +205,11 @@ def lock_differences(old: dict, new: dict) -> list[str]:
     for key in sorted((set(old["grid"]) | set(new["grid"])) - {"budget_usd"}):  # a resume may raise the budget
         if old["grid"].get(key) != new["grid"].get(key):
             changes.append(f"grid.{key}: {old['grid'].get(key)!r} -> {new['grid'].get(key)!r}")
+    for model in sorted(set(old["inputs"].get("by_model", {})) & set(new["inputs"].get("by_model", {}))):
+        before, after = old["inputs"]["by_model"][model], new["inputs"]["by_model"][model]
+        changes += [f"agent input '{name}' of model {model} digest {(before.get(name) or 'absent')[:19]} -> "
+                    f"{(after.get(name) or 'absent')[:19]}" for name in sorted(set(before) | set(after))
+                    if before.get(name) != after.get(name)]
     for kind in ("tasks", "arms", "images", "corpora", "agent"):
         before, after = old["inputs"].get(kind, {}), new["inputs"].get(kind, {})
         for name in sorted(set(before) | set(after)):

@@ -99,6 +99,9 @@ def _scripted_requests(run_dir: Path, row: dict) -> list[int]:
 
 def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: int = DEFAULT_OUTPUT_ALLOWANCE,
              source_run: Path | None = None) -> Estimate:
+    if len(grid.models) > 1:
+        raise UserError(f"{grid_path}: --estimate prices one model, and this grid names {len(grid.models)} "
+                        f"({', '.join(grid.models)}): fix: estimate each with --model ID")
     if not grid.model or is_scripted(grid.model):
         raise UserError(f"{grid_path}: model {grid.model or '(none)'} costs nothing: fix: give the live model to estimate "
                         "(--model ID, with its prices in the spec)")

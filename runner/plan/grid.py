@@ -12,11 +12,12 @@ from typing import Callable
 
 from runner.digest import sha256_json
 from runner.errors import SpecError
+from runner.plan.players import Player
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, validate
 
 # The `memgrid grid` options that replace a grid spec field, by the field they replace.
 FLAGS = {"tasks": "--tasks", "arms": "--arms", "agents": "--agent", "seeds": "--seeds", "conditions": "--conditions",
-         "model": "--model", "suite": "--suite"}
+         "models": "--model", "suite": "--suite"}
 
 
 @dataclass(frozen=True)
@@ -38,9 +39,18 @@ class GridInputs:
     images: dict[str, str]
     corpora: dict[str, str]  # "condition/seed" -> corpus digest, for arms whose cells read the corpus
     agent: dict[str, str] = field(default_factory=dict)  # claude-code: model, CLI pin, model image (its cells' ids only)
+    # A grid of several models: each model's agent inputs, as `agent` is for a grid of one (its players' ids only).
+    by_model: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if not self.by_model:  # a one-model grid's lock stays as it was before a grid could name several
+            del data["by_model"]
+        return data
+
+    def agent_inputs(self, player: Player) -> dict[str, str]:
+        """What defines a model agent's cells besides their coordinates: its model's inputs alone."""
+        return self.by_model[player.model] if player.model else self.agent
 
 
 def corpus_key(condition: str, seed: int) -> str:
@@ -48,15 +58,16 @@ def corpus_key(condition: str, seed: int) -> str:
 
 
 def cell_id(task: str, arm: str, seed: int, condition: str, agent: str, inputs: GridInputs, reads_corpus: bool,
-            model_agent: bool = False) -> str:
+            agent_inputs: dict[str, str] | None = None) -> str:
+    """`agent`: the player's name; `agent_inputs`: a model agent's inputs (GridInputs.agent_inputs), None otherwise."""
     identity = {
         "task": task, "arm": arm, "seed": seed, "condition": condition, "agent": agent,
         "task_digest": inputs.tasks[task], "arm_digest": inputs.arms[arm], "images": inputs.images,
     }
     if reads_corpus:
         identity["corpus_digest"] = inputs.corpora[corpus_key(condition, seed)]
-    if model_agent:  # the model, its CLI pin and model image define what such an agent does
-        identity["agent_inputs"] = inputs.agent
+    if agent_inputs is not None:  # the model, its CLI pin and model image define what such an agent does
+        identity["agent_inputs"] = agent_inputs
     return sha256_json(identity)[:16]
 
 
@@ -118,23 +129,26 @@ def check_names(grid: GridSpec, protocol, grid_path, tasks: dict[str, TaskSpec],
 
 
 def expand(grid: GridSpec, task_ids: list[str], tasks: dict[str, TaskSpec], inputs: GridInputs,
-           corpus_arms: frozenset[str] = frozenset(), model_agents: frozenset[str] = frozenset(),
+           corpus_arms: frozenset[str] = frozenset(), grid_players: list[Player] | None = None,
            pairs: list[tuple[str, str]] | None = None,
            plays: Callable[[str, str], bool] | None = None) -> list[CellSpec]:
     """`corpus_arms`: the arms whose cells read the condition's corpus (their ids include its digest);
-    `model_agents`: the agents whose ids include the model's inputs; `pairs`: the (unit, condition) pairs
-    the grid's protocol runs per seed (default: each task under each of its conditions the grid names);
-    `plays(arm, agent)`: whether a cell pairs them (default: every agent plays every arm)."""
+    `grid_players`: the grid's players (`players`; default: its agents, none on a model); `pairs`: the (unit,
+    condition) pairs the grid's protocol runs per seed (default: each task under each of its conditions the grid
+    names); `plays(arm, agent)`: whether a cell pairs them (default: every agent plays every arm)."""
+    if grid_players is None:
+        grid_players = [Player(a) for a in grid.agents]
     if pairs is None:
         pairs = [(t, c) for t in task_ids for c in grid.conditions if c in tasks[t].conditions]
     cells = []
     for seed in range(grid.seeds):
         order = arm_order(grid.arms, seed)
         for task, condition in pairs:
-            for agent in grid.agents:
+            for player in grid_players:
                 for arm in order:
-                    if plays is not None and not plays(arm, agent):
+                    if plays is not None and not plays(arm, player.agent):
                         continue
-                    cid = cell_id(task, arm, seed, condition, agent, inputs, arm in corpus_arms, agent in model_agents)
-                    cells.append(CellSpec(task, arm, seed, condition, agent, cid, len(cells)))
+                    cid = cell_id(task, arm, seed, condition, player.name, inputs, arm in corpus_arms,
+                                  inputs.agent_inputs(player) if player.needs_model else None)
+                    cells.append(CellSpec(task, arm, seed, condition, player.name, cid, len(cells)))
     return cells

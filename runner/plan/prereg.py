@@ -101,6 +101,9 @@ def load_prereg(path: Path) -> Prereg:
         where = e.field if e.field.startswith("prices") and fields["prices"] else \
             "grid" if e.field == "(top level)" else f"grid.{e.field}"
         raise SpecError(path, where, e.problem, e.fix) from None
+    if len(grid.models) > 1:  # its predictions name agents, and reproduce checks one model's identity
+        raise SpecError(path, "grid.models", f"names {len(grid.models)} models, and a preregistration's predictions "
+                        "and its reproduction hold one model", "preregister each model in a file of its own (grid.model: ID)")
 
     predictions = tuple(fields["predictions"])
     for i, p in enumerate(predictions):

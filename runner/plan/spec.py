@@ -8,7 +8,7 @@ import ast
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -222,7 +222,9 @@ class GridSpec:
     conditions: tuple[str, ...]
     network: str = "none"
     allow_hosts: tuple[str, ...] = ()
-    model: str | None = None  # what model agents' cells (claude-code, codex) run on; None when the grid has none
+    # What model agents' cells (claude-code, codex, answerer) run on, each model a coordinate of the grid's cells;
+    # () when the grid names none. A grid of several runs each such agent once per model (runner.plan.grid.players).
+    models: tuple[str, ...] = ()
     prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
     disk_mib: int = DEFAULT_DISK_MIB  # each sandbox's disk budget, unless its task sets its own
     protocol: str = "coding"  # what a cell is (memgrid protocol list)
@@ -239,6 +241,18 @@ class GridSpec:
     executor: str = "local"
     scheduler: str | None = None  # the dask scheduler's address
 
+    @property
+    def model(self) -> str | None:
+        """The grid's one model (None when it names none). A grid of several models is asked this per model, of
+        `for_model(m)`; asking it of the whole grid is a bug, never a silent first pick."""
+        if len(self.models) > 1:
+            raise ValueError(f"grid {self.name} names {len(self.models)} models: ask each of for_model(model)")
+        return self.models[0] if self.models else None
+
+    def for_model(self, model: str) -> "GridSpec":
+        """The grid as one of its models' agents see it: that model alone."""
+        return replace(self, models=(model,))
+
     def as_dict(self) -> dict:
         data = {
             "name": self.name,
@@ -251,8 +265,10 @@ class GridSpec:
         }
         if self.allow_hosts:
             data["allow_hosts"] = list(self.allow_hosts)
-        if self.model is not None:
-            data["model"] = self.model
+        if len(self.models) == 1:  # a one-model grid's lock stays as it was before a grid could name several
+            data["model"] = self.models[0]
+        elif self.models:
+            data["models"] = list(self.models)
         if self.prices:
             data["prices"] = self.prices
         if self.disk_mib != DEFAULT_DISK_MIB:
@@ -765,6 +781,13 @@ def _judges(data: dict, path: Path) -> dict:
     return {"judges": tuple(judges), "judge_endpoint": endpoint or "messages"}
 
 
+def _models(data: dict, path: Path) -> tuple[str, ...]:
+    """`model: X` (one model) or `models: [X, Y]` (several), never both."""
+    if "model" in data and "models" in data:
+        raise SpecError(path, "models", "is set beside model", "name one model with model: or several with models:, not both")
+    return tuple(data["models"]) if "models" in data else (data["model"],) if "model" in data else ()
+
+
 def grid_from_dict(data: dict, path: Path) -> GridSpec:
     """A grid spec from its YAML mapping (a grid file, or a preregistration's `grid`); `path` names it in errors."""
     validate(data, "grid", path)
@@ -778,7 +801,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         conditions=tuple(data["conditions"]),
         network=data.get("network", "none"),
         allow_hosts=tuple(data.get("allow_hosts", ())),
-        model=data.get("model"),
+        models=_models(data, path),
         prices=data.get("prices", {}),
         disk_mib=data.get("disk_mib", DEFAULT_DISK_MIB),
         protocol=data.get("protocol", "coding"),

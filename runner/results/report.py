@@ -292,7 +292,7 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
     parts.append("<h2>Grid</h2>" + html_table(["field", "value"], [
         ["agents", ", ".join(grid.get("agents", []))], ["arms", ", ".join(grid.get("arms", []))],
         ["conditions", ", ".join(grid.get("conditions", []))], ["tasks", (escape(", ".join(grid.get("tasks", []))), "wrap")],
-        ["seeds", grid.get("seeds", "?")], ["network", grid.get("network", "?")], ["model", grid.get("model") or "none"]],
+        ["seeds", grid.get("seeds", "?")], ["network", grid.get("network", "?")], ["model", grid.get("model") or ", ".join(grid.get("models", ())) or "none"]],
         table_id="grid"))
 
     headline = html_table(["agent", "arm", "condition", "cells", "admitted", "ITT pass [Wilson 95 %]", "PP pass [Wilson 95 %]",

@@ -418,12 +418,13 @@ class PersonalProtocol(Protocol):
         for persona in sorted(periods) if grid.tasks == "all" else grid.tasks:
             for period in [p for p in grid.conditions if p in periods.get(persona, ())]:
                 unit = hosted.source().personal_unit(hosted.folder(None), persona, period)
-                why = next(filter(None, (prompt.cut(grid.model, q, unit.records) for q in unit.questions)), None)
-                if why:
-                    raise SpecError(grid_path, "arms", f"names '{arm}', but {hosted.format}'s whole-history track "
-                                    f"would cut {persona}'s {period} history for model {grid.model} ({why}), and "
-                                    "memgrid asks with the whole history or not at all", f"drop {arm} or period "
-                                    f"{period}, or use a model with a larger context")
+                for model in grid.models:
+                    why = next(filter(None, (prompt.cut(model, q, unit.records) for q in unit.questions)), None)
+                    if why:
+                        raise SpecError(grid_path, "arms", f"names '{arm}', but {hosted.format}'s whole-history track "
+                                        f"would cut {persona}'s {period} history for model {model} ({why}), and "
+                                        "memgrid asks with the whole history or not at all", f"drop {arm} or "
+                                        f"period {period}, or use a model with a larger context")
 
     def plays(self, arm: ArmSpec, agent: str) -> bool:
         return kind_of(arm).submission == (agent == SubmissionAgent.name)

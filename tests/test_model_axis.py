@@ -1,0 +1,152 @@
+"""A grid of several models (issue 71, step 1), before any engine: the spec's `models`, each model agent once per
+model as a player named agent@model, cell ids that take the player's model's inputs alone, a lock that keeps each
+model's entries apart, a resume on other models refused by name, and what cannot price or preregister several
+models yet refused by name. tests/test_claude_code runs such a grid."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from runner.agents.claude_code import ClaudeCodeAgent
+from runner.agents.registry import agent_class, grid_players
+from runner.errors import SpecError, UserError
+from runner.exec.job import agent_lock_entries, check_models
+from runner.exec.run import lock_differences
+from runner.plan.estimate import estimate
+from runner.plan.grid import GridInputs, cell_id, expand
+from runner.plan.players import Player
+from runner.plan.prereg import load_prereg
+from runner.plan.spec import grid_from_dict, load_all_tasks
+
+from conftest import REPO
+from test_cli_front_door import memgrid
+
+WHERE = Path("grid.yaml")
+SPEC = {"name": "axis", "tasks": ["slug_ids"], "arms": ["bare", "recall"], "agents": ["floor", "claude-code", "codex"],
+        "seeds": 1, "conditions": ["present"]}
+TWO = grid_from_dict({**SPEC, "models": ["scripted", "scripted-skim"]}, WHERE)
+
+
+def inputs(by_model=None, agent=None) -> GridInputs:
+    return GridInputs(tasks={"slug_ids": "t"}, arms={"bare": "b", "recall": "r"}, images={"sandbox": "s"}, corpora={},
+                      agent=agent or {}, by_model=by_model or {})
+
+
+def model_inputs(model: str, cli: str = "pin") -> dict[str, str]:
+    return {"model": model, "cli": cli, "model_image": "m"}
+
+
+def test_models_is_a_list_model_its_one_model_form_and_never_both():
+    assert TWO.models == ("scripted", "scripted-skim") and TWO.as_dict()["models"] == ["scripted", "scripted-skim"]
+    one = grid_from_dict({**SPEC, "models": ["scripted"]}, WHERE)
+    assert one == grid_from_dict({**SPEC, "model": "scripted"}, WHERE) and one.model == "scripted"
+    assert one.as_dict()["model"] == "scripted" and "models" not in one.as_dict()  # a one-model lock as before
+    with pytest.raises(ValueError, match="names 2 models"):  # never a silent first pick
+        TWO.model
+    assert TWO.for_model("scripted-skim").model == "scripted-skim"
+    with pytest.raises(SpecError, match="models: is set beside model"):
+        grid_from_dict({**SPEC, "model": "scripted", "models": ["scripted"]}, WHERE)
+    for bad in ([], ["scripted", "scripted"], ["a model"]):
+        with pytest.raises(SpecError, match="models"):
+            grid_from_dict({**SPEC, "models": bad}, WHERE)
+
+
+def test_each_model_agent_is_a_player_per_model_and_others_stay_one():
+    assert [p.name for p in grid_players(TWO, {})] == [
+        "floor", "claude-code@scripted", "claude-code@scripted-skim", "codex@scripted", "codex@scripted-skim"]
+    one = grid_from_dict({**SPEC, "model": "scripted"}, WHERE)
+    assert [p.name for p in grid_players(one, {})] == ["floor", "claude-code", "codex"]
+    assert agent_class("claude-code@scripted-skim", {}) is ClaudeCodeAgent
+    assert Player("answerer", "org/model@v2", True).name == "answerer@org/model@v2"
+    assert agent_class("answerer@org/model@v2", {}).name == "answerer"  # a model id may hold '@'
+
+
+def test_a_players_cell_id_takes_its_own_models_inputs_alone(project):
+    tasks = {t: s for t, s in load_all_tasks(project).items() if t == "slug_ids"}
+    players = grid_players(TWO, {})
+    given = inputs(by_model={m: model_inputs(m) for m in TWO.models})
+    cells = expand(TWO, ["slug_ids"], tasks, given, grid_players=players)
+    assert len(cells) == 5 * 2 and len({c.cell_id for c in cells}) == 10
+    moved = expand(TWO, ["slug_ids"], tasks, replace(given, by_model={**given.by_model, "scripted-skim":
+                                                                      model_inputs("scripted-skim", "other pin")}),
+                   grid_players=players)
+    changed = {c.agent for c, m in zip(cells, moved) if c.cell_id != m.cell_id}
+    assert changed == {"claude-code@scripted-skim", "codex@scripted-skim"}
+    # a one-model grid's ids are those it had before a grid could name several
+    one = grid_from_dict({**SPEC, "model": "scripted"}, WHERE)
+    flat = inputs(agent=model_inputs("scripted"))
+    for c in expand(one, ["slug_ids"], tasks, flat, grid_players=grid_players(one, {})):
+        assert c.cell_id == cell_id("slug_ids", c.arm, 0, "present", c.agent, flat, False,
+                                    None if c.agent == "floor" else flat.agent)
+
+
+def test_the_lock_keeps_each_models_entries_and_prices_apart():
+    class Setup:
+        def __init__(self, model):
+            self.model = model
+
+        def lock_entries(self):
+            return {"claude_code": {"model": self.model}, "prices": {self.model: {"input": 0}}}
+
+    two = agent_lock_entries([(Player("claude-code", m, True), Setup(m)) for m in ("scripted", "scripted-skim")])
+    assert two == {"claude_code": {"scripted": {"model": "scripted"}, "scripted-skim": {"model": "scripted-skim"}},
+                   "prices": {"scripted": {"input": 0}, "scripted-skim": {"input": 0}}}
+    one = agent_lock_entries([(Player("claude-code", None, True), Setup("scripted"))])
+    assert one == {"claude_code": {"model": "scripted"}, "prices": {"scripted": {"input": 0}}}
+
+
+def test_a_resume_on_other_models_or_another_models_inputs_is_refused_by_name():
+    lock = {"grid": TWO.as_dict(), "inputs": inputs(by_model={m: model_inputs(m) for m in TWO.models}).as_dict()}
+    other = {"grid": grid_from_dict({**SPEC, "models": ["scripted-skim", "scripted"]}, WHERE).as_dict(),
+             "inputs": lock["inputs"]}
+    assert lock_differences(lock, other) == [
+        "grid.models: ['scripted', 'scripted-skim'] -> ['scripted-skim', 'scripted']"]
+    repinned = {**lock, "inputs": inputs(by_model={"scripted": model_inputs("scripted"),
+                                                   "scripted-skim": model_inputs("scripted-skim", "new")}).as_dict()}
+    assert lock_differences(lock, repinned) == ["agent input 'cli' of model scripted-skim digest pin -> new"]
+    assert lock_differences(lock, lock) == []
+
+
+def test_check_counts_a_player_per_model(monkeypatch, capsys):
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+    code, out, err = memgrid(["grid", "--check", "--agent", "claude-code", "--model", "scripted,scripted-skim",
+                              "--tasks", "slug_ids", "--arms", "bare,recall", "--conditions", "present"], monkeypatch, capsys)
+    assert code == 0, out + err
+    assert ": 4 cells = 1 unit x condition pairs x 4 arm x agent pairs x 1 seed(s)" in out
+    code, out, err = memgrid(["grid", "--check", "--agent", "claude-code", "--model", "scripted,a model"], monkeypatch, capsys)
+    assert code == 2 and err.startswith("memgrid: (command line): --model:"), out + err
+
+
+def test_what_holds_one_model_refuses_several_by_name(tmp_path):
+    with pytest.raises(UserError, match=r"--estimate prices one model, and this grid names 2 \(scripted, "
+                                        r"scripted-skim\): fix: estimate each with --model ID"):
+        estimate(TWO, WHERE, REPO, tmp_path)
+    shipped = REPO / "preregistration" / "001-default-reader.md"
+    several = tmp_path / shipped.name
+    several.write_text(shipped.read_text().replace("  agents: [reader]\n", "  agents: [reader]\n  models: [scripted, "
+                                                   "scripted-skim]\n", 1))
+    assert several.read_text() != shipped.read_text()
+    with pytest.raises(SpecError, match="grid.models: names 2 models"):
+        load_prereg(several)
+
+
+PRICE = {"input": 3, "output": 15, "cache_read": 0.3, "cache_creation": 3.75, "as_of": "2026-11-01", "source": "test"}
+
+
+def test_each_live_model_is_priced_and_one_its_agent_can_reach_before_the_engine(monkeypatch):
+    monkeypatch.delenv("MEMGRID_MODEL_UPSTREAM", raising=False)
+    prices = {"claude-sonnet-4-5": PRICE, "gpt-5": PRICE}
+    cc = {**SPEC, "agents": ["claude-code"], "prices": prices}
+    check_models(grid_from_dict({**cc, "models": ["scripted", "claude-sonnet-4-5"]}, WHERE), WHERE, {})
+    with pytest.raises(SpecError, match=r"prices\.claude-haiku-4-5: is missing"):  # each model priced, not the first
+        check_models(grid_from_dict({**cc, "models": ["claude-sonnet-4-5", "claude-haiku-4-5"]}, WHERE), WHERE, {})
+    with pytest.raises(SpecError, match=r"grid\.yaml: models: pairs the codex agent with a model it cannot reach: "
+                                        r"claude-sonnet-4-5 is served at https://api\.anthropic\.com"):
+        check_models(grid_from_dict({**cc, "agents": ["codex"], "models": ["gpt-5", "claude-sonnet-4-5"]}, WHERE), WHERE, {})
+    with pytest.raises(SpecError, match=r"model: pairs the claude-code agent with a model it cannot reach: gpt-5"):
+        check_models(grid_from_dict({**cc, "model": "gpt-5"}, WHERE), WHERE, {})
+    # an agent without a model is not asked; a compatible upstream may serve any family
+    check_models(grid_from_dict({**cc, "agents": ["reader"], "model": "gpt-5"}, WHERE), WHERE, {})
+    monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", "http://127.0.0.1:9")
+    check_models(grid_from_dict({**cc, "model": "gpt-5"}, WHERE), WHERE, {})
