@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner.results.analysis import RESAMPLES, analyse, paired_stat  # noqa: E402
+from runner.results.analysis import analyse  # noqa: E402
+from runner.results.stats import RESAMPLES, paired_stat  # noqa: E402
 from runner.results.ledger import Ledger, LedgerRow  # noqa: E402
 from runner.results.report import write_html  # noqa: E402
 

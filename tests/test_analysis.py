@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from synthetic_ledger import cell, write_run
 
-from runner.results.analysis import analyse, paired_stat, score_predictions, wilson
+from runner.results.analysis import analyse, score_predictions
+from runner.results.stats import paired_stat, wilson
 from runner.errors import UserError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -43,8 +43,8 @@ def model_price(agent: str, api: str, grid, grid_path, log=print) -> Price:
                         "that runs memgrid (it reaches only the model gateway sidecar, never the sandbox or the run "
                         "folder), or run --model scripted")
     if is_scripted(grid.model):
-        log(f"{agent} runs on the scripted model server: offline, no spend (token counts are the server's estimates, "
-            "priced at 0)")
+        log(f"{agent} runs on {grid.model}, a model of the scripted model server: offline, no spend (token counts are "
+            "the server's estimates, priced at 0)")
     return price
 
 

@@ -17,16 +17,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from scipy.stats import bootstrap
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.proportion import proportion_confint
 
 from runner.agents.base import BUDGET_EXHAUSTED, ERROR_ENDINGS
 from runner.errors import UserError
 from runner.results.ledger import Ledger, latest_attempts
+from runner.results.by_model import ModelEffect, ModelSpend, across_models, spend_by_model
 from runner.results.run_lock import load_lock
+from runner.results.stats import (BOOTSTRAP_SEED, DEFAULT_MIN_EFFECT, RESAMPLES, TOKEN_CLASSES, Contrast, PairedStat,
+                                  Rate, paired_frames, paired_stat, wilson)
 
 # The coding protocol's analysis by arm: the baseline every ranked memory arm is compared with, the
 # floor harm is measured against, the diagnostic arms that are never ranked (DESIGN.md), and the
@@ -41,22 +40,7 @@ DIAGNOSTICS = (
     ("oracle_memory", "recall", "access gap"),
     ("recall_prefetch", "recall", "query gap"),
 )
-DEFAULT_MIN_EFFECT = 0.10
-RESAMPLES = 10_000
-FEW_TASKS = 5
-BOOTSTRAP_SEED = 20_240_601
-TOKEN_CLASSES = ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output")
 OUTCOMES = ("solved", "neutral_failure", "damaged", "ambiguous")
-
-
-@dataclass(frozen=True)
-class Rate:
-    passed: int
-    n: int
-    rate: float | None
-    low: float | None  # Wilson 95 %
-    high: float | None
-    reason: str | None = None  # why rate is None
 
 
 @dataclass(frozen=True)
@@ -81,36 +65,6 @@ class GroupStats:
     @property
     def agent_errors(self) -> int:
         return sum(self.agent_endings.values())
-
-
-@dataclass(frozen=True)
-class PairedStat:
-    """arm minus baseline over cells paired by (task, seed) within one agent and condition."""
-    pairs: int
-    tasks: int
-    both: int  # both passed
-    arm_only: int
-    base_only: int
-    neither: int
-    delta: float | None  # mean of pass(arm) - pass(baseline)
-    low: float | None  # task-cluster bootstrap, percentile 95 %
-    high: float | None
-    p_mcnemar: float | None  # exact, on the discordant pairs
-    label: str | None  # noise | positive | negative
-    reason: str | None = None  # why any of the above is None
-
-
-@dataclass(frozen=True)
-class Contrast:
-    name: str  # "recall - claude_md"
-    arm: str
-    baseline: str
-    agent: str
-    condition: str
-    kind: str  # primary | diagnostic
-    measures: str  # what the difference means
-    pp: PairedStat
-    itt: PairedStat
 
 
 @dataclass(frozen=True)
@@ -182,6 +136,9 @@ class Analysis:
     has_cli_cost: bool = False
     # (agent, arm, condition, cells) whose session reached a cap (error_class budget_exhausted): scored, and named
     budget_exhausted: list[tuple[str, str, str, int]] = field(default_factory=list)
+    # a grid of several models: each contrast of an agent on each of its models side by side (by_model.py)
+    across_models: list[ModelEffect] = field(default_factory=list)
+    spend_by_model: list[ModelSpend] = field(default_factory=list)
 
     def contrast(self, name: str, condition: str, agent: str) -> Contrast | None:
         key = _normalise_contrast(name)
@@ -232,62 +189,6 @@ def ingest_reports(run_dir: Path) -> list[IngestStats]:
 
 # ---------------------------------------------------------------- statistics
 
-def wilson(passed: int, n: int) -> Rate:
-    if n == 0:
-        return Rate(passed, n, None, None, None, "no cells")
-    low, high = proportion_confint(passed, n, alpha=0.05, method="wilson")
-    return Rate(passed, n, passed / n, float(low), float(high))
-
-
-def noise_label(delta: float | None, min_effect: float) -> str | None:
-    if delta is None:
-        return None
-    if abs(delta) < min_effect - 1e-12:  # a delta exactly at the minimum effect counts as an effect
-        return "noise"
-    return "positive" if delta > 0 else "negative"
-
-
-def cluster_bootstrap(tasks: np.ndarray, diffs: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
-    """Percentile 95 % CI of the mean paired difference, resampling whole tasks with replacement
-    (cells of one task share its difficulty, so they are not independent draws)."""
-    codes, _ = pd.factorize(tasks)
-    sums = np.bincount(codes, weights=diffs)
-    counts = np.bincount(codes).astype(float)
-
-    def ratio(s, n, axis=-1):
-        return s.sum(axis=axis) / n.sum(axis=axis)
-
-    result = bootstrap((sums, counts), ratio, paired=True, vectorized=True, n_resamples=resamples,
-                       method="percentile", rng=np.random.default_rng(seed))
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def paired_stat(tasks: np.ndarray, arm_pass: np.ndarray, base_pass: np.ndarray, min_effect: float,
-                resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> PairedStat:
-    a, b = np.asarray(arm_pass, dtype=bool), np.asarray(base_pass, dtype=bool)
-    both, arm_only = int((a & b).sum()), int((a & ~b).sum())
-    base_only, neither = int((~a & b).sum()), int((~a & ~b).sum())
-    n, n_tasks = len(a), len(set(tasks))
-    if n == 0:
-        return PairedStat(0, 0, 0, 0, 0, 0, None, None, None, None, None, "no paired cells")
-    diffs = a.astype(float) - b.astype(float)
-    delta = float(diffs.mean())
-    reasons = []
-    low = high = p = None
-    if n_tasks < 2:
-        reasons.append(f"no bootstrap interval: {n_tasks} task (needs at least 2 to resample tasks)")
-    else:
-        low, high = cluster_bootstrap(np.asarray(tasks), diffs, resamples, seed)
-        if n_tasks < FEW_TASKS:  # a percentile interval over so few clusters is narrower than the truth
-            reasons.append(f"only {n_tasks} tasks: the bootstrap interval is rough")
-    if arm_only + base_only == 0:
-        reasons.append("no McNemar p: no discordant pairs")
-    else:
-        p = float(mcnemar([[both, arm_only], [base_only, neither]], exact=True).pvalue)
-    return PairedStat(n, n_tasks, both, arm_only, base_only, neither, delta, low, high, p,
-                      noise_label(delta, min_effect), "; ".join(reasons) or None)
-
-
 # ---------------------------------------------------------------- per group
 
 def damage_rate(outcomes: pd.Series) -> Rate:
@@ -313,17 +214,6 @@ def group_stats(df: pd.DataFrame) -> list[GroupStats]:
                               discards={str(k): int(v) for k, v in sorted(discards.items())},
                               outcomes={str(k): int(v) for k, v in outcomes.items()},
                               damage=damage, agent_endings={str(k): int(v) for k, v in sorted(endings.items())}))
-    return out
-
-
-def paired_frames(df: pd.DataFrame, columns: tuple[str, ...] = ("passed", "admitted")) -> dict[tuple[str, str], pd.DataFrame]:
-    """Per (agent, condition): one row per (task, seed), columns (column, arm). Cells that share
-    their coordinates (selftest's canaries: one arm, broken several ways) have no one partner: they count in
-    the rates but pair with nothing."""
-    out = {}
-    for (agent, condition), g in df.groupby(["agent", "condition"], sort=True):
-        g = g[~g.duplicated(["task", "seed", "arm"], keep=False)]
-        out[(agent, condition)] = g.set_index(["task", "seed", "arm"])[list(columns)].unstack("arm")
     return out
 
 
@@ -438,7 +328,9 @@ def analyse_frame(df: pd.DataFrame, lock: dict, run_dir: Path | None = None, min
                   resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED, ingest: list[IngestStats] = ()) -> Analysis:
     min_effect = DEFAULT_MIN_EFFECT if min_effect is None else float(min_effect)
     grid = lock.get("grid", {})
-    agents = grid_order(df["agent"].unique(), grid.get("agents", []))
+    models = grid.get("models") or []
+    # each agent, then each of its players on the grid's models (agent@model), in the grid's order
+    agents = grid_order(df["agent"].unique(), [p for a in grid.get("agents", []) for p in (a, *(f"{a}@{m}" for m in models))])
     arms = grid_order(df["arm"].unique(), grid.get("arms", []))
     conditions = grid_order(df["condition"].unique(), grid.get("conditions", []))
 
@@ -454,7 +346,10 @@ def analyse_frame(df: pd.DataFrame, lock: dict, run_dir: Path | None = None, min
                     sorted(costs(df), key=key), list(ingest), agents, arms, conditions,
                     # the ledger always carries the column now; show it only where a CLI reported a figure
                     has_cli_cost="cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any()),
-                    budget_exhausted=_budget_exhausted(df, agents, arms, conditions))
+                    budget_exhausted=_budget_exhausted(df, agents, arms, conditions),
+                    across_models=across_models(df, sorted(primary, key=key) + sorted(diagnostic, key=key), models,
+                                                min_effect, resamples, seed),
+                    spend_by_model=spend_by_model(df, models))
 
 
 def _budget_exhausted(df: pd.DataFrame, agents, arms, conditions) -> list[tuple[str, str, str, int]]:

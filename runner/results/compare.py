@@ -23,9 +23,8 @@ from rich.table import Table
 from runner.errors import UserError
 from runner.exec.run import resolve_run_dir
 from runner.plan.grid import corpus_key
-from runner.results.analysis import (BOOTSTRAP_SEED, DEFAULT_MIN_EFFECT, RESAMPLES, PairedStat, Rate, damage_rate,
-                                     grid_order, load_cells, paired_bases, paired_frames, paired_rows_stat,
-                                     wilson)
+from runner.results.analysis import damage_rate, grid_order, load_cells, paired_bases, paired_rows_stat
+from runner.results.stats import BOOTSTRAP_SEED, DEFAULT_MIN_EFFECT, RESAMPLES, PairedStat, Rate, paired_frames, wilson
 from runner.results.page import CSS, escape, html_table, write_page
 from runner.results.report import _delta, _p, _rt
 from runner.results.run_lock import load_lock
@@ -33,7 +32,7 @@ from runner.results.run_lock import load_lock
 # The two sides' labels in the one frame both runs' cells are paired in (arm names never hold a colon).
 SIDE_A, SIDE_B = "run:A", "run:B"
 PAIR_KEY = ["agent", "condition", "task", "seed"]
-GRID_FIELDS = ("tasks", "conditions", "seeds", "agents", "model")  # what makes two runs' cells the same cells
+GRID_FIELDS = ("tasks", "conditions", "seeds", "agents", "model", "models")  # what makes two runs' cells the same cells
 
 
 @dataclass(frozen=True)
@@ -160,6 +159,12 @@ def lock_drift(lock_a: dict, lock_b: dict, keys: pd.DataFrame) -> list[str]:
                                        if k in corpora))
     differ("images", "image", sorted(set(inputs_a.get("images", {})) | set(inputs_b.get("images", {}))))
     differ("agent", "agent input", sorted(set(inputs_a.get("agent", {})) | set(inputs_b.get("agent", {}))))
+    by_a, by_b = inputs_a.get("by_model", {}), inputs_b.get("by_model", {})
+    for model in sorted(set(by_a) | set(by_b)):  # a grid of several models: each model's agent inputs
+        before, after = by_a.get(model, {}), by_b.get(model, {})
+        out.extend(f"agent input '{name}' of model {model} digest {_short(before.get(name))} in run A, "
+                   f"{_short(after.get(name))} in run B" for name in sorted(set(before) | set(after))
+                   if before.get(name) != after.get(name))
     return out
 
 

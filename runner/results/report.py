@@ -13,8 +13,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from runner.results.analysis import (BASELINE, FLOOR, OUTCOMES, TOKEN_CLASSES, Analysis, Contrast, PairedStat, ScoredPrediction, analyse,
-                       fmt_rate, score_predictions)
+from runner.results.analysis import (BASELINE, FLOOR, OUTCOMES, TOKEN_CLASSES, Analysis, ScoredPrediction, analyse,
+                                     fmt_rate, score_predictions)
+from runner.results.stats import Contrast, PairedStat
 from runner.errors import UserError
 from runner.results.page import CSS, digests_table, escape, html_table, write_page
 from runner.plan.prereg import append_results, load_prereg
@@ -151,6 +152,12 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
                 console.print(f"  [dim]note: {reason} ({n} of {len(rows)} contrasts)", highlight=False)
     for o in a.omitted:
         console.print(f"[yellow]omitted[/] {o.name}: {o.reason}")
+    if a.across_models:
+        headers, rows = _across_models(a)
+        table = _rt(*headers[:3], *headers[4:], title=f"does the memory effect hold across models: {ACROSS_MODELS_NOTE}")
+        for row in rows:
+            table.add_row(*row[:3], *row[4:])
+        console.print(table)
     conditions, damage_rows = _damage_matrix(a)
     damage = _rt("agent", "arm", *conditions, title="damage detector by condition (damaged / admitted cells)")
     for agent, arm, cells in damage_rows:
@@ -183,6 +190,12 @@ def print_terminal(a: Analysis, console: Console, scored: list[ScoredPrediction]
     else:
         console.print("agent ended with an error (scored): none")
     console.print(_cost_table(a))
+    if a.spend_by_model:
+        headers, rows = _spend_by_model(a)
+        table = _rt(*headers, title="costs per model (every finished cell on the model, admitted or not)")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
     if a.ingest:
         console.print(_ingest_table(a))
     for agent, arm, condition, n in a.budget_exhausted:
@@ -206,6 +219,39 @@ def _contrast_table(title: str, rows: list[Contrast]) -> Table:
         table.add_row(c.agent, c.condition, c.name, str(c.pp.pairs), str(c.pp.tasks), _delta(c.pp), _p(c.pp),
                       f"[{colour}]{c.pp.label or '–'}", _num(c.itt.delta, signed=True))
     return table
+
+
+ACROSS_MODELS_NOTE = ("each contrast within one model (cells paired by task and seed), its models side by side, and "
+                      "each model's delta minus the first model's over the pairs admitted on both (task-cluster "
+                      "bootstrap 95 %); never pooled across models")
+
+
+def _models(a: Analysis) -> list[str]:
+    return list(dict.fromkeys(m for e in a.across_models for m in e.models))
+
+
+def _across_models(a: Analysis) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows of the across-models table: per model its delta (per-protocol, 95 % CI), per later model its
+    difference from the first model's."""
+    models = _models(a)
+    headers = ["agent", "condition", "contrast", "kind", *models, *(f"{m} − {models[0]}" for m in models[1:])]
+    rows = []
+    for e in a.across_models:
+        effect = dict(zip(e.models, e.effects))
+        differs = {m: i for m, i in zip(e.models, e.interactions) if i is not None and e.models[0] == models[0]}
+        rows.append([e.agent, e.condition, e.name, e.kind, *(_delta(effect[m]) if m in effect else "–" for m in models),
+                     *(_delta(differs[m]) + (f" {differs[m].label}" if differs[m].label else "") if m in differs else "–"
+                       for m in models[1:])])
+    return headers, rows
+
+
+def _spend_by_model(a: Analysis) -> tuple[list[str], list[list[str]]]:
+    headers = ["model", "cells", "passed", "session tokens", "fresh in", "cache read", "cache write", "output", "USD", "wall s"]
+    rows = [[m.model, str(m.cells), str(m.passed),
+             _int(None if all(v is None for v in m.tokens.values()) else sum(v or 0 for v in m.tokens.values())),
+             *[_int(m.tokens[k]) for k in TOKEN_CLASSES], _usd(m.cost_usd), f"{m.wall_seconds:,.1f}"]
+            for m in a.spend_by_model]
+    return headers, rows
 
 
 def _cost_table(a: Analysis) -> Table:
@@ -326,6 +372,11 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
     parts.append(_contrast_html(a.contrasts, "contrasts") if a.contrasts else "<p>none</p>")
     parts.append("<h2>Diagnostic contrasts (never ranked)</h2>")
     parts.append(_contrast_html(a.diagnostics, "diagnostics") if a.diagnostics else "<p>none</p>")
+    if a.across_models:
+        headers, rows = _across_models(a)
+        parts.append("<h2>Does the memory effect hold across models</h2>"
+                     f"<p class=\"note\">{escape(ACROSS_MODELS_NOTE[0].upper() + ACROSS_MODELS_NOTE[1:])}. A difference "
+                     f"below {a.min_effect:.2f} is labelled noise.</p>" + html_table(headers, rows, table_id="across-models"))
     if a.omitted:
         parts.append("<ul id=\"omitted\">" + "".join(f"<li>omitted <code>{escape(o.name)}</code>: {escape(o.reason)}</li>"
                                                     for o in a.omitted) + "</ul>")
@@ -356,6 +407,10 @@ def render_html(a: Analysis, scored: list[ScoredPrediction] = ()) -> str:
                  "reported that token class (no model, or the agent does not report usage), never zero."
                  + (" The CLI USD column is the agent CLI's own figure, not verified against prices." if a.has_cli_cost else "")
                  + "</p>" + html_table(cost_headers, cost_rows, numeric=set(range(2, len(cost_headers))), table_id="costs"))
+    if a.spend_by_model:
+        headers, rows = _spend_by_model(a)
+        parts.append("<h3>Costs per model</h3><p class=\"note\">Every finished cell on the model, admitted or not.</p>"
+                     + html_table(headers, rows, numeric=set(range(1, len(headers))), table_id="costs-by-model"))
     if a.ingest:
         parts.append("<h3>Ingest per arm</h3><p class=\"note\">Each arm's own write path, once per condition and seed, "
                      "before any cell; every cell of that store receives the same frozen copy. From the store reports under "

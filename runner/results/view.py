@@ -28,7 +28,7 @@ from runner.results.ledger import Ledger, latest_attempts
 from runner.results.run_lock import load_lock
 
 PAGE_STEPS = 40
-FILTERS = ("arm", "task", "condition", "agent", "outcome", "reason")
+FILTERS = ("arm", "task", "condition", "agent", "model", "outcome", "reason")
 INLINE_FIELDS = {"input", "text", "answer", "error", "why"}  # the rest of a step (results, tool lists) folds
 TOKEN_COLUMNS = ("tokens_fresh_input", "tokens_cache_read", "tokens_cache_creation", "tokens_output")
 
@@ -380,7 +380,7 @@ def index_page(run_dir: Path, out: Path, lock: dict, rows: list[dict]) -> str:
     head = (f"<h1>memgrid run <code id=\"run-id\">{_e(lock.get('run_id', run_dir.name))}</code></h1>"
             f"<p class=\"meta\">protocol {_e(grid.get('protocol', 'coding'))} · created {_e(lock.get('created_at'))} · git "
             f"{_e((lock.get('git_commit') or 'unknown')[:12])} · {len(rows)} cells recorded of {_e(lock.get('cells'))} planned · "
-            f"{sum(r['admitted'] for r in rows)} admitted · model {_e(grid.get('model') or 'none')}</p>{stopped}"
+            f"{sum(r['admitted'] for r in rows)} admitted · model {_e(grid.get('model') or ', '.join(grid.get('models') or ()) or 'none')}</p>{stopped}"
             f"<p><a id=\"show-discarded\" href=\"#outcome=discarded\">discarded: {len(discarded)}</a>"
             f"{' (' + reason_links + ')' if reason_links else ''} · <a href=\"#\">all cells</a></p>"
             f"<div class=\"plots\"><div><h2>Summary</h2>{_summary(rows)}</div>"
@@ -398,6 +398,8 @@ def _filter_value(row: dict, name: str) -> str:
         return outcome_of(row)
     if name == "reason":
         return row["discard_reason"] or ""
+    if name == "model":  # the model a model agent's cell ran on; none for an agent without one
+        return row.get("model") or ""
     return str(row[name])
 
 
