@@ -395,17 +395,26 @@ def _where_cells_run(grid_spec, executor: Optional[str], scheduler: Optional[str
 
 def _print_estimate(grid_spec, grid_path: Path, root: Path, runs_dir: Path, allowance: int, source: Optional[Path]) -> None:
     from runner.exec.run import resolve_run_dir
-    from runner.plan.estimate import CLASSES, estimate
+    from runner.plan.estimate import CLASSES, estimate_models
 
-    e = estimate(grid_spec, grid_path, root, runs_dir, allowance, resolve_run_dir(str(source), runs_dir) if source else None)
-    table = Table("token class", "tokens", title=f"estimate for {e.cells} {grid_spec.model} cells")
-    for c in CLASSES:
-        table.add_row(c.replace("_", " "), f"{e.tokens[c]:,}")
-    console.print(table)
-    console.print(f"USD: {e.usd:,.2f} (range {e.usd_low:,.2f} – {e.usd_high:,.2f}) at prices of {e.price_source}",
-                  markup=False, highlight=False)
-    console.print(f"from the {e.source}; {e.matched} of {e.cells} cells matched by task, arm, condition, seed and agent "
-                  "(the rest at the mean of their arm's)", markup=False, highlight=False, soft_wrap=True)
+    estimates = estimate_models(grid_spec, grid_path, root, runs_dir, allowance,
+                                resolve_run_dir(str(source), runs_dir) if source else None)
+    for e in estimates:
+        table = Table("token class", "tokens", title=f"estimate for {e.cells} {e.model} cells")
+        for c in CLASSES:
+            table.add_row(c.replace("_", " "), f"{e.tokens[c]:,}")
+        console.print(table)
+        console.print(f"USD: {e.usd:,.2f} (range {e.usd_low:,.2f} – {e.usd_high:,.2f}) at prices of {e.price_source}",
+                      markup=False, highlight=False)
+        console.print(f"from the {e.source}; {e.matched} of {e.cells} cells matched by task, arm, condition, seed and "
+                      "agent (the rest at the mean of their arm's)", markup=False, highlight=False, soft_wrap=True)
+    if len(estimates) > 1:
+        console.print(f"USD in total, {len(estimates)} models ({', '.join(e.model for e in estimates)}): "
+                      f"{sum(e.usd for e in estimates):,.2f} (range {sum(e.usd_low for e in estimates):,.2f} – "
+                      f"{sum(e.usd_high for e in estimates):,.2f})", markup=False, highlight=False, soft_wrap=True)
+    scripted = [m for m in grid_spec.models if m not in {e.model for e in estimates}]
+    if scripted:
+        console.print(f"{', '.join(scripted)}: scripted (offline), no spend", markup=False, highlight=False)
 
 
 def _finish_grid(outcome, resume: str) -> None:

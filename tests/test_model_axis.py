@@ -13,14 +13,16 @@ from runner.agents.registry import agent_class, grid_players
 from runner.errors import SpecError, UserError
 from runner.exec.job import agent_lock_entries, check_models
 from runner.exec.run import lock_differences
-from runner.plan.estimate import estimate
+from runner.plan.estimate import estimate, estimate_models
 from runner.plan.grid import GridInputs, cell_id, expand
 from runner.plan.players import Player
 from runner.plan.prereg import load_prereg
 from runner.plan.spec import grid_from_dict, load_all_tasks
 
 from conftest import REPO
+from synthetic_ledger import cell, write_run
 from test_cli_front_door import memgrid
+from test_spend import GRID as SPEND_GRID, PRICES
 
 WHERE = Path("grid.yaml")
 SPEC = {"name": "axis", "tasks": ["slug_ids"], "arms": ["bare", "recall"], "agents": ["floor", "claude-code", "codex"],
@@ -118,9 +120,36 @@ def test_check_counts_a_player_per_model(monkeypatch, capsys):
     assert code == 2 and err.startswith("memgrid: (command line): --model:"), out + err
 
 
+def test_the_estimate_of_several_models_is_each_models_from_its_own_source_and_their_total(tmp_path):
+    """Each live model is estimated apart, from a live run of that model when one holds the cells (here test-live's
+    cells of a two-model live run), else from the scripted cells of a run (here the two-model scripted run's
+    `scripted` players, not its scripted-skim ones); a scripted model of the grid costs nothing."""
+    runs = tmp_path / "runs"
+    scripted_rows = [cell("slug_ids", arm, False, condition=c, agent=f"claude-code@{m}", model=m, cost_usd=0.0,
+                          tokens_fresh_input=n, tokens_cache_read=0, tokens_cache_creation=0, tokens_output=400)
+                     for m, n in (("scripted", 60_000), ("scripted-skim", 1)) for arm in SPEND_GRID["arms"]
+                     for c in SPEND_GRID["conditions"]]
+    write_run(runs / "src-scripted", scripted_rows, {**SPEND_GRID, "tasks": ["slug_ids"], "models": ["scripted", "scripted-skim"]})
+    live_rows = [cell("slug_ids", arm, False, condition=c, agent=f"claude-code@{m}", model=m, cost_usd=0.5,
+                      tokens_fresh_input=1_000, tokens_cache_read=0, tokens_cache_creation=0, tokens_output=100)
+                 for m in ("test-live", "test-other") for arm in SPEND_GRID["arms"] for c in SPEND_GRID["conditions"]]
+    write_run(runs / "src-live", live_rows, {**SPEND_GRID, "tasks": ["slug_ids"], "models": ["test-live", "test-other"]})
+    dear = {**PRICES["test-live"], "input": 6.0, "output": 30.0, "cache_read": 0.6, "cache_creation": 7.5}
+    grid = grid_from_dict({**SPEND_GRID, "models": ["test-live", "test-dear", "scripted"],
+                           "prices": {**PRICES, "test-dear": dear}}, WHERE)
+    live, dearer = estimate_models(grid, WHERE, REPO, runs, allowance=1000)
+    assert (live.model, dearer.model) == ("test-live", "test-dear")
+    assert live.source == "live run src-live of test-live" and (live.cells, live.matched) == (4, 4)
+    assert live.tokens == {"fresh_input": 4 * 1_000, "cache_read": 0, "cache_creation": 0, "output": 4 * 100}
+    assert dearer.source.startswith("scripted-model run src-scripted")
+    # the scripted players' 60,000 tokens a cell (one request: all of it written to the cache), not the skim ones'
+    assert dearer.tokens == {"fresh_input": 0, "cache_read": 0, "cache_creation": 4 * 60_000, "output": 4 * 1000}
+    with pytest.raises(UserError, match="models scripted, scripted-skim cost nothing"):
+        estimate_models(TWO, WHERE, REPO, runs)
+
+
 def test_what_holds_one_model_refuses_several_by_name(tmp_path):
-    with pytest.raises(UserError, match=r"--estimate prices one model, and this grid names 2 \(scripted, "
-                                        r"scripted-skim\): fix: estimate each with --model ID"):
+    with pytest.raises(ValueError, match="names 2 models"):  # one model's estimate is asked of one model
         estimate(TWO, WHERE, REPO, tmp_path)
     shipped = REPO / "preregistration" / "001-default-reader.md"
     several = tmp_path / shipped.name

@@ -118,6 +118,30 @@ def test_estimate_then_a_budget_stop_then_a_resume_with_more(engine, images, run
           f"after {len(costs)} cells")
 
 
+def test_two_live_models_are_estimated_and_spent_each_at_its_own_prices(engine, images, run_id, tmp_path, no_leftovers,
+                                                                        live_upstream):
+    """A grid of two live models (the same upstream, priced apart): each model's estimate from the scripted run, each
+    model's cells priced at its own prices, the spend per model within its estimate's range."""
+    from runner.plan.estimate import estimate_models
+    from runner.results.analysis import analyse
+
+    runs = tmp_path / "runs"
+    grid_run(f"{run_id}-scripted", runs, model="scripted")
+    prices = {**PRICES, "test-dear": {**PRICES["test-live"], "input": 6.0, "output": 30.0, "cache_read": 0.6,
+                                      "cache_creation": 7.5}}
+    two = {"models": ["test-live", "test-dear"], "prices": prices}
+    guesses = {e.model: e for e in estimate_models(grid_from_dict({**GRID, **two}, Path("(test grid)")),
+                                                   Path("(test grid)"), REPO, runs, allowance=300)}
+    assert list(guesses) == ["test-live", "test-dear"] and all(e.matched == e.cells == 4 for e in guesses.values())
+    ran = grid_run(run_id, runs, **two)
+    spent = {m.model: m.cost_usd for m in analyse(ran.run_dir, resamples=200).spend_by_model}
+    assert set(spent) == {"test-live", "test-dear"} and spent["test-dear"] > spent["test-live"] > 0
+    for model, guess in guesses.items():
+        assert guess.usd_low <= spent[model] <= guess.usd_high, (model, guess, spent[model])
+    print("; ".join(f"{m}: estimate ${g.usd:.4f} [{g.usd_low:.4f}, {g.usd_high:.4f}] vs spent ${spent[m]:.4f} "
+                    f"(ratio {spent[m] / g.usd:.3f})" for m, g in guesses.items()))
+
+
 def test_a_budget_without_a_priced_model_is_refused(tmp_path):
     from runner.errors import SpecError
 

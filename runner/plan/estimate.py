@@ -21,8 +21,10 @@ from pathlib import Path
 from runner.agents.registry import agent_class
 from runner.env.model_endpoint import SCRIPTED, is_scripted
 from runner.errors import UserError
+from runner.plan.players import agent_of
 from runner.plan.spec import GridSpec, grid_tasks, load_all_arms
 from runner.protocols.registry import protocol_named
+from runner.results.by_model import model_of
 from runner.results.costs import price_for
 from runner.results.ledger import Ledger, latest_attempts
 from runner.results.run_lock import load_lock
@@ -33,6 +35,7 @@ DEFAULT_OUTPUT_ALLOWANCE = 2000  # output tokens per cell: a small coding sessio
 
 @dataclass(frozen=True)
 class Estimate:
+    model: str
     source: str  # which run the tokens come from, and how it was read
     cells: int  # the grid's model cells
     matched: int  # of them, found in the source run
@@ -59,10 +62,17 @@ def planned_cells(grid: GridSpec, grid_path, root: Path) -> list[Key]:
             for agent in agents for arm in grid.arms if protocol.plays(arms[arm], agent)]
 
 
-def _rows(run_dir: Path) -> dict[Key, dict]:
-    return {(r["task"], r["arm"], r["condition"], r["seed"], r["agent"]): r
+def _rows(run_dir: Path, model: str) -> dict[Key, dict]:
+    """The run's finished cells with observed tokens on `model`, keyed by their agent: in a run of several models,
+    the cells of its players on `model` alone (claude-code@m is claude-code's cell on m)."""
+    return {(r["task"], r["arm"], r["condition"], r["seed"], agent_of(r["agent"])): r
             for r in latest_attempts(Ledger(run_dir).saved_rows()).values()
-            if r["final"] and r["tokens_fresh_input"] is not None}
+            if r["final"] and r["tokens_fresh_input"] is not None and model_of(r["agent"]) in (None, model)}
+
+
+def run_models(run_dir: Path) -> list[str]:
+    grid = load_lock(run_dir).get("grid", {})
+    return grid.get("models") or [grid.get("model")]
 
 
 def find_source(runs_dir: Path, model: str, planned: list[Key]) -> tuple[Path, bool]:
@@ -71,9 +81,11 @@ def find_source(runs_dir: Path, model: str, planned: list[Key]) -> tuple[Path, b
     wanted = set(planned)
     candidates = []
     for lock_path in sorted(runs_dir.glob("*/run.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        run_model = json.loads(lock_path.read_text()).get("grid", {}).get("model")
-        if run_model in (model, SCRIPTED) and wanted & set(_rows(lock_path.parent)):
-            candidates.append((run_model != SCRIPTED, lock_path.parent))
+        grid = json.loads(lock_path.read_text()).get("grid", {})
+        ran = grid.get("models") or [grid.get("model")]
+        live = model in ran
+        if (live or SCRIPTED in ran) and wanted & set(_rows(lock_path.parent, model if live else SCRIPTED)):
+            candidates.append((live, lock_path.parent))
     live = [c for c in candidates if c[0]]
     if not (live or candidates):
         raise UserError(f"{runs_dir}: no earlier run has cells of this grid to estimate from: fix: run the same grid "
@@ -97,11 +109,20 @@ def _scripted_requests(run_dir: Path, row: dict) -> list[int]:
     return [r["input_tokens"] for r in requests if r.get("step") not in ("count_tokens", "refused")]
 
 
+def estimate_models(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: int = DEFAULT_OUTPUT_ALLOWANCE,
+                    source_run: Path | None = None) -> list[Estimate]:
+    """Each live model's estimate, in the grid's order (a scripted model costs nothing and has none); a grid of one
+    model is that model's. Each is read from its own source run: a live run of that model, else a scripted one."""
+    live = [m for m in grid.models if not is_scripted(m)] if len(grid.models) > 1 else list(grid.models)
+    if not live:
+        raise UserError(f"{grid_path}: models {', '.join(grid.models)} cost nothing: fix: give the live models to "
+                        "estimate (--model ID,ID, with their prices in the spec)")
+    return [estimate(grid.for_model(m), grid_path, root, runs_dir, allowance, source_run) for m in live]
+
+
 def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: int = DEFAULT_OUTPUT_ALLOWANCE,
              source_run: Path | None = None) -> Estimate:
-    if len(grid.models) > 1:
-        raise UserError(f"{grid_path}: --estimate prices one model, and this grid names {len(grid.models)} "
-                        f"({', '.join(grid.models)}): fix: estimate each with --model ID")
+    """One model's estimate (`grid` of one model: a grid of several is estimated per model, `estimate_models`)."""
     if not grid.model or is_scripted(grid.model):
         raise UserError(f"{grid_path}: model {grid.model or '(none)'} costs nothing: fix: give the live model to estimate "
                         "(--model ID, with its prices in the spec)")
@@ -112,8 +133,8 @@ def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: i
     if source_run is None:
         source_run, live = find_source(runs_dir, grid.model, planned)
     else:
-        live = load_lock(source_run).get("grid", {}).get("model") == grid.model
-    rows = _rows(source_run)
+        live = grid.model in run_models(source_run)
+    rows = _rows(source_run, grid.model if live else SCRIPTED)
     by_arm: dict[str, list[dict]] = {}
     for (_, arm, *_rest), r in rows.items():
         by_arm.setdefault(arm, []).append(r)
@@ -168,5 +189,5 @@ def estimate(grid: GridSpec, grid_path, root: Path, runs_dir: Path, allowance: i
     kind = (f"live run {source_run.name} of {grid.model}" if live else
             f"scripted-model run {source_run.name} (input tokens as the agent sent them: {'; '.join(read_as)}; "
             f"output: an allowance of {allowance:,} tokens per cell)")
-    return Estimate(kind, len(planned), matched, {c: round(v) for c, v in tokens.items()}, round(usd, 4), round(low, 4),
+    return Estimate(grid.model, kind, len(planned), matched, {c: round(v) for c, v in tokens.items()}, round(usd, 4), round(low, 4),
                     round(high, 4), f"{price.as_of}, {price.source}")
