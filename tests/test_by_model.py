@@ -120,3 +120,17 @@ def test_compare_pairs_within_a_model_and_names_one_models_drifted_inputs(tmp_pa
     (tmp_path / "runs" / "b" / "run.json").write_text(json.dumps(lock))
     with pytest.raises(UserError, match="agent input 'cli' of model weak digest pin in run A, other in run B"):
         compare_runs("a", "b", tmp_path / "runs", arm="recall")
+
+
+def test_a_prediction_naming_a_model_is_scored_on_that_models_cells(tmp_path):
+    from runner.results.analysis import score_predictions
+
+    run = write_run(tmp_path / "r", rows({"strong": 6, "weak": 0}), grid())
+    a = analyse(run, resamples=500)
+    predict = {"id": "P1", "text": "recall helps", "contrast": "recall - claude_md", "condition": "present",
+               "agent": "claude-code", "expect": "positive"}
+    strong, weak, unnamed = score_predictions(a, [{**predict, "model": "strong"}, {**predict, "id": "P2", "model": "weak"},
+                                                  {**predict, "id": "P3"}])
+    assert (strong.agent, strong.verdict, strong.delta) == ("claude-code@strong", "confirmed", 1.0)
+    assert (weak.agent, weak.verdict, weak.delta) == ("claude-code@weak", "refuted", 0.0)
+    assert unnamed.verdict == "inconclusive" and "no contrast" in unnamed.why  # never a pooled or a first model's

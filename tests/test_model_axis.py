@@ -148,16 +148,9 @@ def test_the_estimate_of_several_models_is_each_models_from_its_own_source_and_t
         estimate_models(TWO, WHERE, REPO, runs)
 
 
-def test_what_holds_one_model_refuses_several_by_name(tmp_path):
-    with pytest.raises(ValueError, match="names 2 models"):  # one model's estimate is asked of one model
+def test_one_models_estimate_is_never_asked_of_a_grid_of_several(tmp_path):
+    with pytest.raises(ValueError, match="names 2 models"):  # estimate_models asks it of each model
         estimate(TWO, WHERE, REPO, tmp_path)
-    shipped = REPO / "preregistration" / "001-default-reader.md"
-    several = tmp_path / shipped.name
-    several.write_text(shipped.read_text().replace("  agents: [reader]\n", "  agents: [reader]\n  models: [scripted, "
-                                                   "scripted-skim]\n", 1))
-    assert several.read_text() != shipped.read_text()
-    with pytest.raises(SpecError, match="grid.models: names 2 models"):
-        load_prereg(several)
 
 
 PRICE = {"input": 3, "output": 15, "cache_read": 0.3, "cache_creation": 3.75, "as_of": "2026-11-01", "source": "test"}
@@ -179,3 +172,42 @@ def test_each_live_model_is_priced_and_one_its_agent_can_reach_before_the_engine
     check_models(grid_from_dict({**cc, "agents": ["reader"], "model": "gpt-5"}, WHERE), WHERE, {})
     monkeypatch.setenv("MEMGRID_MODEL_UPSTREAM", "http://127.0.0.1:9")
     check_models(grid_from_dict({**cc, "model": "gpt-5"}, WHERE), WHERE, {})
+
+
+def test_a_preregistered_prediction_names_the_model_its_agent_runs_on(tmp_path):
+    from test_prereg import fields, one_line_error, write
+
+    two = {"name": "tiny", "tasks": ["slug_ids"], "arms": ["bare", "recall"], "agents": ["reader", "claude-code"],
+           "models": ["scripted", "scripted-skim"], "seeds": 1, "conditions": ["present"], "network": "none"}
+
+    def prediction(**p):
+        return [{"id": "P1", "text": "recall helps", "contrast": "recall - bare", "condition": "present",
+                 "agent": "claude-code", "expect": "positive", **p}]
+
+    def prereg(name, **p):
+        return write(tmp_path / f"{name}.md", fields(grid=two, predictions=prediction(**p), contrasts=["recall - bare"],
+                                                     sizing={"text": "s", "cells": 6}))
+
+    assert load_prereg(prereg("ok", model="scripted-skim")).predictions[0]["model"] == "scripted-skim"
+    assert "predictions[0].model: is missing: the grid runs claude-code on 2 models" in one_line_error(prereg("none"))
+    assert "predictions[0].model: 'other' is not among the grid's models" in one_line_error(prereg("other", model="other"))
+    assert "predictions[0].model: is set, and agent reader runs on no model" in \
+        one_line_error(prereg("reader", agent="reader", model="scripted"))
+
+
+def test_reproduce_checks_each_models_cli_and_model_and_compares_model_images_by_recipe():
+    from runner.plan.reproduce import Original, drift
+
+    prereg = load_prereg(REPO / "preregistration" / "001-default-reader.md")
+    by_model = {m: {"model": m, "cli": "pin", "model_image": f"sha256:{m}-here"} for m in ("scripted", "scripted-skim")}
+    inputs = {"tasks": {"t": "a" * 64}, "arms": {"bare": "b" * 64}, "images": {"sandbox": "sha256:1"}, "corpora": {},
+              "agent": {}, "by_model": by_model}
+    entries = {m: {"cli": {"version": "1.0"}, "model": m} for m in by_model}
+    original = {"grid": {"name": "g", "models": list(by_model)}, "inputs": inputs, "image_recipes": {"model": "r"},
+                "claude_code": entries, "preregistration": {"sha256": prereg.frozen_sha256}}
+    elsewhere = {**original, "inputs": {**inputs, "by_model": {m: {**i, "model_image": f"sha256:{m}-there"}
+                                                               for m, i in by_model.items()}}}
+    ref = Original("test", "r", original, None, [], {})
+    assert drift(ref, prereg, elsewhere) == []  # model images rebuilt from the same recipe
+    repinned = {**elsewhere, "claude_code": {**entries, "scripted-skim": {"cli": {"version": "2.0"}, "model": "scripted-skim"}}}
+    assert drift(ref, prereg, repinned) == ["claude-code on model scripted-skim cli {'version': '1.0'} -> {'version': '2.0'}"]

@@ -101,9 +101,6 @@ def load_prereg(path: Path) -> Prereg:
         where = e.field if e.field.startswith("prices") and fields["prices"] else \
             "grid" if e.field == "(top level)" else f"grid.{e.field}"
         raise SpecError(path, where, e.problem, e.fix) from None
-    if len(grid.models) > 1:  # its predictions name agents, and reproduce checks one model's identity
-        raise SpecError(path, "grid.models", f"names {len(grid.models)} models, and a preregistration's predictions "
-                        "and its reproduction hold one model", "preregister each model in a file of its own (grid.model: ID)")
 
     predictions = tuple(fields["predictions"])
     for i, p in enumerate(predictions):
@@ -117,6 +114,7 @@ def load_prereg(path: Path) -> Prereg:
         if p["agent"] not in grid.agents:
             raise SpecError(path, f"predictions[{i}].agent", f"'{p['agent']}' is not among grid.agents",
                             f"use one of: {', '.join(grid.agents)}")
+        check_prediction_model(p, grid, path, f"predictions[{i}]")
     ids = [p["id"] for p in predictions]
     if len(set(ids)) != len(ids):
         raise SpecError(path, "predictions", "repeats a prediction id", "give each prediction its own id")
@@ -130,6 +128,22 @@ def load_prereg(path: Path) -> Prereg:
                   contrasts=tuple(fields["contrasts"]), exclusion_rules=tuple(fields["exclusion_rules"]),
                   sizing_text=fields["sizing"]["text"], cells=fields["sizing"]["cells"], min_effect=float(fields["min_effect"]),
                   grid=grid, prices=fields["prices"], frozen_sha256=hashlib.sha256(data[:start]).hexdigest())
+
+
+def check_prediction_model(p: dict, grid: GridSpec, path: Path, where: str) -> None:
+    """A prediction on a model agent of a grid of several models names its model (the cells it is judged on are
+    that model's player's, agent@model); a model named is one the grid runs its agent on."""
+    from runner.agents.registry import agent_class  # the agents package builds on plan; only this check needs it
+
+    model, needs = p.get("model"), agent_class(p["agent"], grid.command_agents).needs_model
+    if model is not None and not needs:
+        raise SpecError(path, f"{where}.model", f"is set, and agent {p['agent']} runs on no model", "remove it")
+    if model is not None and model not in grid.models:
+        raise SpecError(path, f"{where}.model", f"'{model}' is not among the grid's models",
+                        f"use one of: {', '.join(grid.models) or '(none: the grid names no model)'}")
+    if model is None and needs and len(grid.models) > 1:
+        raise SpecError(path, f"{where}.model", f"is missing: the grid runs {p['agent']} on {len(grid.models)} models, "
+                        "each judged apart", f"name one of: {', '.join(grid.models)}")
 
 
 def count_cells(grid: GridSpec, root: Path, where: Path) -> int:

@@ -67,7 +67,8 @@ def reads_and_runs(grid: GridSpec) -> list[str]:
     for name in grid.agents:
         spec = grid.command_agents.get(name)
         if spec is None:
-            lines.append(f"agent {name}: memgrid's own" + (f", on model {grid.model}" if name == "claude-code" and grid.model else ""))
+            lines.append(f"agent {name}: memgrid's own" + (f", on model{'s' if len(grid.models) > 1 else ''} "
+                                                           f"{', '.join(grid.models)}" if name == "claude-code" and grid.models else ""))
         else:
             lines.append(f"agent {name}: runs {shlex.join(spec['command'])} with the files "
                          f"{', '.join(spec.get('files', [])) or '(none)'}")
@@ -85,6 +86,10 @@ def _by_recipe(reference: dict, lock: dict) -> dict:
     inputs = {**reference["inputs"], "images": lock["inputs"].get("images", {})}
     if "model_image" in inputs.get("agent", {}):
         inputs["agent"] = {**inputs["agent"], "model_image": lock["inputs"].get("agent", {}).get("model_image")}
+    now = lock["inputs"].get("by_model", {})
+    if inputs.get("by_model"):  # a grid of several models: each model's model image, as above
+        inputs["by_model"] = {m: {**given, **({"model_image": now.get(m, {}).get("model_image")} if "model_image" in given
+                                             else {})} for m, given in inputs["by_model"].items()}
     return {**reference, "inputs": inputs}
 
 
@@ -96,6 +101,15 @@ def _agent_changes(agent: str, before: dict | None, after: dict | None) -> list[
         if before.get(field) != after.get(field):
             changes.append(f"{agent} {field} {before.get(field)!r} -> {after.get(field)!r}")
     return changes
+
+
+def _per_model(lock: dict, key: str) -> dict:
+    """An agent's entry in a lock by model: a grid of several models keeps one per model (exec.job.agent_lock_entries),
+    a grid of one its entry alone (under None)."""
+    entry = lock.get(key)
+    if not entry:
+        return {}
+    return entry if (lock.get("grid") or {}).get("models") else {None: entry}
 
 
 def drift(original: Original, prereg: Prereg, lock: dict) -> list[str]:
@@ -123,7 +137,10 @@ def drift(original: Original, prereg: Prereg, lock: dict) -> list[str]:
     if recipes:
         changes += _recipe_changes(reference["image_recipes"], lock["image_recipes"])
     for agent, key in (("claude-code", "claude_code"), ("codex", "codex")):
-        changes += _agent_changes(agent, reference.get(key), lock.get(key))
+        before, after = _per_model(reference, key), _per_model(lock, key)
+        for model in sorted(set(before) | set(after), key=str):
+            changes += _agent_changes(agent if model is None else f"{agent} on model {model}", before.get(model),
+                                      after.get(model))
     if frozen is not None and frozen != prereg.frozen_sha256:
         changes.append(f"preregistration {prereg.path.name} above the marker sha256 {frozen[:19]} -> {prereg.frozen_sha256[:19]}")
     return changes

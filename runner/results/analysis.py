@@ -411,6 +411,8 @@ def score_predictions(analysis: Analysis, predictions: list[dict], min_effect: f
 def _score_one(analysis: Analysis, p: dict, m: float) -> ScoredPrediction:
     expect = str(p.get("expect", "")).strip().lower()
     name, condition, agent = _normalise_contrast(p.get("contrast", "")), p.get("condition"), p.get("agent")
+    if p.get("model") and f"{agent}@{p['model']}" in analysis.agents:  # a grid of several models: that model's player
+        agent = f"{agent}@{p['model']}"
 
     def verdict(v: str, why: str, stat: PairedStat | None = None) -> ScoredPrediction:
         return ScoredPrediction(str(p.get("id", "")), str(p.get("text", "")), name, condition, agent, expect, v,
