@@ -436,8 +436,10 @@ def _finish_grid(outcome, resume: str) -> None:
         err.print(f"[yellow]interrupted; resume with: {resume}")
         raise typer.Exit(130)
     if summary.budget_stop is not None:
-        err.print(f"[yellow]stopped at its budget: {summary.budget_stop['detail']}; go on with: {resume} --max-usd "
-                  "<a higher budget>", highlight=False)
+        held = summary.budget_stop.get("models")
+        how = (f"raise budgets_usd for {', '.join(held)} in the spec, then {resume}" if held and "budget_usd" not in
+               summary.budget_stop else f"{resume} --max-usd <a higher budget>")
+        err.print(f"[yellow]stopped at its budget: {summary.budget_stop['detail']}; go on with: {how}", highlight=False)
         raise typer.Exit(1)
     if outcome.unfinished:
         err.print(f"[red]{outcome.unfinished} cells hit harness errors (see error_detail); rerun them with: {resume}")

@@ -11,7 +11,7 @@ import pytest
 from runner.agents.claude_code import ClaudeCodeAgent
 from runner.agents.registry import agent_class, grid_players
 from runner.errors import SpecError, UserError
-from runner.exec.job import agent_lock_entries, check_models
+from runner.exec.job import agent_lock_entries, check_inputs, check_models
 from runner.exec.run import lock_differences
 from runner.plan.estimate import estimate, estimate_models
 from runner.plan.grid import GridInputs, cell_id, expand
@@ -20,7 +20,7 @@ from runner.plan.prereg import load_prereg
 from runner.plan.spec import grid_from_dict, load_all_tasks
 
 from conftest import REPO
-from synthetic_ledger import cell, write_run
+from synthetic_ledger import cell, cell as cell_row, write_run
 from test_cli_front_door import memgrid
 from test_spend import GRID as SPEND_GRID, PRICES
 
@@ -211,3 +211,66 @@ def test_reproduce_checks_each_models_cli_and_model_and_compares_model_images_by
     assert drift(ref, prereg, elsewhere) == []  # model images rebuilt from the same recipe
     repinned = {**elsewhere, "claude_code": {**entries, "scripted-skim": {"cli": {"version": "2.0"}, "model": "scripted-skim"}}}
     assert drift(ref, prereg, repinned) == ["claude-code on model scripted-skim cli {'version': '1.0'} -> {'version': '2.0'}"]
+
+
+class FakeExecutor:
+    """Runs each submitted cell at once at a cost per model, one slot: what the scheduler decides is all there is."""
+    slots = 1
+
+    def __init__(self, cost: dict[str, float]):
+        self.cost, self.handles, self.started = cost, {}, []
+
+    def submit(self, cell, attempt):
+        self.started.append(cell.agent)
+        self.handles[len(self.handles)] = (cell, attempt)
+        return len(self.handles) - 1
+
+    def wait(self, handles, timeout):
+        return handles
+
+    def result(self, handle):
+        cell, attempt = self.handles[handle]
+        return cell_row(cell.task, cell.arm, True, agent=cell.agent, attempt=attempt, cost_usd=self.cost[cell.agent])
+
+
+def test_a_models_cap_stops_its_cells_and_lets_the_other_models_run(tmp_path):
+    from types import SimpleNamespace
+
+    from runner.exec.run import Scheduler, SpendCaps
+    from runner.plan.grid import CellSpec
+    from runner.results.ledger import Ledger
+
+    cells = [CellSpec(f"t{i}", "bare", 0, "present", agent, f"{agent}-{i}", n)
+             for n, (i, agent) in enumerate((i, a) for i in range(4) for a in ("claude-code@dear", "claude-code@cheap"))]
+    executor = FakeExecutor({"claude-code@dear": 0.4, "claude-code@cheap": 0.1})
+    ledger = Ledger(tmp_path)
+    ledger.open()
+    caps = SpendCaps.of(None, {"dear": 1.0})
+    scheduler = Scheduler(SimpleNamespace(), ledger, executor, lambda row: None, caps)
+    scheduler.run(cells, {})
+    # dear: one cell alone until priced (0.4), then one more (0.4 + 2 x 0.4 > 1.0 stops the third); cheap: all four
+    assert executor.started.count("claude-code@dear") == 2 and executor.started.count("claude-code@cheap") == 4
+    stop = scheduler.budget_stop
+    assert stop["cells_left"] == 2 and set(stop["models"]) == {"dear"} and stop["models"]["dear"]["budget_usd"] == 1.0
+    assert stop["detail"].startswith("model dear: spent $0.8000 of $1.0000")
+    # a cap over all the models stops them all; the record says the total did
+    executor = FakeExecutor({"claude-code@dear": 0.4, "claude-code@cheap": 0.1})
+    scheduler = Scheduler(SimpleNamespace(), ledger, executor, lambda row: None, SpendCaps.of(0.55, None))
+    scheduler.run(cells, {})
+    assert len(executor.started) == 1  # 0.4 spent, and a next cell at the dearest so far would pass 0.55
+    assert scheduler.budget_stop["budget_usd"] == 0.55 and scheduler.budget_stop["cells_left"] == 7
+    assert "models" not in scheduler.budget_stop
+
+
+def test_a_cap_per_model_needs_a_grid_of_several_and_names_its_models(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+    one = {**SPEC, "agents": ["claude-code"], "model": "scripted", "budgets_usd": {"scripted": 1}}
+    with pytest.raises(SpecError, match=r"budgets_usd\.scripted: is set on a grid of one model"):
+        check_inputs(grid_from_dict(one, WHERE), WHERE, REPO)
+    two = {**SPEC, "agents": ["claude-code"], "models": ["scripted", "scripted-skim"], "budgets_usd": {"other": 1}}
+    with pytest.raises(SpecError, match=r"budgets_usd\.other: names no model of the grid"):
+        check_inputs(grid_from_dict(two, WHERE), WHERE, REPO)
+    check_inputs(grid_from_dict({**two, "budgets_usd": {"scripted-skim": 1}}, WHERE), WHERE, REPO)
+    lock = {"grid": grid_from_dict({**two, "budgets_usd": {"scripted": 1}}, WHERE).as_dict(), "inputs": {}}
+    raised = {"grid": grid_from_dict({**two, "budgets_usd": {"scripted": 5}}, WHERE).as_dict(), "inputs": {}}
+    assert lock_differences(lock, raised) == []  # a resume may raise a model's cap, as the run's

@@ -62,7 +62,7 @@ def run_grid(grid_spec: GridSpec, grid_path: Path, *, root: Path, run_id: str | 
     where = f"executor dask at {executor.scheduler}" if executor.name == "dask" else f"concurrency {concurrency}"
     log(f"run {run.plan.run_id}: {len(run.plan.cells)} cells, {where} -> {run.plan.run_dir}")
     summary = execute(run.ctx, run.ledger, run.plan.cells, concurrency, show_progress=progress, budget_usd=grid_spec.budget_usd,
-                      executor=executor)
+                      executor=executor, budgets_usd=grid_spec.budgets_usd)
     unfinished = summary.total - len({r["cell_id"] for r in run.ledger.rows() if r["final"]})
     if not unfinished:  # a run's own verdict over all its cells, never over part of them
         run.ctx.protocol.after_run(run.ctx, [r for r in latest_attempts(run.ledger.rows()).values() if r["final"]],
@@ -172,9 +172,16 @@ def check_inputs(grid_spec: GridSpec, grid_path: Path, root: Path) -> CheckedInp
     protocol, command_agents = check_agents(grid_spec, grid_path, root, all_arms)
     check_turn_caps(grid_spec, grid_path, all_tasks, command_agents)
     check_models(grid_spec, grid_path, command_agents)
-    if grid_spec.budget_usd is not None and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
-        raise SpecError(grid_path, "budget_usd", "is set, but no agent of this grid has a priced model, so no spend "
-                        "can be counted against it", "drop budget_usd (and --max-usd), or run a model agent (claude-code)")
+    for model in grid_spec.budgets_usd:  # a cap per model: of a grid that runs each model's cells apart
+        if len(grid_spec.models) < 2:
+            raise SpecError(grid_path, f"budgets_usd.{model}", "is set on a grid of one model", "use budget_usd")
+        if model not in grid_spec.models:
+            raise SpecError(grid_path, f"budgets_usd.{model}", "names no model of the grid",
+                            f"name models of: {', '.join(grid_spec.models)}")
+    capped = "budget_usd" if grid_spec.budget_usd is not None else "budgets_usd" if grid_spec.budgets_usd else None
+    if capped and not any(agent_class(a, command_agents).needs_model for a in grid_spec.agents):
+        raise SpecError(grid_path, capped, "is set, but no agent of this grid has a priced model, so no spend "
+                        "can be counted against it", f"drop {capped} (and --max-usd), or run a model agent (claude-code)")
     return CheckedInputs(all_tasks, all_arms, protocol, command_agents)
 
 

@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -30,6 +30,7 @@ from runner.digest import sha256_bytes, sha256_json, tree_digest
 from runner.errors import DiskFull, UserError
 from runner.grading.gate import HARNESS_ERROR, MAX_ATTEMPTS, RETRIED
 from runner.plan.grid import CellSpec, GridInputs, arm_order, corpus_key, expand, select
+from runner.plan.players import model_of
 from runner.env.images import IMAGES_DIR, ImageRef, ImageSet, context_digest, image_recipes
 from runner.results.ledger import Ledger, LedgerRow, finished_cells, latest_attempts
 from runner.plan.spec import ArmSpec, GridSpec, TaskSpec, image_arm, other_suites_tasks
@@ -86,6 +87,50 @@ class Budget:
                 "spent_usd": round(self.spent_usd, 6), "dearest_cell_usd": self.dearest_usd, "cells_left": cells_left,
                 "detail": f"spent ${self.spent_usd:.4f} of ${self.limit_usd:.4f}; the next cell, costed at the dearest "
                           f"so far (${self.dearest_usd or 0:.4f}), would pass it; {cells_left} cells not started"}
+
+
+@dataclass
+class SpendCaps:
+    """The run's spend caps: over all its cells (budget_usd) and, in a grid of several models, over each model's
+    (budgets_usd). A cell starts only while every cap it counts against allows it; a model whose cap holds its cells
+    back leaves the other models' cells to run."""
+    total: Budget | None = None
+    per_model: dict[str, Budget] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, budget_usd: float | None, budgets_usd: dict | None) -> "SpendCaps | None":
+        if budget_usd is None and not budgets_usd:
+            return None
+        return cls(None if budget_usd is None else Budget(budget_usd),
+                   {m: Budget(usd) for m, usd in (budgets_usd or {}).items()})
+
+    def add(self, agent: str, cost_usd: float | None) -> None:
+        """A finished cell's cost, against the total and its model's cap (`agent`: the cell's player)."""
+        if self.total is not None:
+            self.total.add(cost_usd)
+        if model_of(agent) in self.per_model:
+            self.per_model[model_of(agent)].add(cost_usd)
+
+    def allows(self, agent: str, in_flight: list[str]) -> bool:
+        """Whether a cell of this player may start beside the cells in flight (their players)."""
+        if self.total is not None and not self.total.allows(len(in_flight)):
+            return False
+        cap = self.per_model.get(model_of(agent))
+        return cap is None or cap.allows(sum(model_of(a) == model_of(agent) for a in in_flight))
+
+    def stop_record(self, left: list[str]) -> dict:
+        """Why the run stopped with cells left (their players): the total's record when it is what stopped, and
+        each model's whose cap holds its cells back."""
+        held = {m: cap for m, cap in self.per_model.items() if any(model_of(a) == m for a in left) and not cap.allows(0)}
+        record = (self.total.stop_record(len(left)) if self.total is not None and not self.total.allows(0)
+                  else {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cells_left": len(left),
+                        "detail": f"{len(left)} cells not started"})
+        if held:
+            record["models"] = {m: {**cap.stop_record(sum(model_of(a) == m for a in left)), "budget_usd": cap.limit_usd}
+                                for m, cap in held.items()}
+            record["detail"] = "; ".join([*([record["detail"]] if self.total is not None and not self.total.allows(0) else []),
+                                          *(f"model {m}: {r['detail']}" for m, r in record["models"].items())])
+        return record
 
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -202,7 +247,7 @@ def lock_document(plan: RunPlan, images: ImageSet, client, root: Path, arms: lis
 def lock_differences(old: dict, new: dict) -> list[str]:
     """What changed between a run's lock and the inputs now, by name."""
     changes = []
-    for key in sorted((set(old["grid"]) | set(new["grid"])) - {"budget_usd"}):  # a resume may raise the budget
+    for key in sorted((set(old["grid"]) | set(new["grid"])) - {"budget_usd", "budgets_usd"}):  # a resume may raise them
         if old["grid"].get(key) != new["grid"].get(key):
             changes.append(f"grid.{key}: {old['grid'].get(key)!r} -> {new['grid'].get(key)!r}")
     for model in sorted(set(old["inputs"].get("by_model", {})) & set(new["inputs"].get("by_model", {}))):
@@ -293,10 +338,10 @@ class Scheduler:
     the next, so a kill loses only the cells in flight. One final row per cell id: an attempt that
     finishes for a cell already final (a distributed executor ran it twice) is not recorded."""
 
-    def __init__(self, ctx: TrialContext, ledger: Ledger, executor: Executor, on_row, budget: Budget | None = None,
+    def __init__(self, ctx: TrialContext, ledger: Ledger, executor: Executor, on_row, caps: SpendCaps | None = None,
                  final: set[str] = frozenset()):
         self.ctx, self.ledger, self.executor, self.on_row = ctx, ledger, executor, on_row
-        self.budget = budget
+        self.caps = caps
         self.in_flight = {}
         self.recorded = 0
         self.budget_stop: dict | None = None
@@ -311,26 +356,32 @@ class Scheduler:
             self.final.add(row.cell_id)
         self.ledger.append(row)
         self.recorded += 1
-        if self.budget is not None:
-            self.budget.add(row.cost_usd)
+        if self.caps is not None:
+            self.caps.add(row.agent, row.cost_usd)
         self.on_row(row)
+
+    def _next(self) -> int | None:
+        """Where in the queue the next cell the caps allow is (the queue's end first); None: none is."""
+        if self.caps is None:
+            return len(self.queue) - 1 if self.queue else None
+        flying = [c.agent for c in self.in_flight.values()]
+        return next((i for i in range(len(self.queue) - 1, -1, -1) if self.caps.allows(self.queue[i].agent, flying)), None)
 
     def upcoming(self) -> CellSpec | None:
         """The cell this scheduler submits next (an executor may start its sandbox ahead); None: none."""
-        try:
-            return None if self.budget_stop is not None else self.queue[-1]
-        except IndexError:
-            return None
+        i = None if self.budget_stop is not None else self._next()
+        return None if i is None else self.queue[i]
 
     def run(self, pending: list[CellSpec], attempts: dict[str, int]) -> None:
         self.queue = queue = list(reversed(pending))
         while True:
             while len(self.in_flight) < self.executor.slots and queue and self.budget_stop is None:
-                if self.budget is not None and not self.budget.allows(len(self.in_flight)):
+                i = self._next()
+                if i is None:
                     if not self.in_flight:  # nothing left that could free room: this is where the run stops
-                        self.budget_stop = self.budget.stop_record(len(queue))
+                        self.budget_stop = self.caps.stop_record([c.agent for c in queue])
                     break
-                cell = queue.pop()
+                cell = queue.pop(i)
                 self.in_flight[self.executor.submit(cell, attempts.get(cell.cell_id, 0) + 1)] = cell
             if not self.in_flight:
                 return
@@ -384,14 +435,15 @@ def sigterm_as_interrupt():
 
 
 def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrency: int, show_progress: bool = True,
-            budget_usd: float | None = None, executor: ExecutorSettings | None = None) -> RunSummary:
-    """`executor`: where the cells run (default: the local thread pool, `concurrency` at a time)."""
+            budget_usd: float | None = None, executor: ExecutorSettings | None = None,
+            budgets_usd: dict | None = None) -> RunSummary:
+    """`executor`: where the cells run (default: the local thread pool, `concurrency` at a time); `budget_usd`,
+    `budgets_usd`: the run's spend caps (SpendCaps)."""
     rows = ledger.rows()
-    budget = None
-    if budget_usd is not None:
-        budget = Budget(budget_usd)
-        for r in rows:  # what the run spent before this resume counts against the budget
-            budget.add(r.get("cost_usd"))
+    caps = SpendCaps.of(budget_usd, budgets_usd)
+    if caps is not None:
+        for r in rows:  # what the run spent before this resume counts against its caps
+            caps.add(r["agent"], r.get("cost_usd"))
     done = finished_cells(rows)
     attempts: dict[str, int] = {}
     for r in rows:
@@ -431,7 +483,7 @@ def execute(ctx: TrialContext, ledger: Ledger, cells: list[CellSpec], concurrenc
                                            f"{time.monotonic() - started:.0f}s" + (f" · {nodes}" if nodes else ""),
                                            highlight=False)
 
-            scheduler = Scheduler(ctx, ledger, runner, on_row, budget, done)
+            scheduler = Scheduler(ctx, ledger, runner, on_row, caps, done)
             try:
                 with sigterm_as_interrupt():
                     scheduler.run(pending, attempts)

@@ -21,10 +21,9 @@ from pathlib import Path
 from runner.agents.registry import agent_class
 from runner.env.model_endpoint import SCRIPTED, is_scripted
 from runner.errors import UserError
-from runner.plan.players import agent_of
+from runner.plan.players import agent_of, model_of
 from runner.plan.spec import GridSpec, grid_tasks, load_all_arms
 from runner.protocols.registry import protocol_named
-from runner.results.by_model import model_of
 from runner.results.costs import price_for
 from runner.results.ledger import Ledger, latest_attempts
 from runner.results.run_lock import load_lock

@@ -25,6 +25,11 @@ def agent_of(player: str) -> str:
     return player.partition("@")[0]
 
 
+def model_of(player: str) -> str | None:
+    """The model a player's name carries; None for an agent of a one-model grid, or one without a model."""
+    return player.partition("@")[2] or None
+
+
 def players(grid: GridSpec, needs_model: Callable[[str], bool]) -> list[Player]:
     """The grid's players in run order: each agent, and in a grid of several models each agent that needs a model
     once per model, in the order the grid lists them."""

@@ -232,6 +232,7 @@ class GridSpec:
     cases: int | None = None  # protocols whose units are generated: how many
     command_agents: dict = field(default_factory=dict)  # name -> {command, files}: any command line as an agent
     budget_usd: float | None = None  # the run's spend cap at its prices; not an input: a resume may raise it
+    budgets_usd: dict = field(default_factory=dict)  # a grid of several models: model -> its cells' cap (as budget_usd)
     limits: SessionLimits = field(default_factory=SessionLimits)
     judges: tuple[str, ...] = ()  # personal: the model judge panel, one model id per judge; () : deterministic judges only
     judge_panel: str | None = None  # the published panel `judges:` named (openai_judges.PRESETS), if it named one
@@ -283,6 +284,8 @@ class GridSpec:
             data["command_agents"] = self.command_agents
         if self.budget_usd is not None:
             data["budget_usd"] = self.budget_usd
+        if self.budgets_usd:
+            data["budgets_usd"] = self.budgets_usd
         if self.limits.as_dict():
             data["limits"] = self.limits.as_dict()
         if self.judges:
@@ -809,6 +812,7 @@ def grid_from_dict(data: dict, path: Path) -> GridSpec:
         cases=data.get("cases"),
         command_agents=data.get("command_agents", {}),
         budget_usd=data.get("budget_usd"),
+        budgets_usd=data.get("budgets_usd", {}),
         limits=SessionLimits(**data.get("limits", {})),
         **_judges(data, path),
         unisolated_checkers=tuple(data.get("unisolated_checkers", ())),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from runner.plan.players import agent_of
+from runner.plan.players import agent_of, model_of
 from runner.results.stats import (BOOTSTRAP_SEED, FEW_TASKS, RESAMPLES, TOKEN_CLASSES, Contrast, PairedStat,
                                   cluster_bootstrap, noise_label, paired_frames)
 
@@ -53,11 +53,6 @@ class ModelSpend:
     cost_usd: float | None  # None when any cell is unpriced
     cost_reason: str | None
     wall_seconds: float
-
-
-def model_of(player: str) -> str | None:
-    """The model a player's name carries; None for an agent of a one-model grid."""
-    return player.partition("@")[2] or None
 
 
 def interaction(tasks: np.ndarray, diffs: np.ndarray, min_effect: float, resamples: int, seed: int) -> Interaction:
