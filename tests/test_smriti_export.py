@@ -26,7 +26,7 @@ def planted(condition: str, passed: bool | None, seed: int = 0, agent: str = "cl
 def test_export_writes_smritis_records_per_agent_and_arm(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMGRID_ROOT", str(REPO))
     rows = [planted("on", True, tokens_fresh_input=100, tokens_output=20, tokens_cache_read=5000,
-                    tokens_cache_creation=700),
+                    tokens_cache_creation=700, model="scripted"),
             planted("off", False, tokens_fresh_input=300, tokens_output=40),
             planted("on", True, seed=1, agent="reader"),
             planted("on", None, seed=1, admitted=False)]
@@ -42,6 +42,7 @@ def test_export_writes_smritis_records_per_agent_and_arm(tmp_path, monkeypatch):
     assert (on["tokens_used"], on["input_tokens"], on["output_tokens"], on["cache_read_tokens"]) == (120, 100, 20, 5000)
     assert on["injected_confirmed"] is True and on["passed"] is True and on["trial"] == 0 and on["task_id"] == TASK
     assert on["split"] == "visible" and on["split_hash"] == "s" * 64 and on["planted_memory_contents"]
+    assert on["memgrid"]["model"] == "scripted"  # the model the cell ran on (a grid of several: agent@model files)
     off = next(r for r in records if r["condition"] == "off")
     assert off["injected_confirmed"] is None and off["passed"] is False and off["tokens_used"] == 340
     reader = json.loads((tmp_path / "out/reader__recall.jsonl").read_text())

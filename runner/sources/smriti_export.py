@@ -46,7 +46,8 @@ def record(run_id: str, row: dict, memories: list[str], reply: str | None) -> di
             "cache_read_tokens": tokens(row, "tokens_cache_read"), "transcript": reply or "",
             "planted_memory_contents": memories, "injected_confirmed": confirmed, "split": result.get("split", "unknown"),
             "split_hash": result.get("split_sha256"),
-            "memgrid": {"cell_id": row["cell_id"], "agent": row["agent"], "arm": row["arm"], "tokens_observed": observed,
+            "memgrid": {"cell_id": row["cell_id"], "agent": row["agent"], "model": row.get("model"), "arm": row["arm"],
+                        "tokens_observed": observed,
                         "reply_kept": reply is not None, "echo": result.get("echo")}}
 
 
