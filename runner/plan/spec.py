@@ -223,7 +223,7 @@ class GridSpec:
     network: str = "none"
     allow_hosts: tuple[str, ...] = ()
     # What model agents' cells (claude-code, codex, answerer) run on, each model a coordinate of the grid's cells;
-    # () when the grid names none. A grid of several runs each such agent once per model (runner.plan.grid.players).
+    # () when the grid names none. A grid of several runs each such agent once per model (runner.plan.players).
     models: tuple[str, ...] = ()
     prices: dict = field(default_factory=dict)  # model -> USD per million tokens by class, with as_of and source
     disk_mib: int = DEFAULT_DISK_MIB  # each sandbox's disk budget, unless its task sets its own
