@@ -121,15 +121,15 @@ class SpendCaps:
     def stop_record(self, left: list[str]) -> dict:
         """Why the run stopped with cells left (their players): the total's record when it is what stopped, and
         each model's whose cap holds its cells back."""
+        total_stopped = self.total is not None and not self.total.allows(0)
         held = {m: cap for m, cap in self.per_model.items() if any(model_of(a) == m for a in left) and not cap.allows(0)}
-        record = (self.total.stop_record(len(left)) if self.total is not None and not self.total.allows(0)
-                  else {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cells_left": len(left),
-                        "detail": f"{len(left)} cells not started"})
+        record = (self.total.stop_record(len(left)) if total_stopped else
+                  {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cells_left": len(left)})
         if held:
             record["models"] = {m: {**cap.stop_record(sum(model_of(a) == m for a in left)), "budget_usd": cap.limit_usd}
                                 for m, cap in held.items()}
-            record["detail"] = "; ".join([*([record["detail"]] if self.total is not None and not self.total.allows(0) else []),
-                                          *(f"model {m}: {r['detail']}" for m, r in record["models"].items())])
+        record["detail"] = "; ".join([*([record["detail"]] if total_stopped else []),
+                                      *(f"model {m}: {r['detail']}" for m, r in record.get("models", {}).items())])
         return record
 
 

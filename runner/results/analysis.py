@@ -25,7 +25,7 @@ from runner.results.ledger import Ledger, latest_attempts
 from runner.results.by_model import ModelEffect, ModelSpend, across_models, spend_by_model
 from runner.results.run_lock import load_lock
 from runner.results.stats import (BOOTSTRAP_SEED, DEFAULT_MIN_EFFECT, RESAMPLES, TOKEN_CLASSES, Contrast, PairedStat,
-                                  Rate, paired_frames, paired_stat, wilson)
+                                  Rate, paired_frames, paired_stat, sum_or_none, wilson)
 
 # The coding protocol's analysis by arm: the baseline every ranked memory arm is compared with, the
 # floor harm is measured against, the diagnostic arms that are never ranked (DESIGN.md), and the
@@ -286,18 +286,13 @@ def harm(df: pd.DataFrame) -> list[HarmStats]:
     return out
 
 
-def _sum_or_none(series: pd.Series) -> int | None:
-    observed = series.dropna()
-    return int(observed.sum()) if len(observed) else None
-
-
 def costs(df: pd.DataFrame) -> list[CostStats]:
     """Per agent x arm over every finished cell, admitted or not: a discarded session still cost
     its tokens and time."""
     has_cli = "cli_cost_usd" in df.columns and bool(df["cli_cost_usd"].notna().any())
     out = []
     for (agent, arm), g in df.groupby(["agent", "arm"], sort=True):
-        tokens = {c: _sum_or_none(pd.to_numeric(g[c], errors="coerce")) for c in TOKEN_CLASSES}
+        tokens = {c: sum_or_none(pd.to_numeric(g[c], errors="coerce")) for c in TOKEN_CLASSES}
         observed_cells = int(g[list(TOKEN_CLASSES)].notna().any(axis=1).sum())
         total = None if all(v is None for v in tokens.values()) else sum(v or 0 for v in tokens.values())
         usd = pd.to_numeric(g["cost_usd"], errors="coerce")

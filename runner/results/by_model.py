@@ -16,7 +16,7 @@ import pandas as pd
 
 from runner.plan.players import agent_of, model_of
 from runner.results.stats import (BOOTSTRAP_SEED, FEW_TASKS, RESAMPLES, TOKEN_CLASSES, Contrast, PairedStat,
-                                  cluster_bootstrap, noise_label, paired_frames)
+                                  cluster_bootstrap, noise_label, paired_frames, sum_or_none)
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,7 @@ def spend_by_model(df: pd.DataFrame, models: list[str]) -> list[ModelSpend]:
             continue
         usd = pd.to_numeric(g["cost_usd"], errors="coerce")
         unpriced = int(usd.isna().sum())
-        tokens = {c: (int(v.sum()) if len(v := pd.to_numeric(g[c], errors="coerce").dropna()) else None)
-                  for c in TOKEN_CLASSES}
+        tokens = {c: sum_or_none(pd.to_numeric(g[c], errors="coerce")) for c in TOKEN_CLASSES}
         out.append(ModelSpend(model, len(g), int(g["passed"].sum()), tokens, None if unpriced else float(usd.sum()),
                               f"{unpriced} of {len(g)} cells unpriced" if unpriced else None,
                               float(pd.to_numeric(g["wall_seconds"], errors="coerce").sum())))

@@ -123,3 +123,9 @@ def paired_frames(df: pd.DataFrame, columns: tuple[str, ...] = ("passed", "admit
         g = g[~g.duplicated(["task", "seed", "arm"], keep=False)]
         out[(agent, condition)] = g.set_index(["task", "seed", "arm"])[list(columns)].unstack("arm")
     return out
+
+
+def sum_or_none(series: pd.Series) -> int | None:
+    """The sum of the values observed; None when none is (a token class no cell reported is unobserved, not 0)."""
+    observed = series.dropna()
+    return int(observed.sum()) if len(observed) else None
